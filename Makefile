@@ -1,0 +1,35 @@
+# Tidemark. `make run` serves deploy/examples/tidemark.yaml; `make test` runs
+# every test. Both start a throwaway Postgres when DATABASE_URL is unset.
+GO        ?= go
+CONFIG    ?= deploy/examples/tidemark.yaml
+BIN       := bin/tidemark
+PKGS      := ./...
+
+.PHONY: all build run test test-short bench lint fmt vet clean
+
+all: lint test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tidemark
+
+# The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
+# index survive restarts.
+run: build
+	scripts/with-pg --keep tmp/pg $(BIN) serve --config $(CONFIG)
+
+test:
+	scripts/with-pg $(GO) test -count=1 -timeout 20m $(PKGS)
+
+bench:
+	scripts/with-pg $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin tmp

@@ -1,0 +1,16 @@
+package resolver
+
+import "errors"
+
+// The error taxonomy. Every layer wraps one of these with %w; the server maps
+// them to HTTP status codes in one table (server/errors.go). Nothing outside
+// this list should decide a status code.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrInvalid       = errors.New("invalid")
+	ErrConflict      = errors.New("conflict")      // stale ETag / If-Match, concurrent change
+	ErrUnprocessable = errors.New("unprocessable") // well-formed but not allowed: ineligible pin, downgrade, skip
+	ErrUnauthorized  = errors.New("unauthorized")
+	ErrForbidden     = errors.New("forbidden")
+	ErrUnavailable   = errors.New("unavailable") // database or registry gone
+)

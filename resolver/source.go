@@ -1,0 +1,56 @@
+package resolver
+
+import "time"
+
+// Source is a source's configuration as the resolver needs it (the registry
+// side of a source lives in the indexer).
+type Source struct {
+	Name   string
+	Image  string
+	Parser *Parser
+	Labels Labels // nil: DefaultLabels
+}
+
+// Classify parses a tag under the source's scheme and label map. It never
+// fails: a tag that does not parse comes back with Valid false and Error set.
+func (s *Source) Classify(name string) Tag {
+	v, err := s.Parser.Parse(name)
+	if err != nil {
+		return Tag{Name: name, Error: err.Error()}
+	}
+	return Tag{Name: name, Valid: true, Version: v, Stream: s.Labels.StreamOf(v)}
+}
+
+// Scan is the record of one indexing run of one source.
+type Scan struct {
+	ID       int64
+	Source   string
+	Started  time.Time
+	Finished time.Time // zero while running
+	Outcome  string    // "running", "ok", "failed"
+	Error    string
+	Complete bool // the listing was complete (absent tags were marked gone)
+	TagsSeen int
+	TagsNew  int
+	TagsGone int
+	Requests int // registry requests made
+}
+
+// Block is a version that no channel serves and no resolve answer offers.
+type Block struct {
+	Source    string
+	Version   string // canonical
+	Reason    string
+	BlockedBy string
+	BlockedAt time.Time
+}
+
+// SourceData is everything indexed for one source: what the store loads and
+// the snapshot indexes.
+type SourceData struct {
+	Source   Source
+	Tags     []Tag // present tags, any order; unparsed ones included
+	Blocks   []Block
+	LastScan *Scan // nil: never scanned
+	LastOK   *Scan // newest successful scan; nil: none yet
+}

@@ -1,0 +1,41 @@
+package resolver
+
+import "time"
+
+// Labels maps a pre-release label to a stream. DefaultLabels is the contract's
+// map; a source may override entries.
+type Labels map[string]Stream
+
+// DefaultLabels: "" -> released, rc -> proposed, beta -> devel; any label not
+// in a map is testing.
+var DefaultLabels = Labels{"": Released, "rc": Proposed, "beta": Devel}
+
+// StreamOf returns the stream of v under the label map l (nil means DefaultLabels).
+func (l Labels) StreamOf(v Version) Stream {
+	if l == nil {
+		l = DefaultLabels
+	}
+	if s, ok := l[v.Pre]; ok {
+		return s
+	}
+	if v.Pre == "" {
+		return Released
+	}
+	return Testing
+}
+
+// Tag is one registry tag of a source as indexed: the raw tag, and, when it
+// parses, its version and stream.
+type Tag struct {
+	Name    string  // the registry tag, e.g. "v1.33.6-k3s1"
+	Valid   bool    // parsed under the source's scheme
+	Error   string  // why it did not parse (when !Valid)
+	Version Version // when Valid
+	Stream  Stream  // when Valid
+	Digest  string  // "sha256:..."; "" until resolved
+	// PreviousDigest is the digest before the last re-tag; "" if never re-tagged.
+	PreviousDigest string
+	FirstSeen      time.Time
+	LastSeen       time.Time
+	Present        bool // still in the registry's latest complete listing
+}
