@@ -74,6 +74,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newPromoteCmd(e),
 		newUnpinCmd(e),
 		newBlockCmd(e),
+		newUnblockCmd(e),
 		newHistoryCmd(e),
 	)
 	return root
