@@ -1,0 +1,154 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Channel answers change on a pin or a block, and a block must reach
+// upgrade controllers at their next poll, so no cache may serve a channel
+// answer without asking again; the ETag keeps asking again cheap.
+const channelCacheControl = "no-cache"
+
+var (
+	hdrNoCache = []string{channelCacheControl}
+	hdrHTML    = []string{"text/html; charset=utf-8"}
+)
+
+// releaseChannel is the system-upgrade-controller contract: 302 whose
+// Location ends in the version, or 404. It is the hot path, so everything
+// it sends is precomputed in the view when it can be.
+func (s *Server) releaseChannel(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	if e.ans.Tag == nil {
+		return fmt.Errorf("%w: channel %q has no eligible version", resolver.ErrNotFound, e.ans.Channel.Name)
+	}
+	req := c.Request()
+	h := c.Response().Header()
+	h["Cache-Control"] = hdrNoCache
+	if wantsJSON(req) {
+		return s.sendChannel(c, e)
+	}
+	loc, body := e.location, e.body
+	if loc == "" {
+		loc = baseURL(s.opts.ExternalURL, req) + e.suffix
+		body = redirectBody(loc)
+	}
+	h["Location"] = []string{loc}
+	h["Content-Type"] = hdrHTML
+	c.Response().WriteHeader(http.StatusFound)
+	_, err = c.Response().Write(body)
+	return err
+}
+
+// releaseChannels is channelserver's collection, with latest resolved.
+func (s *Server) releaseChannels(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	base := baseURL(s.opts.ExternalURL, c.Request()) + "/v1-release/channels"
+	out := releaseCollection{
+		Type:         "collection",
+		Links:        map[string]string{"self": base},
+		ResourceType: "channels",
+		Data:         make([]releaseChannel, 0, len(v.list)),
+	}
+	for _, e := range v.list {
+		ch := e.ans.Channel
+		rc := releaseChannel{
+			ID:     ch.Name,
+			Type:   "channel",
+			Links:  map[string]string{"self": base + "/" + url.PathEscape(ch.Name)},
+			Name:   ch.Name,
+			Latest: e.version,
+		}
+		if ch.Include != nil {
+			rc.LatestRegexp = ch.Include.String()
+		}
+		if ch.Exclude != nil {
+			rc.ExcludeRegexp = ch.Exclude.String()
+		}
+		out.Data = append(out.Data, rc)
+	}
+	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) listChannels(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	out := make([]ChannelJSON, 0, len(v.list))
+	for _, e := range v.list {
+		out = append(out, channelJSON(e))
+	}
+	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getChannel(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	return s.sendChannel(c, e)
+}
+
+// sendChannel sends the channel object with its ETag, or 304.
+func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
+	h := c.Response().Header()
+	h.Set("ETag", e.etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), e.etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSON(http.StatusOK, channelJSON(e))
+}
+
+func (v *view) channel(name string) (*channelEntry, error) {
+	e, ok := v.channels[name]
+	if !ok {
+		return nil, badParam("name", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
+	}
+	return e, nil
+}
+
+// wantsJSON reports whether a channel URL client asked for the channel
+// object instead of the redirect.
+func wantsJSON(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return a != "" && strings.Contains(a, "application/json")
+}
+
+// pathParam returns a path parameter decoded. Echo routes on the raw path
+// when the client escaped something (a version's "+" sent as %2B), and then
+// leaves the parameter escaped.
+func pathParam(c echo.Context, name string) string {
+	p := c.Param(name)
+	if strings.IndexByte(p, '%') < 0 {
+		return p
+	}
+	if u, err := url.PathUnescape(p); err == nil {
+		return u
+	}
+	return p
+}

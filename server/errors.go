@@ -1,0 +1,141 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// problemKind is one row of the error table: the taxonomy sentinel, its
+// status and the RFC 9457 type/title clients can switch on.
+type problemKind struct {
+	err    error
+	status int
+	slug   string
+}
+
+// errorTable is the only place that turns an error into a status code.
+// Handlers return errors wrapping one of these sentinels; anything else is 500.
+var errorTable = []problemKind{
+	{resolver.ErrNotFound, http.StatusNotFound, "not-found"},
+	{resolver.ErrInvalid, http.StatusBadRequest, "invalid"},
+	{resolver.ErrUnprocessable, http.StatusUnprocessableEntity, "unprocessable"},
+	// Stale If-Match is the only conflict the API produces; 412 is what
+	// RFC 9110 prescribes for a failed precondition.
+	{resolver.ErrConflict, http.StatusPreconditionFailed, "conflict"},
+	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+}
+
+const problemTypePrefix = "urn:tidemark:problem:"
+
+// Problem is an RFC 9457 problem details body.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Param names the query or path parameter that was wrong.
+	Param string `json:"param,omitempty"`
+}
+
+// paramError marks err as caused by one request parameter.
+type paramError struct {
+	param string
+	err   error
+}
+
+func (e *paramError) Error() string { return e.param + ": " + e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
+
+// badParam wraps err (which should wrap a taxonomy sentinel) with the name of
+// the parameter it is about.
+func badParam(param string, err error) error { return &paramError{param: param, err: err} }
+
+// invalidParam is a 400 about one parameter.
+func invalidParam(param, format string, args ...any) error {
+	return badParam(param, fmt.Errorf("%w: "+format, append([]any{resolver.ErrInvalid}, args...)...))
+}
+
+// problemFor maps err through the table.
+func problemFor(err error) Problem {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		// Echo's own errors: unknown route (404), wrong method (405).
+		slug := "http-" + strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "-"))
+		return Problem{Type: problemTypePrefix + slug, Title: http.StatusText(he.Code), Status: he.Code, Detail: fmt.Sprint(he.Message)}
+	}
+	p := Problem{Type: problemTypePrefix + "internal", Title: http.StatusText(500), Status: 500, Detail: "internal error"}
+	for _, k := range errorTable {
+		if errors.Is(err, k.err) {
+			p = Problem{Type: problemTypePrefix + k.slug, Title: http.StatusText(k.status), Status: k.status, Detail: err.Error()}
+			break
+		}
+	}
+	var pe *paramError
+	if errors.As(err, &pe) {
+		p.Param = pe.param
+	}
+	return p
+}
+
+// handleError is echo's single HTTPErrorHandler. /v1-release answers in
+// channelserver's error shape so its clients see what they always saw;
+// everything else is application/problem+json.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := problemFor(err)
+	if p.Status >= 500 {
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	if p.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="tidemark"`)
+	}
+	var body []byte
+	ctype := "application/problem+json"
+	if strings.HasPrefix(c.Request().URL.Path, "/v1-release/") {
+		ctype = echo.MIMEApplicationJSON
+		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status})
+	} else {
+		body, _ = json.Marshal(p)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(p.Status)
+		return
+	}
+	_ = c.Blob(p.Status, ctype, body)
+}
+
+// releaseError is channelserver's (rancher/apiserver) error body.
+type releaseError struct {
+	Type    string   `json:"type"`
+	Links   struct{} `json:"links"`
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	Status  int      `json:"status"`
+}
+
+func releaseCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "NotFound"
+	case http.StatusBadRequest:
+		return "InvalidBodyContent"
+	case http.StatusMethodNotAllowed:
+		return "MethodNotAllowed"
+	case http.StatusServiceUnavailable:
+		return "ServiceUnavailable"
+	}
+	return "ServerError"
+}

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+)
+
+// healthz says the process is up; it never looks at data or the database,
+// so a database outage does not get healthy pods restarted.
+func (s *Server) healthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// readyz is 503 until a snapshot is loaded. After that it stays 200, since
+// the snapshot can answer every read; the body says "degraded" and why when
+// the last reload failed.
+func (s *Server) readyz(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	if s.cur.Load() == nil {
+		return c.String(http.StatusServiceUnavailable, "not ready: no snapshot loaded yet\n")
+	}
+	if why := s.degraded.Load(); why != nil {
+		return c.String(http.StatusOK, "degraded: "+*why+"\n")
+	}
+	return c.String(http.StatusOK, "ok\n")
+}
+
+func (s *Server) spec(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", openapi.Spec)
+}

@@ -1,0 +1,197 @@
+// Package server is Tidemark's HTTP face: channel URLs for
+// system-upgrade-controller and channelserver clients, the JSON API, the
+// dry-run resolve answer and the operational endpoints.
+//
+// Every read is answered from an immutable resolver.Snapshot held in an
+// atomic pointer, so channel and resolve requests never touch Postgres and
+// keep answering while the database is gone. Handlers bind, call the
+// snapshot and encode; they hold no version logic.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Options configures a Server.
+type Options struct {
+	// ExternalURL prefixes absolute links and default redirects. "" derives
+	// them from each request (scheme from X-Forwarded-Proto or TLS, Host).
+	ExternalURL string
+	Log         *slog.Logger
+	// Metrics is where the server registers its collectors; /metrics serves
+	// this registry, so cmd can share one with the indexer. nil: a private one.
+	Metrics *prometheus.Registry
+	// Load builds a fresh snapshot (from the store, in production).
+	Load func(ctx context.Context) (*resolver.Snapshot, error)
+	// ShutdownTimeout bounds how long Serve drains in-flight requests after
+	// its context ends. 0: 15s.
+	ShutdownTimeout time.Duration
+}
+
+// Server answers HTTP requests from the current snapshot.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	echo     *echo.Echo
+	metrics  *metrics
+	cur      atomic.Pointer[view]
+	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
+}
+
+// New builds a server with no snapshot yet: /readyz answers 503 and data
+// routes 503 until the first successful Reload.
+func New(opts Options) (*Server, error) {
+	if opts.Load == nil {
+		return nil, fmt.Errorf("%w: server options: Load is required", resolver.ErrInvalid)
+	}
+	opts.ExternalURL = strings.TrimRight(opts.ExternalURL, "/")
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 15 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Log}
+	m, err := newMetrics(opts.Metrics, s.snapshotAge)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.echo = s.routes()
+	return s, nil
+}
+
+// Handler is the whole HTTP surface.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Reload loads a snapshot and swaps it in. On failure the previous snapshot
+// keeps being served and /readyz reports degraded until a reload succeeds.
+func (s *Server) Reload(ctx context.Context) error {
+	snap, err := s.opts.Load(ctx)
+	if err == nil && snap == nil {
+		err = fmt.Errorf("%w: load returned no snapshot", resolver.ErrUnavailable)
+	}
+	if err != nil {
+		reason := err.Error()
+		s.degraded.Store(&reason)
+		s.metrics.reloadFailures.Inc()
+		s.log.ErrorContext(ctx, "snapshot reload failed; serving the previous snapshot", "err", err)
+		return fmt.Errorf("reload snapshot: %w", err)
+	}
+	s.swap(snap)
+	s.degraded.Store(nil)
+	return nil
+}
+
+// swap installs snap. Everything the hot path needs per channel is computed
+// here once instead of per request.
+func (s *Server) swap(snap *resolver.Snapshot) {
+	v := newView(snap, s.opts.ExternalURL)
+	s.cur.Store(v)
+	s.metrics.observeSnapshot(snap)
+	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt)
+}
+
+func (s *Server) snapshotAge() float64 {
+	v := s.cur.Load()
+	if v == nil {
+		return 0
+	}
+	return time.Since(v.snap.LoadedAt).Seconds()
+}
+
+// view returns the current view or ErrUnavailable before the first load.
+func (s *Server) view() (*view, error) {
+	v := s.cur.Load()
+	if v == nil {
+		return nil, fmt.Errorf("%w: no snapshot loaded yet", resolver.ErrUnavailable)
+	}
+	return v, nil
+}
+
+// Serve serves on ln until ctx ends, then stops accepting, waits for
+// in-flight requests (up to ShutdownTimeout) and returns. One cancellation
+// is enough: there is no second-signal dance.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining in-flight requests", "timeout", s.opts.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+		return fmt.Errorf("drain %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// routes registers every route; the drift test checks this list against
+// openapi/openapi.yaml both ways.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.observe)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
+	e.GET("/openapi.yaml", s.spec)
+
+	e.GET("/v1-release/channels", s.releaseChannels)
+	e.GET("/v1-release/channels/:name", s.releaseChannel)
+
+	e.GET("/api/v1/channels", s.listChannels)
+	e.GET("/api/v1/channels/:name", s.getChannel)
+	e.GET("/api/v1/sources", s.listSources)
+	e.GET("/api/v1/sources/:source", s.getSource)
+	e.GET("/api/v1/sources/:source/versions", s.listVersions)
+	e.GET("/api/v1/sources/:source/versions/:version", s.getVersion)
+	e.GET("/api/v1/resolve", s.resolve)
+
+	// Writes are specified (CONTRACT section 3) but need the store, which
+	// the server does not have yet; they answer 503 like a store outage.
+	e.PUT("/api/v1/channels/:name/pin", s.writeUnavailable)
+	e.DELETE("/api/v1/channels/:name/pin", s.writeUnavailable)
+	e.PUT("/api/v1/sources/:source/versions/:version/block", s.writeUnavailable)
+	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.writeUnavailable)
+	e.POST("/api/v1/sources/:source/scan", s.writeUnavailable)
+	e.GET("/api/v1/channels/:name/history", s.writeUnavailable)
+	return e
+}
+
+func (s *Server) writeUnavailable(c echo.Context) error {
+	return fmt.Errorf("%w: %s %s needs the store, which this server has not got", resolver.ErrUnavailable, c.Request().Method, c.Path())
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Version lists change only when a scan lands (minutes apart), so a short
+// shared cache is harmless and absorbs dashboards polling in a loop.
+const listCacheControl = "public, max-age=15"
+
+func (s *Server) listSources(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	views := v.snap.Sources()
+	out := make([]SourceJSON, 0, len(views))
+	for _, sv := range views {
+		out = append(out, sourceJSON(sv))
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getSource(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	sv, err := v.snap.SourceInfo(pathParam(c, "source"))
+	if err != nil {
+		return paramIf("source", resolver.ErrNotFound, err)
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, sourceJSON(sv))
+}
+
+func (s *Server) listVersions(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	// No stream asked: every version that parses, which is what testing serves.
+	stream := resolver.Testing
+	if q.Has("stream") {
+		if stream, err = resolver.ParseStream(q.Get("stream")); err != nil {
+			return badParam("stream", err)
+		}
+	}
+	source := pathParam(c, "source")
+	vs, err := v.snap.Versions(source, stream, q.Get("constraint"))
+	if err != nil {
+		if errors.Is(err, resolver.ErrInvalid) {
+			return badParam("constraint", err)
+		}
+		return paramIf("source", resolver.ErrNotFound, err)
+	}
+	out := make([]VersionJSON, 0, len(vs))
+	for _, vv := range vs {
+		out = append(out, versionJSON(vv))
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
+
+// getVersion accepts a canonical version or a raw tag, with "+" sent raw or
+// as %2B.
+func (s *Server) getVersion(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	vv, err := v.snap.Version(pathParam(c, "source"), pathParam(c, "version"))
+	if err != nil {
+		return paramIf("version", resolver.ErrNotFound, err)
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, versionJSON(vv))
+}
+
+// resolve is the dry-run upgrade answer. Unknown query parameters are
+// ignored; a bad value of a known one is a 400 naming it.
+func (s *Server) resolve(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	query := resolver.Query{
+		Source:  q.Get("source"),
+		Current: q.Get("current"),
+		Channel: q.Get("channel"),
+		Target:  q.Get("target"),
+	}
+	if query.Source == "" {
+		return invalidParam("source", "source is required")
+	}
+	if query.Current == "" {
+		return invalidParam("current", "current is required")
+	}
+	if q.Has("stream") {
+		if query.Channel != "" {
+			return invalidParam("stream", "give stream or channel, not both")
+		}
+		st, err := resolver.ParseStream(q.Get("stream"))
+		if err != nil {
+			return badParam("stream", err)
+		}
+		query.Stream = &st
+	}
+	if q.Has("builds") {
+		b, err := strconv.ParseBool(q.Get("builds"))
+		if err != nil {
+			return invalidParam("builds", "builds %q is not a boolean", q.Get("builds"))
+		}
+		query.Builds = b
+	}
+	a, err := v.snap.Resolve(query)
+	if err != nil {
+		return fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
+	}
+	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	return c.JSON(http.StatusOK, resolveJSON(a))
+}
+
+// paramIf names param in err when err is of kind sentinel: a not-found
+// source or version is about that path parameter.
+func paramIf(param string, sentinel, err error) error {
+	if errors.Is(err, sentinel) {
+		return badParam(param, err)
+	}
+	return err
+}

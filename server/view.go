@@ -1,0 +1,114 @@
+package server
+
+import (
+	"html"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// view is a snapshot plus what the hot path needs precomputed per channel.
+// Like the snapshot it is immutable once built.
+type view struct {
+	snap     *resolver.Snapshot
+	channels map[string]*channelEntry
+	list     []*channelEntry // configuration order
+}
+
+// channelEntry is one channel's answer, ready to send.
+type channelEntry struct {
+	ans     resolver.ChannelAnswer
+	version string // canonical; "" when nothing is eligible
+	// location is the full Location when it does not depend on the request
+	// (an explicit redirect, or ExternalURL set); body is its 302 body.
+	location string
+	body     []byte
+	// suffix follows the request's base URL when location is "".
+	suffix string
+	etag   string
+}
+
+func newView(snap *resolver.Snapshot, externalURL string) *view {
+	answers := snap.Channels()
+	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers))}
+	for _, a := range answers {
+		e := &channelEntry{ans: a}
+		if a.Tag != nil {
+			e.version = a.Tag.Version.String()
+			switch {
+			case a.Channel.Redirect != "":
+				e.location = a.Channel.Redirect + e.version
+			case externalURL != "":
+				e.location = externalURL + defaultRedirectPath(a.Channel.Source) + e.version
+			default:
+				e.suffix = defaultRedirectPath(a.Channel.Source) + e.version
+			}
+			if e.location != "" {
+				e.body = redirectBody(e.location)
+			}
+		}
+		e.etag = channelETag(a.State.Revision, e.version, a.Pinned)
+		v.channels[a.Channel.Name] = e
+		v.list = append(v.list, e)
+	}
+	return v
+}
+
+// defaultRedirectPath is the redirect used when a channel names none: the
+// version's own API object, so a browser following the 302 lands somewhere useful.
+func defaultRedirectPath(source string) string {
+	return "/api/v1/sources/" + source + "/versions/"
+}
+
+// redirectBody is what channelserver (net/http's Redirect) sends with a 302.
+func redirectBody(location string) []byte {
+	return []byte(`<a href="` + html.EscapeString(location) + `">Found</a>.` + "\n")
+}
+
+// channelETag changes whenever the channel's answer can: its state revision
+// (pins) and its resolved version (scans, blocks).
+func channelETag(revision int64, version string, pinned bool) string {
+	p := "f"
+	if pinned {
+		p = "p"
+	}
+	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + `"`
+}
+
+// baseURL is the external URL, or the one the client used to reach us.
+func baseURL(externalURL string, r *http.Request) string {
+	if externalURL != "" {
+		return externalURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p != "" {
+		if i := strings.IndexByte(p, ','); i >= 0 {
+			p = p[:i]
+		}
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "http" || p == "https" {
+			scheme = p
+		}
+	}
+	return scheme + "://" + r.Host
+}
+
+// etagMatches implements If-None-Match's weak comparison (RFC 9110 13.1.2).
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for part := range strings.SplitSeq(header, ",") {
+		part = strings.TrimSpace(part)
+		if part == "*" || strings.TrimPrefix(part, "W/") == want {
+			return true
+		}
+	}
+	return false
+}
