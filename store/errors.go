@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// dbErr is the one place where driver errors become the resolver taxonomy,
+// so that no caller ever has to look at a pgx type. op says what was being
+// done ("apply scan of source \"x\""); the result is one line.
+func dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, sentinel := range []error{
+		resolver.ErrNotFound, resolver.ErrInvalid, resolver.ErrConflict, resolver.ErrUnprocessable,
+		resolver.ErrUnauthorized, resolver.ErrForbidden, resolver.ErrUnavailable,
+	} {
+		if errors.Is(err, sentinel) {
+			return err // already classified by a helper
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", resolver.ErrNotFound, op)
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == "23505": // unique_violation
+			return fmt.Errorf("%w: %s: already exists (%s)", resolver.ErrConflict, op, pg.ConstraintName)
+		case pg.Code == "23503": // foreign_key_violation: a source that was never synced
+			return fmt.Errorf("%w: %s: %s", resolver.ErrNotFound, op, oneLine(pg.Detail))
+		case pg.Code == "40001" || pg.Code == "40P01": // serialization failure, deadlock
+			return fmt.Errorf("%w: %s: concurrent change, retry", resolver.ErrConflict, op)
+		case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "57P"), strings.HasPrefix(pg.Code, "53"):
+			// connection exception, admin shutdown / crash recovery, out of resources
+			return fmt.Errorf("%w: %s: database: %s", resolver.ErrUnavailable, op, oneLine(pg.Message))
+		}
+		// Anything else is a bug in a statement or a refused write (the audit
+		// trigger); keep the server's words, unclassified (a 500 upstream).
+		return fmt.Errorf("%s: %s (SQLSTATE %s)", op, oneLine(pg.Message), pg.Code)
+	}
+	// Every other error out of pgx means the connection is gone or never
+	// came up: broken pipe, EOF, refused, timeouts, "conn closed".
+	return fmt.Errorf("%w: %s: database connection lost: %s", resolver.ErrUnavailable, op, cause(err))
+}
+
+// cause is the innermost useful text of a connection error, without pgx's
+// preamble (which repeats user and database names).
+func cause(err error) string {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return oneLine(pg.Message)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return oneLine(op.Op + ": " + op.Err.Error())
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return oneLine(dns.Error())
+	}
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return oneLine(err.Error())
+		}
+		err = inner
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

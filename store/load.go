@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Load reads everything the server needs to answer, in one pass: present tags
+// per source, blocks, last scans, and channel state (keyed by channel name).
+//
+// It runs in one read-only REPEATABLE READ transaction so the pieces agree
+// with each other. Tags come back classified by the source's own Parser
+// (re-parsing the stored name): the resolver stays the single authority on
+// what a version is, and a changed parser takes effect without a rescan.
+// Sources not in sources are not read; a source never scanned has no tags.
+func (s *Store) Load(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, map[string]resolver.ChannelState, error) {
+	data := make([]resolver.SourceData, len(sources))
+	byName := make(map[string]int, len(sources))
+	names := make([]string, len(sources))
+	for i, src := range sources {
+		data[i].Source = src
+		byName[src.Name] = i
+		names[i] = src.Name
+	}
+	states := make(map[string]resolver.ChannelState)
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := s.inTxOpts(ctx, "load", opts, func(tx pgx.Tx) error {
+		if err := loadTags(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
+		if err := loadBlocks(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
+		if err := loadScans(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
+		return loadStates(ctx, tx, states)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, states, nil
+}
+
+func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+	// Counting first lets every slice be allocated once; the count is an
+	// index-only scan of the partial index and costs a few ms per 100k.
+	rows, err := tx.Query(ctx, `select source, count(*) from tags where present and source = any($1) group by source`, names)
+	if err != nil {
+		return err
+	}
+	var (
+		src string
+		n   int
+	)
+	_, err = pgx.ForEachRow(rows, []any{&src, &n}, func() error {
+		data[byName[src]].Tags = make([]resolver.Tag, 0, n)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	rows, err = tx.Query(ctx, `
+		select source, tag, digest, previous_digest, first_seen, last_seen
+		from tags where present and source = any($1)`, names)
+	if err != nil {
+		return err
+	}
+	var (
+		tag, digest, prev string
+		first, last       time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&src, &tag, &digest, &prev, &first, &last}, func() error {
+		d := &data[byName[src]]
+		t := classify(&d.Source, tag)
+		t.Digest, t.PreviousDigest, t.FirstSeen, t.LastSeen, t.Present = digest, prev, first, last, true
+		d.Tags = append(d.Tags, t)
+		return nil
+	})
+	return err
+}
+
+// classify tolerates a source without a parser (a test or a half-built
+// config) instead of panicking in the middle of a load.
+func classify(src *resolver.Source, tag string) resolver.Tag {
+	if src.Parser == nil {
+		return resolver.Tag{Name: tag, Error: "source has no version scheme"}
+	}
+	return src.Classify(tag)
+}
+
+func loadBlocks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+	rows, err := tx.Query(ctx, `
+		select source, version, reason, blocked_by, blocked_at from blocks
+		where source = any($1) order by source, version`, names)
+	if err != nil {
+		return err
+	}
+	var b resolver.Block
+	_, err = pgx.ForEachRow(rows, []any{&b.Source, &b.Version, &b.Reason, &b.BlockedBy, &b.BlockedAt}, func() error {
+		d := &data[byName[b.Source]]
+		d.Blocks = append(d.Blocks, b)
+		return nil
+	})
+	return err
+}
+
+// loadScans reads each source's newest scan and newest successful scan.
+func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+	rows, err := tx.Query(ctx, `
+		select k.last, c.id, c.source, c.started, coalesce(c.finished, 'epoch'), c.outcome, c.error,
+			c.complete, c.tags_seen, c.tags_new, c.tags_gone, c.requests
+		from unnest($1::text[]) as s(name)
+		cross join (values (false), (true)) as k(last)
+		cross join lateral (
+			select * from scans
+			where source = s.name and (k.last or outcome = 'ok')
+			order by id desc limit 1
+		) c`, names)
+	if err != nil {
+		return err
+	}
+	var (
+		last bool
+		sc   resolver.Scan
+	)
+	_, err = pgx.ForEachRow(rows, []any{&last, &sc.ID, &sc.Source, &sc.Started, &sc.Finished, &sc.Outcome,
+		&sc.Error, &sc.Complete, &sc.TagsSeen, &sc.TagsNew, &sc.TagsGone, &sc.Requests}, func() error {
+		c := sc
+		if c.Finished.Equal(time.Unix(0, 0)) {
+			c.Finished = time.Time{}
+		}
+		d := &data[byName[c.Source]]
+		if last {
+			d.LastScan = &c
+		} else {
+			d.LastOK = &c
+		}
+		return nil
+	})
+	return err
+}
+
+func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
+	rows, err := tx.Query(ctx, `
+		select channel, pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at
+		from channel_state`)
+	if err != nil {
+		return err
+	}
+	var (
+		name string
+		st   resolver.ChannelState
+	)
+	_, err = pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt}, func() error {
+		states[name] = normState(st)
+		return nil
+	})
+	return err
+}
+
+// normState turns the epoch placeholder for "never pinned" back into a zero time.
+func normState(st resolver.ChannelState) resolver.ChannelState {
+	if st.PinnedAt.Equal(time.Unix(0, 0)) {
+		st.PinnedAt = time.Time{}
+	}
+	return st
+}

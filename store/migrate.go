@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/tidemark-dev/tidemark/migrations"
+)
+
+// versionTable is tern's bookkeeping table.
+const versionTable = "public.schema_version"
+
+// Migrate applies migrations/ under a Postgres advisory lock, so that several
+// replicas may start at once.
+//
+// tern itself takes pg_advisory_lock (its own fixed key) on the migrating
+// connection around creating its version table and around MigrateTo, and
+// reads the current version only once it holds the lock; so replicas that
+// start together queue up and the later ones find nothing left to do.
+// TestMigrateConcurrently proves it. The connection is a dedicated one
+// (acquired from the pool and closed after) because session advisory locks
+// and tern's "reset all" must not leak into pooled connections.
+func (s *Store) Migrate(ctx context.Context) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return dbErr("migrate", err)
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+
+	m, err := migrate.NewMigrator(ctx, conn, versionTable)
+	if err != nil {
+		return dbErr("migrate: version table", err)
+	}
+	if err := m.LoadMigrations(migrations.FS); err != nil {
+		return fmt.Errorf("migrate: load migrations: %w", err)
+	}
+	before, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return dbErr("migrate: current version", err)
+	}
+	m.OnStart = func(seq int32, name, direction, _ string) {
+		s.log.InfoContext(ctx, "applying migration", "seq", seq, "name", name, "direction", direction)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return dbErr("migrate", err)
+	}
+	after, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return dbErr("migrate: current version", err)
+	}
+	s.log.InfoContext(ctx, "database migrated", "from", before, "to", after, "db", s.addr)
+	return nil
+}
