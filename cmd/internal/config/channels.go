@@ -1,0 +1,124 @@
+package config
+
+import (
+	"regexp"
+
+	"github.com/Masterminds/semver/v3"
+	"gopkg.in/yaml.v3"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+var channelKeys = []string{
+	"name", "source", "stream", "constraint", "latest",
+	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
+}
+
+// Channel names are the last element of /v1-release/channels/{name}, so
+// they must be one clean path segment.
+var channelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase string) []resolver.Channel {
+	var out []resolver.Channel
+	firstLine := map[string]int{}
+	for i, el := range p.list(n, "", "channels") {
+		var nameNode *yaml.Node
+		if m := deref(el); m != nil && m.Kind == yaml.MappingNode {
+			nameNode = valueOf(m, "name")
+		}
+		item := itemName("channel", i, nameNode)
+		f := p.mapping(el, item, "", channelKeys)
+		before := len(p.problems)
+		c := p.channel(f, item, deref(el), cfg, d, redirectBase)
+		if first, dup := firstLine[c.Name]; dup && c.Name != "" {
+			p.add(deref(f["name"]), item, "name: duplicate channel name (first on line %d)", first)
+			continue
+		}
+		if c.Name != "" {
+			firstLine[c.Name] = deref(f["name"]).Line
+		}
+		if len(p.problems) == before {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cfg *Config, d defaults, redirectBase string) resolver.Channel {
+	var c resolver.Channel
+	if v, ok := p.str(f["name"], item, "name"); !ok {
+		p.add(at, item, "name: missing")
+	} else if !channelName.MatchString(v) {
+		p.add(deref(f["name"]), item, "name: %q is not a URL path segment ([A-Za-z0-9][A-Za-z0-9._-]*)", v)
+	} else {
+		c.Name = v
+	}
+
+	var src *Source
+	if v, ok := p.str(f["source"], item, "source"); ok {
+		c.Source = v
+		if s, known := cfg.Source(v); known {
+			src = s
+		} else if !p.broken[v] {
+			p.add(deref(f["source"]), item, "source: unknown source %q%s", v, p.knownSources())
+		}
+	} else if f["source"] == nil || isNull(deref(f["source"])) {
+		c.Source = d.source
+		src, _ = cfg.Source(d.source)
+		if d.source == "" {
+			p.add(at, item, "source: missing (and no defaults.source)")
+		}
+	}
+
+	c.Stream = resolver.Released
+	if d.hasStream {
+		c.Stream = d.stream
+	}
+	if st, ok := p.stream(f["stream"], item, "stream"); ok {
+		c.Stream = st
+	}
+
+	if v, ok := p.str(f["constraint"], item, "constraint"); ok {
+		cons, err := semver.NewConstraint(v)
+		if err != nil {
+			p.add(deref(f["constraint"]), item, "constraint: %v", err)
+		} else {
+			c.Constraint, c.ConstraintText = cons, v
+		}
+	}
+	c.Include = p.either(f, item, "latestRegexp", "include")
+	c.Exclude = p.either(f, item, "excludeRegexp", "exclude")
+	c.Builds = p.boolean(f["builds"], item, "builds")
+
+	c.Redirect = redirectBase
+	if v, ok := p.str(f["redirect"], item, "redirect"); ok && p.redirect(f["redirect"], item, "redirect", v) {
+		c.Redirect = v
+	}
+
+	if v, ok := p.str(f["latest"], item, "latest"); ok && src != nil && src.Parser != nil {
+		// A fixed version must be one the source can ever serve; storing the
+		// canonical spelling lets the resolver compare it as it does pins.
+		ver, err := src.Parser.Parse(v)
+		if err != nil {
+			p.add(deref(f["latest"]), item, "latest: not a %s version: %s", src.Scheme, trimInvalid(err))
+		} else {
+			c.Latest = ver.String()
+		}
+	}
+	return c
+}
+
+// either reads a regexp that has two spellings (channelserver's and the
+// short one); giving both is ambiguous.
+func (p *parser) either(f map[string]*yaml.Node, item, long, short string) *regexp.Regexp {
+	if f[long] != nil && f[short] != nil {
+		p.add(deref(f[short]), item, "%s: same as %s; give one", short, long)
+		return nil
+	}
+	key := long
+	if f[long] == nil {
+		key = short
+	}
+	re, _ := p.regexp(f[key], item, key)
+	return re
+}

@@ -1,0 +1,208 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"gopkg.in/yaml.v3"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+var topKeys = []string{
+	"listen", "external_url", "database_url", "defaults", "sources", "registries", "channels",
+	// channelserver's channels.yaml keys, so that file loads as it is.
+	"redirectBase", "github", "releases", "appDefaults",
+}
+
+// ignoredKeys are channelserver keys with no meaning here: Tidemark reads
+// versions from registry tags, not GitHub releases, and serves no app defaults.
+var ignoredKeys = []string{"github", "releases", "appDefaults"}
+
+// defaults is the top-level `defaults:` block.
+type defaults struct {
+	source    string // "" when unset or invalid (already reported)
+	stream    resolver.Stream
+	hasStream bool
+}
+
+func (p *parser) parse(data []byte) *Config {
+	cfg := &Config{File: p.file, Listen: DefaultListen, Registries: map[string]Registry{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.syntax(err)
+		return cfg
+	}
+	var root *yaml.Node
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		root = deref(doc.Content[0])
+	}
+	if !isNull(root) && root.Kind != yaml.MappingNode {
+		p.add(root, "", "want a mapping of settings at the top, got %s", describe(root))
+		return cfg
+	}
+	top := p.mapping(root, "", "", topKeys)
+
+	if s, ok := p.str(top["listen"], "", "listen"); ok && p.listen(top["listen"], "listen", s) {
+		cfg.Listen = s
+	}
+	if s, ok := p.str(top["external_url"], "", "external_url"); ok {
+		if p.absURL(top["external_url"], "", "external_url", s) {
+			cfg.ExternalURL = strings.TrimRight(s, "/")
+		}
+	}
+	cfg.DatabaseURL, _ = p.str(top["database_url"], "", "database_url")
+	p.env(cfg)
+
+	p.ignored(root)
+	redirectBase, ok := p.str(top["redirectBase"], "", "redirectBase")
+	if ok && !p.redirect(top["redirectBase"], "", "redirectBase", redirectBase) {
+		redirectBase = ""
+	}
+	p.registries(top["registries"], cfg)
+	cfg.Sources = p.sources(top["sources"])
+	d := p.defaults(top["defaults"], cfg)
+	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
+	cfg.Warnings = p.warnings
+	return cfg
+}
+
+// env applies the environment overrides of the contract.
+func (p *parser) env(cfg *Config) {
+	if v := p.getenv("TIDEMARK_LISTEN"); v != "" && p.listen(nil, "TIDEMARK_LISTEN", v) {
+		cfg.Listen = v
+	}
+	if v := p.getenv("DATABASE_URL"); v != "" {
+		cfg.DatabaseURL = v
+	}
+}
+
+func (p *parser) listen(n *yaml.Node, key, s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		p.add(deref(n), "", "%s: want host:port like \":8080\", got %q", key, s)
+		return false
+	}
+	return true
+}
+
+func (p *parser) absURL(n *yaml.Node, item, key, s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(deref(n), item, "%s: want an absolute http(s) URL, got %q", key, s)
+		return false
+	}
+	return true
+}
+
+// redirect accepts what may prefix a Location header: an absolute http(s)
+// URL or a path on this server.
+func (p *parser) redirect(n *yaml.Node, item, key, s string) bool {
+	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
+		if _, err := url.Parse(s); err == nil {
+			return true
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(deref(n), item, "%s: want an absolute http(s) URL or a path starting with /, got %q", key, s)
+		return false
+	}
+	return true
+}
+
+// ignored warns once about the channelserver keys that mean nothing here.
+func (p *parser) ignored(root *yaml.Node) {
+	if root == nil || root.Kind != yaml.MappingNode {
+		return
+	}
+	var keys []string
+	line := 0
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if contains(ignoredKeys, k.Value) && !contains(keys, k.Value) {
+			if line == 0 {
+				line = k.Line
+			}
+			keys = append(keys, k.Value)
+		}
+	}
+	if len(keys) > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf(
+			"%s:%d: ignoring channelserver keys %s: Tidemark reads versions from registry tags",
+			p.file, line, strings.Join(keys, ", ")))
+	}
+}
+
+func (p *parser) defaults(n *yaml.Node, cfg *Config) defaults {
+	var d defaults
+	f := p.mapping(n, "defaults", "", []string{"source", "stream"})
+	if s, ok := p.str(f["source"], "defaults", "source"); ok {
+		if _, known := cfg.Source(s); known || p.broken[s] {
+			d.source = s
+		} else {
+			p.add(deref(f["source"]), "defaults", "source: unknown source %q%s", s, p.knownSources())
+		}
+	}
+	d.stream, d.hasStream = p.stream(f["stream"], "defaults", "stream")
+	return d
+}
+
+func (p *parser) knownSources() string {
+	if len(p.names) == 0 {
+		return " (no sources are configured)"
+	}
+	return " (known: " + strings.Join(p.names, ", ") + ")"
+}
+
+func (p *parser) registries(n *yaml.Node, cfg *Config) {
+	n = deref(n)
+	if !isNull(n) && n.Kind != yaml.MappingNode {
+		p.add(n, "", "registries: want a mapping of registry host to settings, got %s", describe(n))
+	} else if n != nil && n.Kind == yaml.MappingNode {
+		hosts := p.mapping(n, "", "registries", keysOf(n))
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			host := deref(n.Content[i]).Value
+			v, ok := hosts[host]
+			if !ok || v != n.Content[i+1] {
+				continue // a bad or duplicate key, reported
+			}
+			item := fmt.Sprintf("registry %q", host)
+			if _, err := name.NewRegistry(host); err != nil || host == "" {
+				p.add(n.Content[i], item, "not a registry host (like docker.io or ghcr.io)")
+				continue
+			}
+			f := p.mapping(v, item, "", []string{"rate_limit"})
+			rate, ok := p.number(f["rate_limit"], item, "rate_limit")
+			if ok && rate < 0 {
+				p.add(deref(f["rate_limit"]), item, "rate_limit: want requests per second >= 0 (0 = unlimited), got %v", rate)
+				continue
+			}
+			cfg.Registries[host] = Registry{RateLimit: rate}
+		}
+	}
+	for _, alias := range []string{"docker.io", name.DefaultRegistry, "registry-1.docker.io"} {
+		if _, set := cfg.Registries[alias]; set {
+			return
+		}
+	}
+	cfg.Registries["docker.io"] = Registry{RateLimit: DockerHubRateLimit}
+}
+
+// keysOf lists a mapping's scalar keys, for mappings whose keys are data.
+func keysOf(n *yaml.Node) []string {
+	var keys []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode {
+			keys = append(keys, k.Value)
+		}
+	}
+	return keys
+}
