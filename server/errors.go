@@ -52,7 +52,7 @@ type paramError struct {
 	err   error
 }
 
-func (e *paramError) Error() string { return e.param + ": " + e.err.Error() }
+func (e *paramError) Error() string { return e.err.Error() }
 func (e *paramError) Unwrap() error { return e.err }
 
 // badParam wraps err (which should wrap a taxonomy sentinel) with the name of

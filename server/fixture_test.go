@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// loadedAt and scanned fix every timestamp the golden files see.
+var (
+	loadedAt = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	scanned  = time.Date(2026, 5, 1, 11, 59, 0, 0, time.UTC)
+)
+
+// k3sTags is a realistic slice of rancher/k3s-upgrade's tag list: releases
+// with build revisions (k3s1, k3s2), release candidates, tags that are not
+// versions, and an out-of-order listing as registries return it.
+func k3sTags() []string {
+	tags := []string{"latest", "v1.21.2-k3s1", "v1.21.2-rc1-k3s1", "v1.21.1-k3s1", "v1.20.9-rc1-k3s1"}
+	// minor -> newest patch, each patch released as k3s1.
+	minors := [][2]int{{34, 2}, {16, 15}, {17, 17}, {18, 20}, {19, 16}, {20, 15}, {30, 14}, {31, 14}, {32, 10}, {33, 6}}
+	for _, m := range minors {
+		for p := 0; p <= m[1]; p++ {
+			tags = append(tags, fmt.Sprintf("v1.%d.%d-k3s1", m[0], p))
+		}
+	}
+	tags = append(tags,
+		"v1.33.6-k3s2",        // a second build of the same release beats k3s1
+		"v1.34.2-k3s2",        // newest overall
+		"v1.34.3-rc1-k3s1",    // pre-release, newer than every release
+		"v1.35.0-rc2-k3s1",    // pre-release of an unreleased minor
+		"v1.35.0-alpha1-k3s1", // testing stream
+		"v1.19.16-k3s2",
+		"sha256-0123.sig", // cosign signature, not a version
+	)
+	return tags
+}
+
+// semverSource is a k3s-like source with build revisions.
+func semverSource(t testing.TB, name, image string) resolver.Source {
+	t.Helper()
+	p, err := resolver.NewParser(resolver.SchemeSemver, `k3s(\d+)`)
+	if err != nil {
+		t.Fatalf("NewParser: %v", err)
+	}
+	return resolver.Source{Name: name, Image: image, Parser: p}
+}
+
+// sourceData classifies tags the way the indexer does and gives each a
+// digest derived from its name (or from digests when given).
+func sourceData(src resolver.Source, tags []string, digests map[string]string) resolver.SourceData {
+	sd := resolver.SourceData{Source: src}
+	for _, name := range tags {
+		tag := src.Classify(name)
+		tag.Present = true
+		tag.FirstSeen, tag.LastSeen = scanned, scanned
+		if d, ok := digests[name]; ok {
+			tag.Digest = d
+		} else {
+			tag.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(name)))
+		}
+		sd.Tags = append(sd.Tags, tag)
+	}
+	scan := &resolver.Scan{ID: 7, Source: src.Name, Started: scanned, Finished: scanned.Add(2 * time.Second),
+		Outcome: "ok", Complete: true, TagsSeen: len(tags), TagsNew: len(tags), Requests: 3}
+	sd.LastScan, sd.LastOK = scan, scan
+	return sd
+}
+
+// k3sChannels mirrors k3s-io/k3s channel.yaml (../shared/fixtures/k3s-channel.yaml)
+// loaded with `defaults: {source: k3s, stream: testing}` and its redirectBase.
+func k3sChannels() []resolver.Channel {
+	const redirect = "https://github.com/k3s-io/k3s/releases/tag/"
+	ch := func(name, include, exclude string) resolver.Channel {
+		c := resolver.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: redirect}
+		if include != "" {
+			c.Include = regexp.MustCompile(include)
+		}
+		if exclude != "" {
+			c.Exclude = regexp.MustCompile(exclude)
+		}
+		return c
+	}
+	out := []resolver.Channel{
+		{Name: "stable", Source: "k3s", Stream: resolver.Testing, Latest: "v1.21.2+k3s1", Redirect: redirect},
+		ch("latest", `.*`, `^[^+]+-`),
+		ch("testing", `-(alpha|beta|rc)`, ""),
+	}
+	for _, m := range []string{"16", "17", "18"} {
+		out = append(out, ch("v1."+m, `v1\.`+m+`\..*`, `^[^+]+-`), ch("v1."+m+"-testing", `v1\.`+m+`\.[0-9]*-(alpha|beta|rc)`, ""))
+	}
+	for _, m := range []string{"19", "20", "21"} {
+		out = append(out, ch("v1."+m, `v1\.`+m+`\..*`, `^[^+]+-`))
+	}
+	// Not in the fixture: minors of today's file (v1.32 has a blocked
+	// newest release, v1.33 a second build), a minor with no tags at all,
+	// and Tidemark's own default redirect.
+	out = append(out, ch("v1.32", `v1\.32\..*`, `^[^+]+-`), ch("v1.33", `v1\.33\..*`, `^[^+]+-`), ch("v1.99", `v1\.99\..*`, `^[^+]+-`),
+		resolver.Channel{Name: "k3s-released", Source: "k3s", Stream: resolver.Released})
+	return out
+}
+
+// k3sSnapshot is the snapshot most tests serve.
+func k3sSnapshot(t testing.TB) *resolver.Snapshot {
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	sd := sourceData(src, k3sTags(), nil)
+	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	states := map[string]resolver.ChannelState{
+		"k3s-released": {Revision: 3, UpdatedAt: scanned},
+	}
+	return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, states, loadedAt)
+}
+
+// logBuffer is a concurrency-safe sink for the access log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newTestServer serves snap (loaded once) and returns the server and a
+// test server whose every response is validated against openapi.yaml.
+func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*Server, *httptest.Server, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	s, err := New(Options{
+		ExternalURL: externalURL,
+		Log:         slog.New(slog.NewTextHandler(logs, nil)),
+		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	ts := httptest.NewServer(validating(t, s.Handler()))
+	t.Cleanup(ts.Close)
+	return s, ts, logs
+}
+
+// noRedirects is how system-upgrade-controller's client is configured.
+var noRedirects = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       10 * time.Second,
+}
