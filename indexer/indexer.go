@@ -1,0 +1,289 @@
+// Package indexer turns registry repositories into versions: it lists every
+// tag of each source with go-containerregistry, classifies them, writes each
+// scan through the store in one transaction, then resolves the digests of new
+// tags. Scans run once at start and then on a gocron schedule per source, only
+// on the replica that holds the store's indexer lock.
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+// Source is one source as the indexer needs it. cmd/ builds it from the
+// configuration.
+type Source struct {
+	resolver.Source                // Name, Image, Parser, Labels
+	Interval        time.Duration  // between scheduled scans; <= 0: only at start and on demand
+	Exclude         *regexp.Regexp // tags never stored; nil: none
+	Insecure        bool           // plain-http registry
+	Concurrency     int            // digest requests in flight; <= 0: 8
+	Timeout         time.Duration  // per registry request; <= 0: 30s
+	Username        string
+	// Password is read at every scan so that a rotated password file is
+	// picked up. nil: no basic auth, the Docker keychain (config.json and
+	// credential helpers) then anonymous.
+	Password func() (string, error)
+}
+
+// Store is what the indexer needs of *store.Store.
+type Store interface {
+	SyncSources(ctx context.Context, sources []resolver.Source) error
+	ApplyScan(ctx context.Context, r store.ScanResult) (resolver.Scan, error)
+	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
+	SetDigests(ctx context.Context, source string, digests map[string]string) error
+	TryIndexerLock(ctx context.Context) (release func(), held bool, err error)
+}
+
+// Options configure an Indexer.
+type Options struct {
+	Sources []Source
+	Store   Store
+	Log     *slog.Logger          // nil: discard
+	Metrics prometheus.Registerer // nil: metrics are kept but not exposed
+	// RateLimits caps requests per second per registry host, shared by every
+	// source on that host. Docker Hub defaults to 10; other hosts are
+	// unlimited unless listed. Keys are spelled like image hosts
+	// ("docker.io", "ghcr.io", "127.0.0.1:5000").
+	RateLimits map[string]float64
+	// OnChange is called after a scan or a digest batch changed what a
+	// client could be answered.
+	OnChange func(source string)
+	// Transport is the base transport (tests); nil: remote.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+// DefaultDockerHubRate is the request rate used for Docker Hub unless
+// RateLimits says otherwise: well under its anonymous pull limits' burst.
+const DefaultDockerHubRate = 10
+
+// Progress is what a source's current or last scan has done so far.
+type Progress struct {
+	Running    bool
+	Phase      string // "listing", "digests", "" when idle
+	Started    time.Time
+	Pages      int // tag list pages read
+	Tags       int // tags listed so far
+	DigestsDue int // digests to resolve in this scan
+	Digests    int // digests resolved so far
+	Requests   int // registry requests so far
+	LastError  string
+}
+
+// Indexer indexes sources. Safe for concurrent use.
+type Indexer struct {
+	sources       map[string]*source
+	order         []*source
+	store         Store
+	log           *slog.Logger
+	metrics       *metrics
+	onChng        func(string)
+	retry         retryPolicy
+	lockRetry     time.Duration // how often a standby replica tries the lock
+	progressEvery time.Duration
+	pageSize      int // tags asked per page
+}
+
+type source struct {
+	Source
+	repo     name.Repository
+	registry string        // host as requests go to it, the metric label
+	limiter  *rate.Limiter // shared per registry; nil: unlimited
+	base     http.RoundTripper
+
+	mu       sync.Mutex
+	running  *scanRun // nil when idle
+	progress Progress
+}
+
+type scanRun struct {
+	done chan struct{}
+	err  error
+}
+
+// New checks the sources and prepares metrics and shared rate limiters.
+func New(opts Options) (*Indexer, error) {
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: indexer needs a store", resolver.ErrInvalid)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	base := opts.Transport
+	if base == nil {
+		base = remote.DefaultTransport
+	}
+	limits := map[string]float64{}
+	for host, rps := range opts.RateLimits {
+		reg, err := name.NewRegistry(host)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rate limit for registry %q: %w", resolver.ErrInvalid, host, err)
+		}
+		limits[reg.RegistryStr()] = rps
+	}
+	if _, ok := limits[name.DefaultRegistry]; !ok {
+		limits[name.DefaultRegistry] = DefaultDockerHubRate
+	}
+	limiters := map[string]*rate.Limiter{}
+	ix := &Indexer{
+		sources:       map[string]*source{},
+		store:         opts.Store,
+		log:           log,
+		metrics:       m,
+		onChng:        opts.OnChange,
+		retry:         defaultRetry,
+		lockRetry:     15 * time.Second,
+		progressEvery: 5 * time.Second,
+		pageSize:      pageSize,
+	}
+	for _, s := range opts.Sources {
+		if _, dup := ix.sources[s.Name]; dup {
+			return nil, fmt.Errorf("%w: source %q listed twice", resolver.ErrInvalid, s.Name)
+		}
+		if s.Parser == nil {
+			return nil, fmt.Errorf("%w: source %q has no parser", resolver.ErrInvalid, s.Name)
+		}
+		var nopts []name.Option
+		if s.Insecure {
+			nopts = append(nopts, name.Insecure)
+		}
+		repo, err := name.NewRepository(s.Image, nopts...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: source %q: image %q: %w", resolver.ErrInvalid, s.Name, s.Image, err)
+		}
+		host := repo.RegistryStr()
+		lim, ok := limiters[host]
+		if !ok {
+			if rps, set := limits[host]; set && rps > 0 {
+				// A burst of one second's worth lets a scan start at once
+				// without ever exceeding the rate over a second.
+				lim = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
+			}
+			limiters[host] = lim
+		}
+		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base}
+		ix.sources[s.Name] = src
+		ix.order = append(ix.order, src)
+	}
+	return ix, nil
+}
+
+// Run indexes until ctx ends. It takes the store's indexer lock, retrying
+// every little while if another replica holds it; once held it scans every
+// source at once and then each on its interval. It returns nil when ctx ends;
+// trouble with the database is logged and retried, never fatal.
+func (ix *Indexer) Run(ctx context.Context) error {
+	for {
+		release, held, err := ix.store.TryIndexerLock(ctx)
+		switch {
+		case ctx.Err() != nil:
+			if held {
+				release()
+			}
+			return nil
+		case err != nil:
+			ix.log.WarnContext(ctx, "indexer lock unavailable; retrying", "err", err, "retry", ix.lockRetry)
+		case !held:
+			ix.log.DebugContext(ctx, "another replica indexes; standing by", "retry", ix.lockRetry)
+		default:
+			ix.log.InfoContext(ctx, "indexer lock taken; indexing", "sources", len(ix.order))
+			err := ix.lead(ctx)
+			release()
+			if ctx.Err() != nil {
+				return nil
+			}
+			ix.log.ErrorContext(ctx, "indexing stopped; retrying", "err", err, "retry", ix.lockRetry)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(ix.lockRetry):
+		}
+	}
+}
+
+// ScanNow scans source and returns the scan's error. If a scan of source is
+// already running (scheduled or requested), ScanNow does not start another:
+// it waits for that one and returns its result. ErrNotFound for an unknown
+// source.
+func (ix *Indexer) ScanNow(ctx context.Context, source string) error {
+	src, ok := ix.sources[source]
+	if !ok {
+		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
+	}
+	return ix.scanOrJoin(ctx, src)
+}
+
+// Trigger starts a scan of source in the background (or lets the running one
+// stand for it) and returns at once: what POST .../scan needs to answer 202.
+// The scan stops when ctx ends. ErrNotFound for an unknown source.
+func (ix *Indexer) Trigger(ctx context.Context, source string) error {
+	src, ok := ix.sources[source]
+	if !ok {
+		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
+	}
+	go func() { _ = ix.scanOrJoin(ctx, src) }()
+	return nil
+}
+
+// Status reports the running or last scan of source; the zero Progress for
+// an unknown or never scanned source.
+func (ix *Indexer) Status(source string) Progress {
+	src, ok := ix.sources[source]
+	if !ok {
+		return Progress{}
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.progress
+}
+
+// scanOrJoin runs a scan in the calling goroutine, or waits for the one
+// already running so that a source is never scanned twice at once.
+func (ix *Indexer) scanOrJoin(ctx context.Context, src *source) error {
+	src.mu.Lock()
+	if run := src.running; run != nil {
+		src.mu.Unlock()
+		select {
+		case <-run.done:
+			return run.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	run := &scanRun{done: make(chan struct{})}
+	src.running = run
+	src.progress = Progress{Running: true, Phase: "listing", Started: time.Now()}
+	src.mu.Unlock()
+
+	run.err = ix.scan(ctx, src)
+
+	src.mu.Lock()
+	src.running = nil
+	src.progress.Running = false
+	src.progress.Phase = ""
+	if run.err != nil {
+		src.progress.LastError = run.err.Error()
+	}
+	src.mu.Unlock()
+	close(run.done)
+	return run.err
+}

@@ -1,0 +1,149 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// The listing is done here rather than with ggcr's remote.List/Lister because
+// a page whose body breaks off (truncated JSON, a reset mid-body) must be
+// fetched again, and the Lister forgets where it was after an error; and
+// because progress and duplicate handling need the pages one by one.
+
+const (
+	pageSize         = 1000 // the distribution registry's and ggcr's default
+	maxBodyAttempts  = 3    // a page whose body cannot be read or decoded is fetched again
+	maxPageBodyBytes = 64 << 20
+)
+
+type tagPage struct {
+	Tags []string `json:"tags"`
+}
+
+// lister walks a repository's tag list page by page, following Link headers.
+type lister struct {
+	client   *http.Client // authenticated, retrying, counting
+	repo     name.Repository
+	pageSize int
+	progress func(pages, tags int) // called after every page
+}
+
+// list returns every tag once, in registry order. Any error means the listing
+// is incomplete and its tags must not be trusted to say what is gone.
+func (l *lister) list(ctx context.Context) ([]string, error) {
+	u := &url.URL{
+		Scheme: l.repo.Scheme(),
+		Host:   l.repo.RegistryStr(),
+		Path:   fmt.Sprintf("/v2/%s/tags/list", l.repo.RepositoryStr()),
+	}
+	if l.pageSize > 0 {
+		u.RawQuery = fmt.Sprintf("n=%d", l.pageSize)
+	}
+	var (
+		tags    []string
+		seen    = map[string]struct{}{}
+		visited = map[string]struct{}{}
+		pages   int
+	)
+	for next := u; next != nil; {
+		key := next.String()
+		if _, ok := visited[key]; ok {
+			return nil, fmt.Errorf("listing %s: page %d links back to %s", l.repo, pages+1, key)
+		}
+		visited[key] = struct{}{}
+		page, link, err := l.page(ctx, next)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: page %d: %w", l.repo, pages+1, err)
+		}
+		pages++
+		// A list that changes between pages can repeat a tag (e.g. the
+		// registry resumes after a tag that was deleted meanwhile); the store
+		// takes each tag once.
+		for _, t := range page.Tags {
+			if _, dup := seen[t]; !dup {
+				seen[t] = struct{}{}
+				tags = append(tags, t)
+			}
+		}
+		if l.progress != nil {
+			l.progress(pages, len(tags))
+		}
+		next = link
+	}
+	return tags, nil
+}
+
+// page fetches one page; a body that breaks off or does not decode is fetched
+// again (the transport below already retried statuses and network errors).
+func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error) {
+	var lastErr error
+	for range maxBodyAttempts {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return tagPage{}, nil, err
+		}
+		resp, err := l.client.Do(req)
+		if err != nil {
+			return tagPage{}, nil, err
+		}
+		if err := transport.CheckError(resp, http.StatusOK); err != nil {
+			resp.Body.Close()
+			return tagPage{}, nil, err
+		}
+		var p tagPage
+		err = json.NewDecoder(io.LimitReader(resp.Body, maxPageBodyBytes)).Decode(&p)
+		resp.Body.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return tagPage{}, nil, ctx.Err()
+			}
+			lastErr = fmt.Errorf("reading tag list %s: %w", u.Redacted(), err)
+			continue
+		}
+		base := u
+		if resp.Request != nil && resp.Request.URL != nil {
+			base = resp.Request.URL
+		}
+		link, err := nextLink(resp.Header.Get("Link"), base, l.repo)
+		return p, link, err
+	}
+	return tagPage{}, nil, lastErr
+}
+
+// nextLink parses `<URL>; rel="next"` relative to the page's URL and refuses
+// a link to another registry, so that a registry cannot send our credentials
+// elsewhere.
+func nextLink(header string, base *url.URL, repo name.Repository) (*url.URL, error) {
+	if header == "" {
+		return nil, nil
+	}
+	start, end := strings.IndexByte(header, '<'), strings.IndexByte(header, '>')
+	if start != 0 || end < start {
+		return nil, fmt.Errorf("bad Link header %q", header)
+	}
+	ref := header[1:end]
+	if ref == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(ref)
+	if err != nil {
+		return nil, fmt.Errorf("bad Link header %q: %w", header, err)
+	}
+	u = base.ResolveReference(u)
+	if u.Host != repo.RegistryStr() {
+		return nil, fmt.Errorf("link to %q leaves registry %q", u.Host, repo.RegistryStr())
+	}
+	if !strings.HasSuffix(u.Path, "/tags/list") {
+		return nil, errors.New("link " + u.Redacted() + " is not a tag list")
+	}
+	return u, nil
+}

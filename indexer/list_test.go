@@ -1,0 +1,318 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// fastRetry keeps fault tests quick while exercising the same code paths.
+var fastRetry = retryPolicy{attempts: 4, base: time.Millisecond, max: 10 * time.Millisecond, maxRetryAfter: 3 * time.Second, timeout: 300 * time.Millisecond}
+
+func testSource(t *testing.T, name, image string) Source {
+	t.Helper()
+	p, err := resolver.NewParser(resolver.SchemeSemver, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Source{Source: resolver.Source{Name: name, Image: image, Parser: p}, Insecure: true}
+}
+
+// newTestIndexer indexes one source "app" at reg/<repo>.
+func newTestIndexer(t *testing.T, st Store, reg *testRegistry, repo string, edit ...func(*Source)) *Indexer {
+	t.Helper()
+	src := testSource(t, "app", reg.host+"/"+repo)
+	for _, e := range edit {
+		e(&src)
+	}
+	if st == nil {
+		st = unusedStore{}
+	}
+	ix, err := New(Options{Sources: []Source{src}, Store: st, Metrics: prometheus.NewRegistry(), Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.retry = fastRetry
+	return ix
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// list runs the listing half of a scan.
+func list(t *testing.T, ix *Indexer) ([]string, int, error) {
+	t.Helper()
+	var n atomic.Int64
+	_, tags, err := ix.listTags(context.Background(), ix.log, ix.order[0], &n)
+	return tags, int(n.Load()), err
+}
+
+func tagNames(n int) []string {
+	var tags []string
+	for i := range n {
+		tags = append(tags, fmt.Sprintf("v1.0.%d", i))
+	}
+	sort.Strings(tags)
+	return tags
+}
+
+func TestListFollowsPaginationInTinyPages(t *testing.T) {
+	reg := newTestRegistry(t)
+	want := tagNames(25)
+	reg.push("app", want...)
+	reg.set(func(r *testRegistry) { r.pageSize = 4 })
+	ix := newTestIndexer(t, nil, reg, "app")
+
+	got, _, err := list(t, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
+	}
+	if n := reg.lists.Load(); n != 7 {
+		t.Errorf("tag list requests = %d, want 7 pages of 4", n)
+	}
+	if p := ix.Status("app"); p.Pages != 7 || p.Tags != 25 {
+		t.Errorf("progress = %d pages, %d tags; want 7, 25", p.Pages, p.Tags)
+	}
+}
+
+func TestListTokenAuth(t *testing.T) {
+	tests := []struct {
+		name     string
+		password string
+		wantErr  bool
+	}{
+		{"right password gets a token and the list", "s3cret-pw", false},
+		{"wrong password fails without printing it", "wrong-pw-xyz", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := newTestRegistry(t)
+			reg.push("app", "v1.0.0", "v1.1.0")
+			reg.set(func(r *testRegistry) { r.token, r.user, r.password = "tok-123", "bob", "s3cret-pw" })
+			ix := newTestIndexer(t, nil, reg, "app", func(s *Source) {
+				s.Username = "bob"
+				s.Password = func() (string, error) { return tc.password, nil }
+			})
+			got, _, err := list(t, ix)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("listed %v with a wrong password", got)
+				}
+				if strings.Contains(err.Error(), tc.password) {
+					t.Errorf("error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || reg.tokens.Load() != 1 {
+				t.Errorf("got %v with %d token requests; want 2 tags, 1 token", got, reg.tokens.Load())
+			}
+		})
+	}
+}
+
+// failing answers the first `times` tag-list requests with fault (forever
+// when times < 0).
+func failing(times int64, fault func(w http.ResponseWriter)) func(http.ResponseWriter, *http.Request) bool {
+	var n atomic.Int64
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/tags/list") {
+			return false
+		}
+		if k := n.Add(1); times >= 0 && k > times {
+			return false
+		}
+		fault(w)
+		return true
+	}
+}
+
+func status(code int, header ...string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+	}
+}
+
+func truncated(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"name":"app","tags":["v1.0.0","v1.`))
+}
+
+func TestListFaults(t *testing.T) {
+	tests := []struct {
+		name      string
+		fault     func(http.ResponseWriter, *http.Request) bool
+		wantErr   string // "" means the listing succeeds
+		minTime   time.Duration
+		maxTime   time.Duration // 0: no bound
+		wantLists int64         // tag list requests that got through to the registry
+	}{
+		{name: "429 with Retry-After seconds is waited out", fault: failing(1, status(429, "Retry-After", "1")), minTime: time.Second, wantLists: 1},
+		{name: "429 with Retry-After date is waited out", fault: failing(1, func(w http.ResponseWriter) {
+			// HTTP dates have whole seconds: 2s ahead is at least 1s away.
+			status(429, "Retry-After", time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))(w)
+		}), minTime: time.Second, wantLists: 1},
+		{name: "500s are retried", fault: failing(3, status(500)), wantLists: 1},
+		{name: "500s without end fail the listing", fault: failing(-1, status(503)), wantErr: "503"},
+		{name: "a truncated body is fetched again", fault: failing(2, truncated), wantLists: 1},
+		{name: "a body always truncated fails the listing", fault: failing(-1, truncated), wantErr: "unexpected EOF"},
+		{name: "a hung connection times out and is retried", fault: failing(1, func(http.ResponseWriter) { time.Sleep(3 * time.Second) }), minTime: fastRetry.timeout, maxTime: 2 * time.Second, wantLists: 1},
+		{name: "a 404 is not retried", fault: failing(-1, status(404)), wantErr: "404"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := newTestRegistry(t)
+			reg.push("app", "v1.0.0", "v1.1.0", "v2.0.0")
+			reg.set(func(r *testRegistry) { r.fault = tc.fault })
+			ix := newTestIndexer(t, nil, reg, "app")
+			start := time.Now()
+			got, n, err := list(t, ix)
+			elapsed := time.Since(start)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 3 {
+				t.Errorf("tags = %v, want 3", got)
+			}
+			if elapsed < tc.minTime {
+				t.Errorf("took %s, want at least %s", elapsed, tc.minTime)
+			}
+			if tc.maxTime > 0 && elapsed > tc.maxTime {
+				t.Errorf("took %s, want at most %s", elapsed, tc.maxTime)
+			}
+			if reg.lists.Load() != tc.wantLists {
+				t.Errorf("tag list requests reaching the registry = %d, want %d", reg.lists.Load(), tc.wantLists)
+			}
+			t.Logf("%d requests in %s", n, elapsed)
+		})
+	}
+}
+
+func TestListShrinkingBetweenPagesHasNoDuplicates(t *testing.T) {
+	reg := newTestRegistry(t)
+	all := tagNames(12)
+	reg.push("app", all...)
+	var pages atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.pageSize = 4
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			// After the first page, delete its last tag (where the next
+			// page resumes) and two tags not yet listed.
+			if strings.HasSuffix(req.URL.Path, "/tags/list") && pages.Add(1) == 2 {
+				reg.untag("app", all[3], all[6], all[7])
+			}
+			return false
+		}
+	})
+	ix := newTestIndexer(t, nil, reg, "app")
+	got, _, err := list(t, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	var want []string
+	for i, tag := range all {
+		if i != 6 && i != 7 {
+			want = append(want, tag)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
+	}
+}
+
+func TestListRefusesLinkToAnotherHost(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if !strings.HasSuffix(req.URL.Path, "/tags/list") {
+				return false
+			}
+			w.Header().Set("Link", `<http://169.254.169.254/v2/app/tags/list?last=x>; rel="next"`)
+			w.Write([]byte(`{"tags":["v1.0.0"]}`))
+			return true
+		}
+	})
+	_, _, err := list(t, newTestIndexer(t, nil, reg, "app"))
+	if err == nil || !strings.Contains(err.Error(), "leaves registry") {
+		t.Fatalf("err = %v, want a refusal to leave the registry", err)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", -1},
+		{"7", 7 * time.Second},
+		{"-3", -1},
+		{"soon", -1},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
+	}
+	for _, tc := range tests {
+		if got := retryAfter(tc.in, now); got != tc.want {
+			t.Errorf("retryAfter(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestBackoffIsBoundedFullJitter(t *testing.T) {
+	rt := &retryTransport{policy: retryPolicy{base: 100 * time.Millisecond, max: time.Second}}
+	for attempt := 1; attempt <= 10; attempt++ {
+		ceil := min(100*time.Millisecond<<(attempt-1), time.Second)
+		for range 50 {
+			if d := rt.backoff(attempt); d < 0 || d >= ceil {
+				t.Fatalf("backoff(%d) = %s, want in [0, %s)", attempt, d, ceil)
+			}
+		}
+	}
+}
+
+func TestExcludeIsARegexpOnTheTag(t *testing.T) {
+	src := testSource(t, "app", "example.com/app")
+	src.Exclude = regexp.MustCompile(`^(latest|.*\.sig)$`)
+	for tag, want := range map[string]bool{"latest": true, "v1.sig": true, "v1.0.0": false, "latest-1": false} {
+		if got := src.Exclude.MatchString(tag); got != want {
+			t.Errorf("exclude %q = %v, want %v", tag, got, want)
+		}
+	}
+}

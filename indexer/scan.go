@@ -1,0 +1,275 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+const (
+	defaultConcurrency = 8
+	digestBatch        = 500 // digests written per SetDigests, so that a long resolution shows up as it goes
+)
+
+// scan lists src, records the listing, then resolves the digests of tags that
+// have none. Only a failed listing or record fails the scan; digests that
+// cannot be resolved are logged and tried again by the next scan.
+func (ix *Indexer) scan(ctx context.Context, src *source) error {
+	log := ix.log.With("source", src.Name, "image", src.repo.String())
+	started := time.Now()
+	var requests atomic.Int64
+	rt, tags, err := ix.listTags(ctx, log, src, &requests)
+	res := store.ScanResult{
+		Source:   src.Name,
+		Started:  started,
+		Finished: time.Now(),
+		Complete: err == nil,
+		Err:      err,
+		Requests: int(requests.Load()),
+	}
+	var valid, unparsed int
+	if err == nil {
+		res.Tags = make([]resolver.Tag, 0, len(tags))
+		for _, t := range tags {
+			if src.Exclude != nil && src.Exclude.MatchString(t) {
+				continue
+			}
+			ct := src.Classify(t)
+			if ct.Valid {
+				valid++
+			} else {
+				unparsed++
+			}
+			res.Tags = append(res.Tags, ct)
+		}
+	}
+	// The record is written even when ctx ended, so that a listing that
+	// failed (or was cut short) is visible; a bounded context keeps shutdown short.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	rec, aerr := ix.store.ApplyScan(wctx, res)
+	cancel()
+	if err != nil || aerr != nil {
+		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
+		if err == nil {
+			err = fmt.Errorf("recording scan of %q: %w", src.Name, aerr)
+		} else if aerr != nil {
+			log.ErrorContext(ctx, "recording failed scan", "err", aerr)
+		}
+		log.ErrorContext(ctx, "scan failed", "err", err, "requests", res.Requests, "duration", time.Since(started))
+		return err
+	}
+	log.InfoContext(ctx, "listed", "tags", rec.TagsSeen, "new", rec.TagsNew, "gone", rec.TagsGone,
+		"valid", valid, "unparsed", unparsed, "requests", res.Requests, "duration", res.Finished.Sub(started))
+	ix.metrics.tags.WithLabelValues(src.Name, "valid").Set(float64(valid))
+	ix.metrics.tags.WithLabelValues(src.Name, "unparsed").Set(float64(unparsed))
+	if rec.TagsNew > 0 || rec.TagsGone > 0 {
+		ix.changed(src.Name)
+	}
+
+	derr := ix.resolveDigests(ctx, log, src, rt, &requests)
+	ix.metrics.scans.WithLabelValues(src.Name, "ok").Inc()
+	ix.metrics.duration.WithLabelValues(src.Name).Observe(time.Since(started).Seconds())
+	ix.metrics.lastOK.WithLabelValues(src.Name).Set(float64(res.Finished.Unix()))
+	if derr != nil {
+		log.WarnContext(ctx, "digests incomplete; retried next scan", "err", derr)
+	}
+	return nil
+}
+
+// listTags authenticates and lists every tag of src, counting requests in n.
+// rt is the authenticated transport for further requests of this scan.
+func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) (rt http.RoundTripper, tags []string, err error) {
+	rt, err = ix.authTransport(ctx, src, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &lister{
+		client:   &http.Client{Transport: rt},
+		repo:     src.repo,
+		pageSize: ix.pageSize,
+		progress: ix.listProgress(ctx, log, src, n),
+	}
+	tags, err = l.list(ctx)
+	return rt, tags, err
+}
+
+// authTransport builds the scan's transport: counting, rate limit and retry
+// under ggcr's authentication handshake (ping, then token if asked).
+func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int64) (http.RoundTripper, error) {
+	var rt http.RoundTripper = &countTransport{next: src.base, n: n, registry: src.registry, metrics: ix.metrics}
+	rt = &limitTransport{next: rt, limiter: src.limiter}
+	policy := ix.retry
+	if src.Timeout > 0 {
+		policy.timeout = src.Timeout
+	}
+	rt = &retryTransport{next: rt, policy: policy}
+
+	var auth authn.Authenticator
+	if src.Password != nil {
+		auth = &basicAuth{username: src.Username, password: src.Password}
+	} else {
+		a, err := authn.Resolve(ctx, authn.DefaultKeychain, src.repo)
+		if err != nil {
+			return nil, fmt.Errorf("credentials for %s from the docker keychain: %w", src.repo.RegistryStr(), err)
+		}
+		auth = a
+	}
+	art, err := transport.NewWithContext(ctx, src.repo.Registry, auth, rt, []string{src.repo.Scope(transport.PullScope)})
+	if err != nil {
+		return nil, fmt.Errorf("authenticating to %s: %w", src.repo.RegistryStr(), err)
+	}
+	return art, nil
+}
+
+// basicAuth reads the password when a handshake needs it, never earlier, and
+// never puts it in an error.
+type basicAuth struct {
+	username string
+	password func() (string, error)
+}
+
+func (a *basicAuth) Authorization() (*authn.AuthConfig, error) {
+	p, err := a.password()
+	if err != nil {
+		return nil, fmt.Errorf("reading the registry password for user %q: %w", a.username, err)
+	}
+	return &authn.AuthConfig{Username: a.username, Password: p}, nil
+}
+
+// resolveDigests HEADs the manifest of every present tag without a digest.
+// A no-change rescan finds none and makes no request.
+func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *source, rt http.RoundTripper, n *atomic.Int64) error {
+	due, err := ix.store.TagsWithoutDigest(ctx, src.Name)
+	if err != nil {
+		return fmt.Errorf("tags without digest: %w", err)
+	}
+	ix.metrics.tags.WithLabelValues(src.Name, "pending_digest").Set(float64(len(due)))
+	src.setProgress(func(p *Progress) { p.Phase, p.DigestsDue = "digests", len(due) })
+	if len(due) == 0 {
+		return nil
+	}
+	// rt is already authenticated (a *transport.Wrapper), so ggcr neither
+	// re-authenticates nor adds its own retries.
+	puller, err := remote.NewPuller(remote.WithTransport(rt), remote.WithContext(ctx))
+	if err != nil {
+		return err
+	}
+	conc := src.Concurrency
+	if conc <= 0 {
+		conc = defaultConcurrency
+	}
+	started := time.Now()
+	var (
+		mu      sync.Mutex
+		batch   = map[string]string{}
+		done    int
+		failed  int
+		firstEr error
+		lastLog = time.Now()
+	)
+	flush := func() error { // with mu held
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := ix.store.SetDigests(ctx, src.Name, batch); err != nil {
+			return fmt.Errorf("recording %d digests: %w", len(batch), err)
+		}
+		batch = map[string]string{}
+		ix.changed(src.Name)
+		return nil
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(conc, len(due)) {
+		wg.Go(func() {
+			for tag := range work {
+				d, herr := ix.head(ctx, puller, src, tag)
+				mu.Lock()
+				done++
+				if herr != nil {
+					failed++
+					if firstEr == nil {
+						firstEr = herr
+					}
+				} else {
+					batch[tag] = d
+				}
+				if len(batch) >= digestBatch {
+					if err := flush(); err != nil && firstEr == nil {
+						firstEr = err
+					}
+				}
+				src.setProgress(func(p *Progress) { p.Digests, p.Requests = done, int(n.Load()) })
+				if time.Since(lastLog) >= ix.progressEvery {
+					lastLog = time.Now()
+					log.InfoContext(ctx, "resolving digests", "done", done, "of", len(due), "failed", failed)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, t := range due {
+		select {
+		case work <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := flush(); err != nil && firstEr == nil {
+		firstEr = err
+	}
+	log.InfoContext(ctx, "digests resolved", "resolved", done-failed, "failed", failed,
+		"requests", n.Load(), "duration", time.Since(started))
+	if firstEr == nil && ctx.Err() != nil {
+		firstEr = ctx.Err()
+	}
+	if firstEr != nil {
+		return fmt.Errorf("%d of %d digests unresolved, first: %w", len(due)-(done-failed), len(due), firstEr)
+	}
+	return nil
+}
+
+func (ix *Indexer) head(ctx context.Context, p *remote.Puller, src *source, tag string) (string, error) {
+	desc, err := p.Head(ctx, src.repo.Tag(tag))
+	if err != nil {
+		return "", fmt.Errorf("HEAD manifest %s:%s: %w", src.repo, tag, err)
+	}
+	return desc.Digest.String(), nil
+}
+
+func (ix *Indexer) listProgress(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) func(pages, tags int) {
+	last := time.Now()
+	return func(pages, tags int) {
+		src.setProgress(func(p *Progress) { p.Pages, p.Tags, p.Requests = pages, tags, int(n.Load()) })
+		if pages%20 == 0 || time.Since(last) >= ix.progressEvery {
+			last = time.Now()
+			log.InfoContext(ctx, "listing", "pages", pages, "tags", tags)
+		}
+	}
+}
+
+func (s *source) setProgress(f func(*Progress)) {
+	s.mu.Lock()
+	f(&s.progress)
+	s.mu.Unlock()
+}
+
+func (ix *Indexer) changed(source string) {
+	if ix.onChng != nil {
+		ix.onChng(source)
+	}
+}

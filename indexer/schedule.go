@@ -1,0 +1,60 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// lead indexes while this replica holds the lock: one scan of every source at
+// once, then one gocron job per source at its interval, until ctx ends.
+func (ix *Indexer) lead(ctx context.Context) error {
+	srcs := make([]resolver.Source, len(ix.order))
+	for i, s := range ix.order {
+		srcs[i] = s.Source.Source
+	}
+	if err := ix.store.SyncSources(ctx, srcs); err != nil {
+		return fmt.Errorf("recording sources: %w", err)
+	}
+	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(10 * time.Second))
+	if err != nil {
+		return fmt.Errorf("starting scheduler: %w", err)
+	}
+	var once sync.WaitGroup // scans of sources without an interval
+	for _, src := range ix.order {
+		if src.Interval <= 0 {
+			once.Go(func() { ix.scheduled(ctx, src) })
+			continue
+		}
+		// Singleton with reschedule: a scan that outlasts its interval
+		// skips the overlapping run rather than queueing it.
+		_, err := sched.NewJob(
+			gocron.DurationJob(src.Interval),
+			gocron.NewTask(ix.scheduled, ctx, src),
+			gocron.WithName(src.Name),
+			gocron.WithSingletonMode(gocron.LimitModeReschedule),
+			gocron.WithStartAt(gocron.WithStartImmediately()),
+		)
+		if err != nil {
+			_ = sched.Shutdown()
+			return fmt.Errorf("scheduling source %q every %s: %w", src.Name, src.Interval, err)
+		}
+	}
+	sched.Start()
+	<-ctx.Done()
+	once.Wait()
+	if err := sched.Shutdown(); err != nil {
+		ix.log.Warn("stopping scheduler", "err", err)
+	}
+	return nil
+}
+
+// scheduled is a scheduled scan; its error is logged and counted by scan.
+func (ix *Indexer) scheduled(ctx context.Context, src *source) {
+	_ = ix.scanOrJoin(ctx, src)
+}

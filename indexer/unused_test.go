@@ -1,0 +1,27 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+// unusedStore stands in where a test exercises only the registry side; any
+// call is a test bug and says so.
+type unusedStore struct{}
+
+var errUnused = errors.New("test bug: this test does not use the store")
+
+func (unusedStore) SyncSources(context.Context, []resolver.Source) error { return errUnused }
+func (unusedStore) ApplyScan(context.Context, store.ScanResult) (resolver.Scan, error) {
+	return resolver.Scan{}, errUnused
+}
+func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) {
+	return nil, errUnused
+}
+func (unusedStore) SetDigests(context.Context, string, map[string]string) error { return errUnused }
+func (unusedStore) TryIndexerLock(context.Context) (func(), bool, error) {
+	return nil, false, errUnused
+}
