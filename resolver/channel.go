@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"fmt"
 	"regexp"
 	"time"
 
@@ -31,4 +32,113 @@ type ChannelState struct {
 	PinnedAt  time.Time
 	Revision  int64 // bumps on every change; the ETag derives from it
 	UpdatedAt time.Time
+}
+
+// filter is the part of eligibility a channel and a resolve query share.
+// A nil channel means "no channel": only stream, blocks and builds apply.
+type filter struct {
+	ch     *Channel
+	stream Stream
+	// builds lets juju build-numbered versions through. Semver build numbers
+	// are release revisions and always pass.
+	builds bool
+}
+
+func channelFilter(c *Channel) filter {
+	return filter{ch: c, stream: c.Stream, builds: c.Builds}
+}
+
+// ok is the hot path of channel evaluation: cheapest checks first, the
+// regexps last, and no allocation. sv is the version as Masterminds sees it;
+// nil makes ok build it on demand (only when a constraint needs it).
+func (f filter) ok(v *VersionView, sv *semver.Version) bool {
+	if !v.Valid || v.Blocked || !f.stream.Includes(v.Stream) {
+		return false
+	}
+	if !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0 {
+		return false
+	}
+	c := f.ch
+	if c == nil {
+		return true
+	}
+	if c.Constraint != nil {
+		if sv == nil {
+			sv = constraintVersion(v.Version)
+		}
+		if !c.Constraint.Check(sv) {
+			return false
+		}
+	}
+	canon := v.Version.String()
+	if c.Include != nil && !c.Include.MatchString(canon) {
+		return false
+	}
+	if c.Exclude != nil && c.Exclude.MatchString(canon) {
+		return false
+	}
+	return true
+}
+
+// whyNot explains, for a person, why ok rejects v; "" when it does not. It
+// mirrors ok check for check so the two cannot disagree silently (a test
+// asserts they agree).
+func (f filter) whyNot(v *VersionView) string {
+	switch {
+	case !v.Valid:
+		return fmt.Sprintf("tag %q is not a version", v.Name)
+	case v.Blocked:
+		return fmt.Sprintf("%s is blocked", v.Version)
+	case !f.stream.Includes(v.Stream):
+		return fmt.Sprintf("%s is a %s version, not served on the %s stream", v.Version, v.Stream, f.stream)
+	case !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0:
+		return fmt.Sprintf("%s is a development build (build %d); ask for builds or run a build-numbered version", v.Version, v.Version.Build)
+	}
+	c := f.ch
+	if c == nil {
+		return ""
+	}
+	canon := v.Version.String()
+	switch {
+	case c.Constraint != nil && !c.Constraint.Check(constraintVersion(v.Version)):
+		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", canon, c.Name, c.ConstraintText)
+	case c.Include != nil && !c.Include.MatchString(canon):
+		return fmt.Sprintf("%s does not match channel %q include %q", canon, c.Name, c.Include)
+	case c.Exclude != nil && c.Exclude.MatchString(canon):
+		return fmt.Sprintf("%s matches channel %q exclude %q", canon, c.Name, c.Exclude)
+	}
+	return ""
+}
+
+// constraintVersion is v as M.m.p[-pre] for Masterminds constraints. The build
+// is dropped on purpose: a constraint speaks about releases, and juju's
+// four-part versions are not semver. Juju's Prerelease ("beta1") is already a
+// valid semver pre-release.
+func constraintVersion(v Version) *semver.Version {
+	return semver.New(uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease, "")
+}
+
+// Pick returns the index of the highest version in versions (ascending, as
+// Snapshot.Versions returns them) that channel c serves, or -1. It ignores
+// pins and Latest: those fix an answer rather than select one (see
+// Snapshot.Channel). It is the uncached evaluation the snapshot runs once per
+// channel.
+func Pick(c *Channel, versions []VersionView) int {
+	return pick(channelFilter(c), versions, nil)
+}
+
+// pick scans from the top: the answer is usually among the newest versions,
+// so the common case touches a handful of entries. svs, when not nil, holds
+// the precomputed constraint form of each version.
+func pick(f filter, versions []VersionView, svs []*semver.Version) int {
+	for i := len(versions) - 1; i >= 0; i-- {
+		var sv *semver.Version
+		if svs != nil {
+			sv = svs[i]
+		}
+		if f.ok(&versions[i], sv) {
+			return i
+		}
+	}
+	return -1
 }

@@ -1,23 +1,154 @@
 package resolver
 
 import (
-	"errors"
+	"cmp"
+	"fmt"
+	"slices"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // Snapshot is an immutable, fully indexed view of every source, channel, pin
 // and block. The server swaps a new one in atomically after every change and
 // answers every read from it; nothing here touches I/O.
+//
+// NewSnapshot does all the work (sorting, maps, every channel's answer) so
+// that reads are map lookups and slice returns. Pointers and slices handed out
+// point into the snapshot: callers must treat them as read-only.
 type Snapshot struct {
-	LoadedAt time.Time
-	// TODO(resolver): per-source sorted versions, canonical/tag lookup maps,
-	// per-channel resolved answers computed once at construction.
+	LoadedAt  time.Time
+	sources   []*sourceIndex
+	bySource  map[string]*sourceIndex
+	answers   []ChannelAnswer
+	byChannel map[string]int
+}
+
+// sourceIndex is one source, indexed.
+type sourceIndex struct {
+	view SourceView
+	// versions holds the valid tags, one per canonical version, ascending.
+	versions []VersionView
+	// svs[i] is versions[i] as a Masterminds version, built once so that
+	// constraint checks allocate nothing.
+	svs     []*semver.Version
+	byCanon map[string]int
+	// tags holds every present tag, duplicates and unparsed ones included,
+	// so a lookup by raw tag returns exactly that tag (its own digest).
+	tags   []VersionView
+	byTag  map[string]int
+	blocks map[string]Block
 }
 
 // NewSnapshot indexes data. channels are the configured channels; states maps
 // channel name to its database state (missing: never pinned).
 func NewSnapshot(channels []Channel, data []SourceData, states map[string]ChannelState, loadedAt time.Time) *Snapshot {
-	return &Snapshot{LoadedAt: loadedAt}
+	s := &Snapshot{
+		LoadedAt:  loadedAt,
+		bySource:  make(map[string]*sourceIndex, len(data)),
+		byChannel: make(map[string]int, len(channels)),
+	}
+	for i := range data {
+		idx := indexSource(&data[i])
+		s.sources = append(s.sources, idx)
+		s.bySource[idx.view.Source.Name] = idx
+	}
+	s.answers = make([]ChannelAnswer, len(channels))
+	for i := range channels {
+		s.answers[i] = s.answer(&channels[i], states[channels[i].Name])
+		s.byChannel[channels[i].Name] = i
+	}
+	return s
+}
+
+func indexSource(d *SourceData) *sourceIndex {
+	idx := &sourceIndex{
+		view: SourceView{
+			Source:   d.Source,
+			LastScan: d.LastScan,
+			LastOK:   d.LastOK,
+			Tags:     len(d.Tags),
+			Streams:  make(map[Stream]int, 4),
+		},
+		tags:   make([]VersionView, len(d.Tags)),
+		byTag:  make(map[string]int, len(d.Tags)),
+		blocks: make(map[string]Block, len(d.Blocks)),
+	}
+	for _, b := range d.Blocks {
+		idx.blocks[b.Version] = b
+	}
+	// best maps a canonical version to the tag that represents it.
+	best := make(map[string]int, len(d.Tags))
+	for i := range d.Tags {
+		t := d.Tags[i]
+		vv := VersionView{Tag: t}
+		idx.byTag[t.Name] = i
+		if !t.Valid {
+			idx.view.Unparsed++
+			idx.tags[i] = vv
+			continue
+		}
+		canon := t.Version.String()
+		if b, ok := idx.blocks[canon]; ok {
+			vv.Blocked, vv.BlockReason = true, b.Reason
+		}
+		idx.tags[i] = vv
+		if j, ok := best[canon]; !ok || preferTag(canon, t.Name, d.Tags[j].Name) {
+			best[canon] = i
+		}
+	}
+	idx.versions = make([]VersionView, 0, len(best))
+	for _, i := range best {
+		idx.versions = append(idx.versions, idx.tags[i])
+	}
+	slices.SortFunc(idx.versions, func(a, b VersionView) int {
+		if c := Compare(a.Version, b.Version); c != 0 {
+			return c
+		}
+		// Compare should only tie on equal canonicals, which are deduplicated
+		// above; keep the order total regardless so snapshots are reproducible.
+		return cmp.Compare(a.Version.String(), b.Version.String())
+	})
+	idx.svs = make([]*semver.Version, len(idx.versions))
+	idx.byCanon = make(map[string]int, len(idx.versions))
+	for i := range idx.versions {
+		v := &idx.versions[i]
+		idx.svs[i] = constraintVersion(v.Version)
+		idx.byCanon[v.Version.String()] = i
+		idx.view.Streams[v.Stream]++
+	}
+	return idx
+}
+
+// preferTag decides which of two tags with the same canonical version
+// represents it (e.g. v1.33.6-k3s1 and v1.33.6+k3s1 both pushed): the tag
+// spelled exactly like the canonical string wins, because clients turn the
+// served version back into a tag; otherwise the smaller name, so the choice
+// never depends on listing order. The other tag stays reachable by name.
+func preferTag(canon, cand, cur string) bool {
+	if (cand == canon) != (cur == canon) {
+		return cand == canon
+	}
+	return cand < cur
+}
+
+// lookup finds a valid version by canonical string, then by raw tag.
+func (idx *sourceIndex) lookup(versionOrTag string) (*VersionView, bool) {
+	if i, ok := idx.byCanon[versionOrTag]; ok {
+		return &idx.versions[i], true
+	}
+	if i, ok := idx.byTag[versionOrTag]; ok && idx.tags[i].Valid {
+		return &idx.tags[i], true
+	}
+	return nil, false
+}
+
+func (s *Snapshot) source(name string) (*sourceIndex, error) {
+	idx, ok := s.bySource[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: source %q not found", ErrNotFound, name)
+	}
+	return idx, nil
 }
 
 // ChannelAnswer is a channel with its current answer.
@@ -26,16 +157,87 @@ type ChannelAnswer struct {
 	State   ChannelState
 	Pinned  bool // a pin (database) or a fixed Latest (config) decides the answer
 	Tag     *Tag // the version served; nil when nothing is eligible
+	// Why says, when Tag is nil, why nothing is served (for the 404 body).
+	Why string
+}
+
+// answer evaluates one channel. A pin (database) wins over Latest (config):
+// the pin is the release engineer's newer, deliberate decision.
+//
+// A pinned version that is blocked or no longer present yields no answer
+// (404 upstream) rather than falling back to the stream. Serving it would
+// defeat the block; falling back would silently unpin the channel and move
+// every client to a version nobody promoted — the surprise upgrade that
+// juju bug 1455260 describes. A 404 keeps clients where they are and makes
+// the conflict visible, so a person re-pins or unblocks.
+func (s *Snapshot) answer(c *Channel, st ChannelState) ChannelAnswer {
+	a := ChannelAnswer{Channel: *c, State: st}
+	idx := s.bySource[c.Source]
+	pin := st.Pin
+	if pin == "" {
+		pin = c.Latest
+	}
+	if pin != "" {
+		a.Pinned = true
+		var v *VersionView
+		ok := false
+		if idx != nil {
+			v, ok = idx.lookup(pin)
+		}
+		switch {
+		case !ok:
+			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is not indexed", c.Name, pin)
+		case v.Blocked:
+			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is blocked", c.Name, pin)
+		default:
+			a.Tag = &v.Tag
+		}
+		return a
+	}
+	if idx == nil {
+		a.Why = fmt.Sprintf("channel %q follows source %q, which is not configured", c.Name, c.Source)
+		return a
+	}
+	if i := pick(channelFilter(c), idx.versions, idx.svs); i >= 0 {
+		a.Tag = &idx.versions[i].Tag
+	} else {
+		a.Why = fmt.Sprintf("no version of %q is eligible for channel %q", c.Source, c.Name)
+	}
+	return a
 }
 
 // Channel answers one channel. ErrNotFound when the channel is unknown; an
 // answer with a nil Tag when nothing is eligible.
 func (s *Snapshot) Channel(name string) (ChannelAnswer, error) {
-	return ChannelAnswer{}, errors.New("TODO(resolver)")
+	i, ok := s.byChannel[name]
+	if !ok {
+		return ChannelAnswer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, name)
+	}
+	return s.answers[i], nil
 }
 
 // Channels answers every channel, in configuration order.
-func (s *Snapshot) Channels() []ChannelAnswer { return nil }
+func (s *Snapshot) Channels() []ChannelAnswer { return s.answers }
+
+// Eligible checks that channel may serve version (canonical or tag) if it
+// followed its stream: the pin check (PUT .../pin without force). ErrNotFound
+// for an unknown channel or a version that is not indexed; ErrUnprocessable,
+// saying why, for an ineligible one. It returns the indexed version.
+func (s *Snapshot) Eligible(channel, version string) (VersionView, error) {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return VersionView{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, channel)
+	}
+	c := &s.answers[i].Channel
+	v, err := s.Version(c.Source, version)
+	if err != nil {
+		return VersionView{}, err
+	}
+	if why := channelFilter(c).whyNot(&v); why != "" {
+		return v, fmt.Errorf("%w: %s", ErrUnprocessable, why)
+	}
+	return v, nil
+}
 
 // SourceView is one source with its indexing status and counts.
 type SourceView struct {
@@ -44,31 +246,70 @@ type SourceView struct {
 	LastOK   *Scan
 	Tags     int            // present tags, parsed or not
 	Unparsed int            // present tags that are not versions
-	Streams  map[Stream]int // versions per stream
+	Streams  map[Stream]int // versions per stream (one per canonical version)
 }
 
 // Sources lists sources in configuration order.
-func (s *Snapshot) Sources() []SourceView { return nil }
+func (s *Snapshot) Sources() []SourceView {
+	out := make([]SourceView, len(s.sources))
+	for i, idx := range s.sources {
+		out[i] = idx.view
+	}
+	return out
+}
 
 // SourceInfo is one source; ErrNotFound when unknown.
 func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
-	return SourceView{}, errors.New("TODO(resolver)")
+	idx, err := s.source(name)
+	if err != nil {
+		return SourceView{}, err
+	}
+	return idx.view, nil
 }
 
 // VersionView is a tag with whether it is blocked.
 type VersionView struct {
 	Tag
-	Blocked bool
+	Blocked     bool
+	BlockReason string
 }
 
 // Versions lists a source's valid versions ascending, filtered by stream
 // (nested) and a Masterminds constraint ("" for none). ErrNotFound for an
-// unknown source; ErrInvalid for a bad constraint.
+// unknown source; ErrInvalid for a bad constraint. Blocked versions are listed
+// (marked) so operators can see them.
 func (s *Snapshot) Versions(source string, stream Stream, constraint string) ([]VersionView, error) {
-	return nil, errors.New("TODO(resolver)")
+	idx, err := s.source(source)
+	if err != nil {
+		return nil, err
+	}
+	var cons *semver.Constraints
+	if constraint != "" {
+		cons, err = semver.NewConstraint(constraint)
+		if err != nil {
+			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraint, err)
+		}
+	}
+	out := make([]VersionView, 0, len(idx.versions))
+	for i := range idx.versions {
+		v := &idx.versions[i]
+		if stream.Includes(v.Stream) && (cons == nil || cons.Check(idx.svs[i])) {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
 }
 
-// Version finds one version by canonical string or by raw tag.
+// Version finds one version by canonical string or by raw tag. ErrNotFound
+// for an unknown source, a tag that is not a version, or no such version.
 func (s *Snapshot) Version(source, versionOrTag string) (VersionView, error) {
-	return VersionView{}, errors.New("TODO(resolver)")
+	idx, err := s.source(source)
+	if err != nil {
+		return VersionView{}, err
+	}
+	v, ok := idx.lookup(versionOrTag)
+	if !ok {
+		return VersionView{}, fmt.Errorf("%w: version %q of source %q not found", ErrNotFound, versionOrTag, source)
+	}
+	return *v, nil
 }

@@ -1,6 +1,9 @@
 package resolver
 
-import "errors"
+import (
+	"fmt"
+	"strings"
+)
 
 // Query is a dry-run upgrade question: "I run Current of Source; on Stream (or
 // following Channel), what may I upgrade to, and by what path?"
@@ -27,10 +30,296 @@ type Answer struct {
 	Reason    string
 }
 
+// noUpgrades is the contract's reason when nothing newer exists at all.
+const noUpgrades = "no upgrades available"
+
 // Resolve answers q over the snapshot. Errors: ErrNotFound (unknown source,
-// channel, or current/target version), ErrInvalid (unparseable input),
+// channel, or target version), ErrInvalid (unparseable input),
 // ErrUnprocessable (a target that is a downgrade, a skip of a minor, another
 // major, blocked or ineligible; the error text is the reason).
+//
+// The policy is kubeone's and juju's: never a surprise. Candidates stay in
+// the current major (juju refuses implicit major upgrades: a new major is a
+// migration), the target moves at most one minor (kubeadm's skew policy), and
+// a channel pin caps what a channel's followers are offered.
 func (s *Snapshot) Resolve(q Query) (Answer, error) {
-	return Answer{}, errors.New("TODO(resolver)")
+	var chAns *ChannelAnswer
+	if q.Channel != "" {
+		i, ok := s.byChannel[q.Channel]
+		if !ok {
+			return Answer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, q.Channel)
+		}
+		chAns = &s.answers[i]
+		switch {
+		case q.Source == "":
+			q.Source = chAns.Channel.Source
+		case q.Source != chAns.Channel.Source:
+			return Answer{}, fmt.Errorf("%w: channel %q follows source %q, not %q", ErrInvalid, q.Channel, chAns.Channel.Source, q.Source)
+		}
+	}
+	idx, err := s.source(q.Source)
+	if err != nil {
+		return Answer{}, err
+	}
+	cur, err := idx.current(q.Current)
+	if err != nil {
+		return Answer{}, err
+	}
+	r := resolution{cur: cur, idx: idx, ch: chAns, f: filter{stream: Released}}
+	// An explicit stream wins over the channel's; the channel's other
+	// filters still apply.
+	if chAns != nil {
+		r.f = channelFilter(&chAns.Channel)
+	}
+	if q.Stream != nil {
+		r.f.stream = *q.Stream
+	}
+	// A client already on a development build keeps receiving builds:
+	// refusing them would strand it (juju's JUJU_BUILD_NUMBER workflow).
+	r.f.builds = r.f.builds || q.Builds || cur.Build > 0
+	r.collect()
+
+	a := Answer{Source: q.Source, Current: cur, Stream: r.f.stream, Channel: q.Channel}
+	for _, v := range r.cands {
+		a.Available = append(a.Available, v.Tag)
+	}
+	if q.Target != "" {
+		t, err := r.explicit(q.Target)
+		if err != nil {
+			return Answer{}, err
+		}
+		a.Target = &t.Tag
+		a.Path = r.path(t)
+		a.Reason = fmt.Sprintf("%s was asked for: a %s version of %s", t.Version, t.Stream, minorOf(t.Version))
+		return a, nil
+	}
+	var newest *VersionView
+	if n := len(r.cands); n > 0 {
+		newest = r.cands[n-1]
+	}
+	a.Path = r.path(newest)
+	if t := r.newestIn(cur.Minor + 1); t != nil {
+		a.Target = &t.Tag
+	} else if t := r.newestIn(cur.Minor); t != nil {
+		a.Target = &t.Tag
+	}
+	a.Reason = r.reason(a.Target, a.Path)
+	return a, nil
+}
+
+// current finds the client's version: indexed (canonical or tag), or parsed
+// with the source's parser, because a client may run a version that was
+// never pushed here or has since been deleted.
+func (idx *sourceIndex) current(s string) (Version, error) {
+	if s == "" {
+		return Version{}, fmt.Errorf("%w: current version is required", ErrInvalid)
+	}
+	if v, ok := idx.lookup(s); ok {
+		return v.Version, nil
+	}
+	p := idx.view.Source.Parser
+	if p == nil {
+		return Version{}, fmt.Errorf("%w: current version %q: source %q has no parser", ErrInvalid, s, idx.view.Source.Name)
+	}
+	v, err := p.Parse(s)
+	if err != nil {
+		return Version{}, fmt.Errorf("current version of source %q: %w", idx.view.Source.Name, err)
+	}
+	return v, nil
+}
+
+// resolution is the working state of one Resolve call.
+type resolution struct {
+	cur Version
+	idx *sourceIndex
+	ch  *ChannelAnswer // nil without a channel
+	f   filter
+	// cands are the eligible versions newer than cur in its major, ascending.
+	cands []*VersionView
+	// otherMajor is the oldest eligible version of a newer major: not
+	// offered, but named in the reason so nobody wonders where it went.
+	otherMajor *VersionView
+	// abovePin is set when an eligible version exists above the channel pin.
+	abovePin bool
+}
+
+// pinned is the version a pinned channel serves; ok reports whether the
+// channel is pinned at all (a pinned channel with nothing served offers
+// nothing).
+func (r *resolution) pinned() (pin *Tag, ok bool) {
+	if r.ch == nil || !r.ch.Pinned {
+		return nil, false
+	}
+	return r.ch.Tag, true
+}
+
+func (r *resolution) collect() {
+	vs := r.idx.versions
+	// versions are ascending: skip straight past everything not newer.
+	lo, hi := 0, len(vs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if Compare(vs[m].Version, r.cur) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	pin, pinned := r.pinned()
+	for i := lo; i < len(vs); i++ {
+		v := &vs[i]
+		isPin := pin != nil && v.Version.String() == pin.Version.String()
+		// The pin is a deliberate promotion: it is offered even when the
+		// channel's filters would not select it (a forced pin), as the
+		// channel itself serves it.
+		if !isPin && !r.f.ok(v, r.idx.svs[i]) {
+			continue
+		}
+		switch {
+		case v.Version.Major != r.cur.Major:
+			if r.otherMajor == nil && v.Version.Major > r.cur.Major {
+				r.otherMajor = v
+			}
+		case pinned && (pin == nil || Compare(v.Version, pin.Version) > 0):
+			r.abovePin = true
+		default:
+			r.cands = append(r.cands, v)
+		}
+	}
+}
+
+// newestIn is the newest candidate of minor m of the current major.
+func (r *resolution) newestIn(m int) *VersionView {
+	for i := len(r.cands) - 1; i >= 0; i-- {
+		switch v := r.cands[i]; {
+		case v.Version.Minor == m:
+			return v
+		case v.Version.Minor < m:
+			return nil
+		}
+	}
+	return nil
+}
+
+// path is one newest candidate per minor, ascending, from the current minor
+// up to upto's minor, upto itself ending it. It stops at a minor with no
+// candidate: a path may not skip a minor.
+func (r *resolution) path(upto *VersionView) []Tag {
+	if upto == nil {
+		return nil
+	}
+	var p []Tag
+	for m := r.cur.Minor; m < upto.Version.Minor; m++ {
+		v := r.newestBelow(m, upto)
+		if v == nil {
+			if m == r.cur.Minor {
+				continue // no newer patch of the current minor: start at the next
+			}
+			return p
+		}
+		p = append(p, v.Tag)
+	}
+	return append(p, upto.Tag)
+}
+
+// newestBelow is the newest candidate of minor m that is not above upto.
+func (r *resolution) newestBelow(m int, upto *VersionView) *VersionView {
+	var best *VersionView
+	for _, v := range r.cands {
+		if v.Version.Minor == m && Compare(v.Version, upto.Version) <= 0 {
+			best = v
+		}
+	}
+	return best
+}
+
+// explicit checks an asked-for target; the error is the reason it is refused.
+func (r *resolution) explicit(target string) (*VersionView, error) {
+	t, ok := r.idx.lookup(target)
+	if !ok {
+		return nil, fmt.Errorf("%w: target version %q of source %q not found", ErrNotFound, target, r.idx.view.Source.Name)
+	}
+	tv, cur := t.Version, r.cur
+	pin, pinned := r.pinned()
+	isPin := pin != nil && tv.String() == pin.Version.String()
+	switch {
+	case Compare(tv, cur) <= 0:
+		return nil, fmt.Errorf("%w: downgrade refused: target %s is not newer than current %s", ErrUnprocessable, tv, cur)
+	case tv.Major != cur.Major:
+		return nil, fmt.Errorf("%w: target %s is another major than current %s: upgrades never cross a major (a new major is a migration)", ErrUnprocessable, tv, cur)
+	case t.Blocked:
+		return nil, fmt.Errorf("%w: target %s is blocked%s", ErrUnprocessable, tv, suffix(": ", t.BlockReason))
+	case pinned && pin == nil:
+		return nil, fmt.Errorf("%w: target %s: channel %q is pinned to a version it cannot serve (%s)", ErrUnprocessable, tv, r.ch.Channel.Name, r.ch.Why)
+	case pinned && Compare(tv, pin.Version) > 0:
+		return nil, fmt.Errorf("%w: target %s is above %s, the version channel %q is pinned to", ErrUnprocessable, tv, pin.Version, r.ch.Channel.Name)
+	}
+	if !isPin {
+		if why := r.f.whyNot(t); why != "" {
+			return nil, fmt.Errorf("%w: target %s is not eligible: %s", ErrUnprocessable, tv, why)
+		}
+	}
+	if tv.Minor > cur.Minor+1 {
+		next := fmt.Sprintf("%d.%d", cur.Major, cur.Minor+1)
+		if n := r.newestIn(cur.Minor + 1); n != nil {
+			return nil, fmt.Errorf("%w: target %s would skip minor %s; upgrade to %s first", ErrUnprocessable, tv, next, n.Version)
+		}
+		return nil, fmt.Errorf("%w: target %s would skip minor %s, which has no eligible %s version yet", ErrUnprocessable, tv, next, r.f.stream)
+	}
+	return t, nil
+}
+
+// reason says in one sentence why the answer is what it is.
+func (r *resolution) reason(target *Tag, path []Tag) string {
+	var notes []string
+	inChannel := ""
+	if r.ch != nil {
+		inChannel = fmt.Sprintf(" in channel %q", r.ch.Channel.Name)
+	}
+	if target != nil {
+		tv := target.Version
+		s := fmt.Sprintf("%s is the newest %s version of %s%s", tv, r.f.stream, minorOf(tv), inChannel)
+		if tv.Minor > r.cur.Minor {
+			s += ", the next minor"
+		}
+		notes = append(notes, s)
+		if last := path[len(path)-1].Version; last.String() != tv.String() {
+			notes = append(notes, fmt.Sprintf("then one minor at a time up to %s", last))
+		}
+	}
+	if n := len(r.cands); n > 0 {
+		if newest := r.cands[n-1].Version; len(path) == 0 || path[len(path)-1].Version.String() != newest.String() {
+			notes = append(notes, fmt.Sprintf("%s is not offered because minor %d.%d has no eligible version to pass through", minorOf(newest), r.cur.Major, missingMinor(r.cur, path)))
+		}
+	}
+	if r.abovePin {
+		notes = append(notes, fmt.Sprintf("newer versions are held back by channel %q's pin", r.ch.Channel.Name))
+	}
+	if r.otherMajor != nil {
+		notes = append(notes, fmt.Sprintf("%s is not offered because it is another major", minorOf(r.otherMajor.Version)))
+	}
+	if target == nil {
+		if len(notes) == 0 {
+			return noUpgrades
+		}
+		return noUpgrades + ": " + strings.Join(notes, "; ")
+	}
+	return strings.Join(notes, "; ")
+}
+
+// missingMinor is the first minor the path could not reach.
+func missingMinor(cur Version, path []Tag) int {
+	if len(path) == 0 {
+		return cur.Minor + 1
+	}
+	return path[len(path)-1].Version.Minor + 1
+}
+
+func minorOf(v Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+func suffix(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }

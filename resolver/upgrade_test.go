@@ -1,0 +1,166 @@
+package resolver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// answerView is what the golden file records of a resolve answer.
+type answerView struct {
+	Current   string   `json:"current,omitempty"`
+	Stream    string   `json:"stream,omitempty"`
+	Available []string `json:"available,omitempty"`
+	Target    string   `json:"target,omitempty"`
+	Path      []string `json:"path,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+func tagCanons(ts []Tag) []string {
+	var out []string
+	for i := range ts {
+		out = append(out, ts[i].Version.String())
+	}
+	return out
+}
+
+func TestResolve(t *testing.T) {
+	stream := func(s Stream) *Stream { return &s }
+	channels := []Channel{
+		csChannel("v1.33", `v1\.33\..*`, `^[^+]+-`),
+		{Name: "stable", Source: "k3s-upgrade", Stream: Testing, Latest: "v1.33.6+k3s1"},
+		{Name: "2.9", Source: "jujud-operator", Stream: Released, Constraint: mustConstraint(t, "~2.9"), ConstraintText: "~2.9"},
+		{Name: "edge", Source: "jujud-operator", Stream: Devel, Builds: true},
+	}
+	s := NewSnapshot(channels, []SourceData{jujuData(t, "2.9.10"), k3sData(t)}, nil, testTime)
+
+	const juju, k3s = "jujud-operator", "k3s-upgrade"
+	cases := []struct {
+		name       string
+		q          Query
+		wantTarget string
+		wantPath   []string
+		wantErr    error
+	}{
+		// juju
+		{name: "2.9.40 upgrades to 2.9.42 and names 3.0 as another major",
+			q: Query{Source: juju, Current: "2.9.40"}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+		{name: "2.9.42 has no upgrade because 3.0 is another major", q: Query{Source: juju, Current: "2.9.42"}},
+		{name: "newest release has no upgrades available", q: Query{Source: juju, Current: "3.0.2"}},
+		{name: "2.8.9 goes to the next minor's newest", q: Query{Source: juju, Current: "2.8.9"}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+		{name: "current with a build number is offered builds", q: Query{Source: juju, Current: "2.9.10.1"}, wantTarget: "2.9.42.1", wantPath: []string{"2.9.42.1"}},
+		{name: "builds asked for are offered", q: Query{Source: juju, Current: "2.9.11", Builds: true}, wantTarget: "2.9.42.1", wantPath: []string{"2.9.42.1"}},
+		{name: "devel stream offers only the same major", q: Query{Source: juju, Current: "2.9.40", Stream: stream(Devel)}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+		{name: "a beta on devel moves to the newest of its minor", q: Query{Source: juju, Current: "3.0-beta1", Stream: stream(Devel)}, wantTarget: "3.0.2", wantPath: []string{"3.0.2"}},
+		{name: "channel with builds follows its devel stream", q: Query{Channel: "edge", Current: "3.0-beta1"}, wantTarget: "3.0.2", wantPath: []string{"3.0.2"}},
+		{name: "version never indexed is parsed and answered", q: Query{Source: juju, Current: "2.9.20"}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+		{name: "blocked current still gets an answer", q: Query{Source: juju, Current: "2.9.10"}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+		{name: "unparseable current is invalid", q: Query{Source: juju, Current: "2.9"}, wantErr: ErrInvalid},
+		{name: "empty current is invalid", q: Query{Source: juju}, wantErr: ErrInvalid},
+		{name: "target older than current is a refused downgrade", q: Query{Source: juju, Current: "2.9.40", Target: "2.9.11"}, wantErr: ErrUnprocessable},
+		{name: "target equal to current is a refused downgrade", q: Query{Source: juju, Current: "2.9.40", Target: "2.9.40"}, wantErr: ErrUnprocessable},
+		{name: "target in another major is refused", q: Query{Source: juju, Current: "2.9.42", Target: "3.0.0"}, wantErr: ErrUnprocessable},
+		{name: "target not indexed is not found", q: Query{Source: juju, Current: "2.9.40", Target: "2.9.99"}, wantErr: ErrNotFound},
+		{name: "target that is a build is refused without builds", q: Query{Source: juju, Current: "2.9.40", Target: "2.9.42.1"}, wantErr: ErrUnprocessable},
+		{name: "blocked target is refused", q: Query{Source: juju, Current: "2.9.0", Target: "2.9.10"}, wantErr: ErrUnprocessable},
+		{name: "target rc on released is refused", q: Query{Source: juju, Current: "2.8.9", Target: "2.9-rc1"}, wantErr: ErrUnprocessable},
+		{name: "target of the current minor is accepted", q: Query{Source: juju, Current: "2.9.0", Target: "2.9.40"}, wantTarget: "2.9.40", wantPath: []string{"2.9.40"}},
+		{name: "constraint channel keeps 2.9 clients on 2.9", q: Query{Channel: "2.9", Current: "2.8.9"}, wantTarget: "2.9.42", wantPath: []string{"2.9.42"}},
+
+		// k3s
+		{name: "k3s goes one minor at a time and stops before a minor with no release",
+			q: Query{Source: k3s, Current: "v1.31.9+k3s1"}, wantTarget: "v1.32.5+k3s1", wantPath: []string{"v1.32.5+k3s1", "v1.33.6+k3s2"}},
+		{name: "skipping a minor is refused naming the step",
+			q: Query{Source: k3s, Current: "v1.31.9+k3s1", Target: "v1.33.6+k3s2"}, wantErr: ErrUnprocessable},
+		{name: "target of the next minor is accepted with a path",
+			q: Query{Source: k3s, Current: "v1.32.4+k3s1", Target: "v1.33.5+k3s1"}, wantTarget: "v1.33.5+k3s1", wantPath: []string{"v1.32.5+k3s1", "v1.33.5+k3s1"}},
+		{name: "k3s2 beats k3s1 in the current minor",
+			q: Query{Source: k3s, Current: "v1.33.0+k3s1"}, wantTarget: "v1.33.6+k3s2", wantPath: []string{"v1.33.6+k3s2"}},
+		{name: "current given as a dash tag is its canonical version",
+			q: Query{Source: k3s, Current: "v1.33.6-k3s1"}, wantTarget: "v1.33.6+k3s2", wantPath: []string{"v1.33.6+k3s2"}},
+		{name: "newest of a minor with a gap after it has no upgrade", q: Query{Source: k3s, Current: "v1.33.6+k3s2"}},
+		{name: "proposed stream offers the next minor's rc",
+			q: Query{Source: k3s, Current: "v1.33.6+k3s2", Stream: stream(Proposed)}, wantTarget: "v1.34.0-rc2+k3s1", wantPath: []string{"v1.34.0-rc2+k3s1", "v1.35.1+k3s1"}},
+		{name: "minor channel offers only its minor",
+			q: Query{Channel: "v1.33", Current: "v1.32.4+k3s1"}, wantTarget: "v1.33.6+k3s2", wantPath: []string{"v1.33.6+k3s2"}},
+		{name: "pinned channel caps the offer at its pin",
+			q: Query{Channel: "stable", Current: "v1.33.0+k3s1"}, wantTarget: "v1.33.6+k3s1", wantPath: []string{"v1.33.6+k3s1"}},
+		{name: "target above a channel pin is refused",
+			q: Query{Channel: "stable", Current: "v1.33.0+k3s1", Target: "v1.33.6+k3s2"}, wantErr: ErrUnprocessable},
+		{name: "arch-suffixed current is a testing pre-release of its patch",
+			q: Query{Source: k3s, Current: "v1.32.5-k3s1-amd64"}, wantTarget: "v1.33.6+k3s2", wantPath: []string{"v1.32.5+k3s1", "v1.33.6+k3s2"}},
+
+		// lookups
+		{name: "unknown source is not found", q: Query{Source: "nope", Current: "1.0.0"}, wantErr: ErrNotFound},
+		{name: "unknown channel is not found", q: Query{Channel: "nope", Current: "1.0.0"}, wantErr: ErrNotFound},
+		{name: "channel of another source is invalid", q: Query{Source: juju, Channel: "v1.33", Current: "2.9.0"}, wantErr: ErrInvalid},
+	}
+	views := map[string]answerView{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := s.Resolve(tc.q)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				views[tc.name] = answerView{Error: err.Error()}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			type outcome struct {
+				Target string
+				Path   []string
+			}
+			if diff := cmp.Diff(outcome{tc.wantTarget, tc.wantPath}, outcome{canon(a.Target), tagCanons(a.Path)}); diff != "" {
+				t.Errorf("answer (-want +got):\n%s", diff)
+			}
+			checkAnswerInvariants(t, a)
+			views[tc.name] = answerView{
+				Current: a.Current.String(), Stream: a.Stream.String(), Available: tagCanons(a.Available),
+				Target: canon(a.Target), Path: tagCanons(a.Path), Reason: a.Reason,
+			}
+		})
+	}
+	golden(t, "resolve", views)
+}
+
+// checkAnswerInvariants holds for every answer: never a downgrade, never
+// another major, the path ascending one minor at a time, the target on it,
+// and the contract's reason when there is nothing newer.
+func checkAnswerInvariants(t *testing.T, a Answer) {
+	t.Helper()
+	for _, v := range a.Available {
+		if Compare(v.Version, a.Current) <= 0 || v.Version.Major != a.Current.Major {
+			t.Errorf("available %s: not newer than %s or another major", v.Version, a.Current)
+		}
+	}
+	for i := range a.Path {
+		if i > 0 && a.Path[i].Version.Minor != a.Path[i-1].Version.Minor+1 {
+			t.Errorf("path %v: %s does not follow %s by one minor", tagCanons(a.Path), a.Path[i].Version, a.Path[i-1].Version)
+		}
+	}
+	if a.Target == nil {
+		if len(a.Path) != 0 {
+			t.Errorf("no target but path %v", tagCanons(a.Path))
+		}
+		if !strings.HasPrefix(a.Reason, noUpgrades) {
+			t.Errorf("reason = %q without a target, want it to start %q", a.Reason, noUpgrades)
+		}
+		return
+	}
+	if a.Target.Version.Minor > a.Current.Minor+1 {
+		t.Errorf("target %s skips a minor from %s", a.Target.Version, a.Current)
+	}
+	onPath := false
+	for _, p := range a.Path {
+		onPath = onPath || p.Version.String() == a.Target.Version.String()
+	}
+	if !onPath {
+		t.Errorf("target %s not on path %v", a.Target.Version, tagCanons(a.Path))
+	}
+}
