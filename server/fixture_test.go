@@ -165,3 +165,5 @@ var noRedirects = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	Timeout:       10 * time.Second,
 }
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
