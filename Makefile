@@ -33,3 +33,8 @@ vet:
 
 clean:
 	rm -rf bin tmp
+
+# wrk against a channel URL and a bare 302 handler (the floor), side by side.
+.PHONY: bench-serve
+bench-serve:
+	scripts/bench-serve

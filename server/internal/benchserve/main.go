@@ -1,0 +1,188 @@
+// Command benchserve measures a Tidemark channel URL against the floor: a
+// bare net/http handler answering a fixed 302. Both are served in this
+// process on loopback and loaded with wrk one after the other, in the same
+// run, and printed side by side. The Tidemark server answers from an
+// in-memory snapshot of a realistic tag set; there is no database, and the
+// snapshot is loaded once before the run (the load count is printed).
+//
+//	go run ./server/internal/benchserve -duration 10s -connections 64
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server"
+)
+
+func main() {
+	duration := flag.Duration("duration", 10*time.Second, "wrk duration per target")
+	conns := flag.Int("connections", 64, "wrk connections")
+	threads := flag.Int("threads", 2, "wrk threads")
+	wrk := flag.String("wrk", "wrk", "wrk binary")
+	flag.Parse()
+	if err := run(*wrk, *duration, *conns, *threads); err != nil {
+		fmt.Fprintln(os.Stderr, "benchserve:", err)
+		os.Exit(1)
+	}
+}
+
+const location = "https://github.com/k3s-io/k3s/releases/tag/v1.33.6+k3s2"
+
+func run(wrk string, d time.Duration, conns, threads int) error {
+	snap, tags, err := snapshot()
+	if err != nil {
+		return err
+	}
+	var loads atomic.Int64
+	s, err := server.New(server.Options{
+		ExternalURL: "https://tidemark.example.com",
+		// A real JSON access log line per request, thrown away: its cost is
+		// part of what is measured.
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Load: func(context.Context) (*resolver.Snapshot, error) {
+			loads.Add(1)
+			return snap, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		return err
+	}
+	floor := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, location, http.StatusFound)
+	})
+	floorURL, stopFloor, err := listen(floor)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
+	tmURL, stopTM, err := listen(s.Handler())
+	if err != nil {
+		return err
+	}
+	defer stopTM()
+	tmURL += "/v1-release/channels/v1.33"
+	if err := check(tmURL); err != nil {
+		return err
+	}
+	loadsBefore := loads.Load()
+
+	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback; snapshot: %d tags, 1 source, %d channels\n",
+		threads, conns, d, tags, len(snap.Channels()))
+	results := make([]result, 0, 2)
+	for _, target := range []struct{ name, url string }{{"floor (bare net/http 302)", floorURL + "/"}, {"tidemark /v1-release/channels/v1.33", tmURL}} {
+		r, err := runWrk(wrk, target.url, d, conns, threads)
+		if err != nil {
+			return fmt.Errorf("%s: %w", target.name, err)
+		}
+		r.name = target.name
+		results = append(results, r)
+	}
+	fmt.Printf("\n%-38s %12s %10s %10s %8s\n", "target", "requests/s", "p50", "p99", "errors")
+	for _, r := range results {
+		fmt.Printf("%-38s %12.0f %10s %10s %8d\n", r.name, r.rps, r.p50, r.p99, r.errors)
+	}
+	ratio := results[1].rps / results[0].rps
+	fmt.Printf("\ntidemark/floor: %.2fx (goal >= 0.60x); p99 %s (goal < 5ms); snapshot loads during the run: %d (no database)\n",
+		ratio, results[1].p99, loads.Load()-loadsBefore)
+	if ratio < 0.6 || results[1].p99 >= 5*time.Millisecond || results[1].errors > 0 {
+		fmt.Println("GOAL MISSED")
+	}
+	return nil
+}
+
+// listen serves h on a loopback port.
+func listen(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = hs.Close() }, nil
+}
+
+// check makes sure the bench measures a real answer, not an error page.
+func check(u string) error {
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(u)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", u, err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != location {
+		return fmt.Errorf("check %s: %d %q, want 302 %q", u, res.StatusCode, res.Header.Get("Location"), location)
+	}
+	return nil
+}
+
+type result struct {
+	name     string
+	rps      float64
+	p50, p99 time.Duration
+	errors   int
+}
+
+var (
+	reRPS     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reP50     = regexp.MustCompile(`\s50%\s+([0-9.]+)(us|ms|s)`)
+	reP99     = regexp.MustCompile(`\s99%\s+([0-9.]+)(us|ms|s)`)
+	reNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
+	reSockErr = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+)
+
+func runWrk(wrk, u string, d time.Duration, conns, threads int) (result, error) {
+	out, err := exec.Command(wrk, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns),
+		"-d"+strconv.Itoa(int(d.Seconds()))+"s", "--latency", u).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	text := string(out)
+	var r result
+	m := reRPS.FindStringSubmatch(text)
+	if m == nil {
+		return result{}, errors.New("wrk output has no Requests/sec:\n" + text)
+	}
+	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	r.p50 = wrkDuration(reP50.FindStringSubmatch(text))
+	r.p99 = wrkDuration(reP99.FindStringSubmatch(text))
+	if m := reNon2xx.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		r.errors += n
+	}
+	if m := reSockErr.FindStringSubmatch(text); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.Atoi(s)
+			r.errors += n
+		}
+	}
+	return r, nil
+}
+
+func wrkDuration(m []string) time.Duration {
+	if m == nil {
+		return -1
+	}
+	d, err := time.ParseDuration(m[1] + strings.Replace(m[2], "us", "µs", 1))
+	if err != nil {
+		return -1
+	}
+	return d
+}
