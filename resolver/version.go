@@ -115,7 +115,14 @@ type ParseError struct {
 	Reason string
 }
 
-func (e *ParseError) Error() string { return strconv.Quote(e.Tag) + ": " + e.Reason }
+func (e *ParseError) Error() string {
+	// One allocation: classification formats this for every garbage tag.
+	var arr [128]byte
+	b := strconv.AppendQuote(arr[:0], e.Tag)
+	b = append(b, ": "...)
+	b = append(b, e.Reason...)
+	return string(b)
+}
 
 // Unwrap makes every parse error an ErrInvalid.
 func (e *ParseError) Unwrap() error { return ErrInvalid }
