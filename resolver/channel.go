@@ -3,6 +3,7 @@ package resolver
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -62,6 +63,15 @@ func (f filter) ok(v *VersionView, sv *semver.Version) bool {
 	if c == nil {
 		return true
 	}
+	canon := v.Version.String()
+	if c.Include != nil && !matches(c.Include, canon) {
+		return false
+	}
+	if c.Exclude != nil && matches(c.Exclude, canon) {
+		return false
+	}
+	// The constraint goes last: Masterminds allocates an error for every
+	// version it rejects, which makes it the most expensive check.
 	if c.Constraint != nil {
 		if sv == nil {
 			sv = constraintVersion(v.Version)
@@ -70,14 +80,18 @@ func (f filter) ok(v *VersionView, sv *semver.Version) bool {
 			return false
 		}
 	}
-	canon := v.Version.String()
-	if c.Include != nil && !c.Include.MatchString(canon) {
-		return false
-	}
-	if c.Exclude != nil && c.Exclude.MatchString(canon) {
-		return false
-	}
 	return true
+}
+
+// matches is re.MatchString with a cheap rejection first: every match of a
+// regexp contains its literal prefix, so a string without it cannot match.
+// Channel regexps like `v1\.33\..*` reject most versions this way, at a
+// tenth of the cost of running the regexp.
+func matches(re *regexp.Regexp, s string) bool {
+	if p, _ := re.LiteralPrefix(); p != "" && !strings.Contains(s, p) {
+		return false
+	}
+	return re.MatchString(s)
 }
 
 // whyNot explains, for a person, why ok rejects v; "" when it does not. It
@@ -100,12 +114,12 @@ func (f filter) whyNot(v *VersionView) string {
 	}
 	canon := v.Version.String()
 	switch {
-	case c.Constraint != nil && !c.Constraint.Check(constraintVersion(v.Version)):
-		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", canon, c.Name, c.ConstraintText)
 	case c.Include != nil && !c.Include.MatchString(canon):
 		return fmt.Sprintf("%s does not match channel %q include %q", canon, c.Name, c.Include)
 	case c.Exclude != nil && c.Exclude.MatchString(canon):
 		return fmt.Sprintf("%s matches channel %q exclude %q", canon, c.Name, c.Exclude)
+	case c.Constraint != nil && !c.Constraint.Check(constraintVersion(v.Version)):
+		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", canon, c.Name, c.ConstraintText)
 	}
 	return ""
 }

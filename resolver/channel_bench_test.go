@@ -1,0 +1,90 @@
+package resolver
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+)
+
+// benchK3sTags returns n k3s-shaped tags, deterministic: per patch two rcs
+// and three build revisions, over as many minors as needed.
+func benchK3sTags(n int) []string {
+	tags := make([]string, 0, n)
+	for minor := 10; len(tags) < n; minor++ {
+		for patch := 0; patch < 40 && len(tags) < n; patch++ {
+			for _, suffix := range []string{"-rc1-k3s1", "-rc2+k3s1", "+k3s1", "-k3s2", "+k3s3"} {
+				if len(tags) == n {
+					break
+				}
+				tags = append(tags, fmt.Sprintf("v1.%d.%d%s", minor, patch, suffix))
+			}
+		}
+	}
+	return tags
+}
+
+func benchSnapshot(b *testing.B, n int, channels []Channel) *Snapshot {
+	b.Helper()
+	d := sourceData(b, "k3s-upgrade", mustParser(b, SchemeSemver, `k3s(\d+)`), benchK3sTags(n))
+	return NewSnapshot(channels, []SourceData{d}, nil, testTime)
+}
+
+// BenchmarkChannelResolve evaluates one channel over 10,000 versions with the
+// uncached Pick (what NewSnapshot runs once per channel), from the best case
+// (the newest version qualifies) to the worst (every version is checked),
+// and then the snapshot lookup that serves requests.
+func BenchmarkChannelResolve(b *testing.B) {
+	const n = 10000
+	cs := func(name, include, exclude string) Channel { return csChannel(name, include, exclude) }
+	constrained := Channel{Name: "constraint", Source: "k3s-upgrade", Constraint: mustConstraint(b, "~1.10"), ConstraintText: "~1.10"}
+	cases := []Channel{
+		{Name: "released-newest", Source: "k3s-upgrade"},
+		cs("latest-regexps", `.*`, `(^[^+]+-|v1\.25\.5\+k3s1)`),
+		cs("oldest-minor-regexps", `v1\.10\..*`, `^[^+]+-`),
+		constrained,
+		cs("nothing-eligible", `v2\.`, ""),
+	}
+	s := benchSnapshot(b, n, cases)
+	vs, err := s.Versions("k3s-upgrade", Testing, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(vs) != n {
+		b.Fatalf("%d versions indexed, want %d", len(vs), n)
+	}
+	idx := s.bySource["k3s-upgrade"]
+	for i := range cases {
+		c := &cases[i]
+		b.Run("pick/"+c.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pick(channelFilter(c), idx.versions, idx.svs)
+			}
+		})
+	}
+	b.Run("snapshot-lookup", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Channel("oldest-minor-regexps"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkNewSnapshot indexes 100,000 tags (classified beforehand, as the
+// store hands them over) with 20 channels.
+func BenchmarkNewSnapshot(b *testing.B) {
+	d := sourceData(b, "k3s-upgrade", mustParser(b, SchemeSemver, `k3s(\d+)`), benchK3sTags(100000))
+	var channels []Channel
+	for m := 10; m < 30; m++ {
+		channels = append(channels, Channel{
+			Name: fmt.Sprintf("v1.%d", m), Source: "k3s-upgrade", Stream: Testing,
+			Include: regexp.MustCompile(fmt.Sprintf(`v1\.%d\..*`, m)), Exclude: regexp.MustCompile(`^[^+]+-`),
+		})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		NewSnapshot(channels, []SourceData{d}, nil, testTime)
+	}
+}
