@@ -32,7 +32,11 @@ type Source struct {
 	Insecure        bool           // plain-http registry
 	Concurrency     int            // digest requests in flight; <= 0: 8
 	Timeout         time.Duration  // per registry request; <= 0: 30s
-	Username        string
+	// Recheck is how often a scheduled scan also re-reads the digests of
+	// tags it already knows, to notice re-tags (a tag pointed at another
+	// image). Other scans never re-read a known digest. 0: 24h; < 0: never.
+	Recheck  time.Duration
+	Username string
 	// Password is read at every scan so that a rotated password file is
 	// picked up. nil: no basic auth, the Docker keychain (config.json and
 	// credential helpers) then anonymous.
@@ -104,9 +108,10 @@ type source struct {
 	limiter  *rate.Limiter // shared per registry; nil: unlimited
 	base     http.RoundTripper
 
-	mu       sync.Mutex
-	running  *scanRun // nil when idle
-	progress Progress
+	mu          sync.Mutex
+	running     *scanRun // nil when idle
+	progress    Progress
+	lastRecheck time.Time // last full digest recheck; process start before the first
 }
 
 type scanRun struct {
@@ -179,7 +184,10 @@ func New(opts Options) (*Indexer, error) {
 			}
 			limiters[host] = lim
 		}
-		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base}
+		if s.Recheck == 0 {
+			s.Recheck = 24 * time.Hour
+		}
+		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base, lastRecheck: time.Now()}
 		ix.sources[s.Name] = src
 		ix.order = append(ix.order, src)
 	}
@@ -229,7 +237,17 @@ func (ix *Indexer) ScanNow(ctx context.Context, source string) error {
 	if !ok {
 		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
 	}
-	return ix.scanOrJoin(ctx, src)
+	return ix.scanOrJoin(ctx, src, false)
+}
+
+// RecheckDigests scans source and re-reads the digest of every present tag,
+// recording re-tags. It joins a scan already running (which may not recheck).
+func (ix *Indexer) RecheckDigests(ctx context.Context, source string) error {
+	src, ok := ix.sources[source]
+	if !ok {
+		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
+	}
+	return ix.scanOrJoin(ctx, src, true)
 }
 
 // Trigger starts a scan of source in the background (or lets the running one
@@ -240,7 +258,7 @@ func (ix *Indexer) Trigger(ctx context.Context, source string) error {
 	if !ok {
 		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
 	}
-	go func() { _ = ix.scanOrJoin(ctx, src) }()
+	go func() { _ = ix.scanOrJoin(ctx, src, false) }()
 	return nil
 }
 
@@ -258,7 +276,7 @@ func (ix *Indexer) Status(source string) Progress {
 
 // scanOrJoin runs a scan in the calling goroutine, or waits for the one
 // already running so that a source is never scanned twice at once.
-func (ix *Indexer) scanOrJoin(ctx context.Context, src *source) error {
+func (ix *Indexer) scanOrJoin(ctx context.Context, src *source, recheck bool) error {
 	src.mu.Lock()
 	if run := src.running; run != nil {
 		src.mu.Unlock()
@@ -274,7 +292,7 @@ func (ix *Indexer) scanOrJoin(ctx context.Context, src *source) error {
 	src.progress = Progress{Running: true, Phase: "listing", Started: time.Now()}
 	src.mu.Unlock()
 
-	run.err = ix.scan(ctx, src)
+	run.err = ix.scan(ctx, src, recheck)
 
 	src.mu.Lock()
 	src.running = nil

@@ -23,9 +23,9 @@ const (
 )
 
 // scan lists src, records the listing, then resolves the digests of tags that
-// have none. Only a failed listing or record fails the scan; digests that
+// have none (of every listed tag when recheck is set). Only a failed listing or record fails the scan; digests that
 // cannot be resolved are logged and tried again by the next scan.
-func (ix *Indexer) scan(ctx context.Context, src *source) error {
+func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	log := ix.log.With("source", src.Name, "image", src.repo.String())
 	started := time.Now()
 	var requests atomic.Int64
@@ -77,7 +77,22 @@ func (ix *Indexer) scan(ctx context.Context, src *source) error {
 		ix.changed(src.Name)
 	}
 
-	derr := ix.resolveDigests(ctx, log, src, rt, &requests)
+	var due []string
+	if recheck {
+		due = make([]string, len(res.Tags))
+		for i, t := range res.Tags {
+			due[i] = t.Name
+		}
+	} else if due, err = ix.store.TagsWithoutDigest(ctx, src.Name); err != nil {
+		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
+	}
+	derr := err
+	if derr == nil {
+		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
+	}
+	if recheck && derr == nil {
+		src.setProgress(func(*Progress) { src.lastRecheck = time.Now() })
+	}
 	ix.metrics.scans.WithLabelValues(src.Name, "ok").Inc()
 	ix.metrics.duration.WithLabelValues(src.Name).Observe(time.Since(started).Seconds())
 	ix.metrics.lastOK.WithLabelValues(src.Name).Set(float64(res.Finished.Unix()))
@@ -147,13 +162,9 @@ func (a *basicAuth) Authorization() (*authn.AuthConfig, error) {
 	return &authn.AuthConfig{Username: a.username, Password: p}, nil
 }
 
-// resolveDigests HEADs the manifest of every present tag without a digest.
-// A no-change rescan finds none and makes no request.
-func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *source, rt http.RoundTripper, n *atomic.Int64) error {
-	due, err := ix.store.TagsWithoutDigest(ctx, src.Name)
-	if err != nil {
-		return fmt.Errorf("tags without digest: %w", err)
-	}
+// resolveDigests HEADs the manifest of every tag in due and records the
+// digests. A no-change rescan has none due and makes no request.
+func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *source, rt http.RoundTripper, due []string, n *atomic.Int64) error {
 	ix.metrics.tags.WithLabelValues(src.Name, "pending_digest").Set(float64(len(due)))
 	src.setProgress(func(p *Progress) { p.Phase, p.DigestsDue = "digests", len(due) })
 	if len(due) == 0 {

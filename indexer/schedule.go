@@ -56,5 +56,8 @@ func (ix *Indexer) lead(ctx context.Context) error {
 
 // scheduled is a scheduled scan; its error is logged and counted by scan.
 func (ix *Indexer) scheduled(ctx context.Context, src *source) {
-	_ = ix.scanOrJoin(ctx, src)
+	src.mu.Lock()
+	recheck := src.Recheck > 0 && time.Since(src.lastRecheck) >= src.Recheck
+	src.mu.Unlock()
+	_ = ix.scanOrJoin(ctx, src, recheck)
 }

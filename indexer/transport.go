@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -61,6 +63,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var wait time.Duration
 		switch {
 		case err != nil:
+			if !transient(err) {
+				return nil, err
+			}
 			wait = t.backoff(attempt)
 		case resp.StatusCode == http.StatusTooManyRequests:
 			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -119,6 +124,18 @@ func (t *retryTransport) backoff(attempt int) time.Duration {
 		return 0
 	}
 	return rand.N(ceil)
+}
+
+// transient reports network errors worth another attempt. Others (a TLS
+// handshake with a plain-http server, a bad certificate, a bad URL) would
+// fail the same way again.
+func transient(err error) bool {
+	var ne net.Error
+	return errors.Is(err, errAttemptTimeout) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 func retryableStatus(code int) bool {

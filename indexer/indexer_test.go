@@ -1,0 +1,300 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// indexed loads what the store holds for the indexer's only source.
+func indexed(t *testing.T, st *store.Store, ix *Indexer) resolver.SourceData {
+	t.Helper()
+	data, _, err := st.Load(context.Background(), []resolver.Source{ix.order[0].Source.Source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data[0]
+}
+
+func byName(tags []resolver.Tag) map[string]resolver.Tag {
+	m := map[string]resolver.Tag{}
+	for _, t := range tags {
+		m[t.Name] = t
+	}
+	return m
+}
+
+func names(tags []resolver.Tag) []string {
+	var s []string
+	for _, t := range tags {
+		s = append(s, t.Name)
+	}
+	sort.Strings(s)
+	return s
+}
+
+func newStoreIndexer(t *testing.T, reg *testRegistry, edit ...func(*Source)) (*store.Store, *Indexer) {
+	t.Helper()
+	st := storetest.New(t)
+	ix := newTestIndexer(t, st, reg, "app", edit...)
+	if err := st.SyncSources(context.Background(), []resolver.Source{ix.order[0].Source.Source}); err != nil {
+		t.Fatal(err)
+	}
+	return st, ix
+}
+
+func TestScanIndexesThenRescanMakesNoManifestRequests(t *testing.T) {
+	reg := newTestRegistry(t)
+	digest := reg.push("app", "v1.0.0", "v1.1.0", "v2.0.0-rc.1", "nightly", "latest")
+	reg.set(func(r *testRegistry) { r.pageSize = 2 })
+	var changes atomic.Int64
+	st, ix := newStoreIndexer(t, reg, func(s *Source) { s.Exclude = regexp.MustCompile(`^latest$`) })
+	ix.onChng = func(string) { changes.Add(1) }
+	ctx := context.Background()
+
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	got := indexed(t, st, ix)
+	if diff := cmp.Diff([]string{"nightly", "v1.0.0", "v1.1.0", "v2.0.0-rc.1"}, names(got.Tags)); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
+	}
+	for _, tag := range got.Tags {
+		if tag.Digest != digest.String() {
+			t.Errorf("%s digest = %q, want %s", tag.Name, tag.Digest, digest)
+		}
+	}
+	if tags := byName(got.Tags); tags["nightly"].Valid || !tags["v1.0.0"].Valid {
+		t.Errorf("nightly valid=%v, v1.0.0 valid=%v; want false, true", tags["nightly"].Valid, tags["v1.0.0"].Valid)
+	}
+	first := got.LastScan
+	if first == nil || first.Outcome != "ok" || !first.Complete || first.TagsSeen != 4 || first.TagsNew != 4 || first.Requests < 3 {
+		t.Fatalf("first scan = %+v; want ok, complete, 4 seen, 4 new, >= 3 requests (ping, 3 pages)", first)
+	}
+	if m := reg.manifests.Load(); m != 4 {
+		t.Errorf("first scan manifest requests = %d, want 4 (one per new tag)", m)
+	}
+	if changes.Load() == 0 {
+		t.Error("OnChange not called after a scan that found tags")
+	}
+
+	reg.manifests.Store(0)
+	changes.Store(0)
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	if m := reg.manifests.Load(); m != 0 {
+		t.Errorf("no-change rescan made %d manifest requests, want 0", m)
+	}
+	again := indexed(t, st, ix).LastScan
+	if again.ID == first.ID || again.TagsNew != 0 || again.TagsGone != 0 || again.Requests != 5 {
+		// ggcr pings an insecure registry over https and http at once.
+		t.Errorf("rescan = %+v; want a new scan, 0 new, 0 gone, 5 requests (2 pings, 3 pages)", again)
+	}
+	if changes.Load() != 0 {
+		t.Errorf("OnChange called %d times after a no-change rescan", changes.Load())
+	}
+}
+
+func TestScanRecordsGoneAndRetaggedTags(t *testing.T) {
+	reg := newTestRegistry(t)
+	old := reg.push("app", "v1.0.0", "v1.1.0", "v1.2.0")
+	st, ix := newStoreIndexer(t, reg)
+	ctx := context.Background()
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retagged := reg.pushImage(img, "app", "v1.1.0")
+	reg.untag("app", "v1.2.0")
+	if err := ix.RecheckDigests(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	got := indexed(t, st, ix)
+	if diff := cmp.Diff([]string{"v1.0.0", "v1.1.0"}, names(got.Tags)); diff != "" {
+		t.Errorf("present tags (-want +got):\n%s", diff)
+	}
+	tag := byName(got.Tags)["v1.1.0"]
+	if tag.Digest != retagged.String() || tag.PreviousDigest != old.String() {
+		t.Errorf("re-tagged v1.1.0: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest, retagged, old)
+	}
+	if got.LastScan.TagsGone != 1 {
+		t.Errorf("scan = %+v, want 1 gone", got.LastScan)
+	}
+}
+
+func TestScanThatFailsPartWayChangesNothing(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0")
+	reg.set(func(r *testRegistry) { r.pageSize = 2 })
+	st, ix := newStoreIndexer(t, reg)
+	ctx := context.Background()
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	before := indexed(t, st, ix)
+
+	// Tags change, then the second page fails for good.
+	reg.untag("app", "v1.0.0")
+	reg.push("app", "v1.4.0")
+	var lists atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") && lists.Add(1) > 1 {
+				w.WriteHeader(http.StatusBadGateway)
+				return true
+			}
+			return false
+		}
+	})
+	reg.manifests.Store(0)
+	err := ix.ScanNow(ctx, "app")
+	if err == nil || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("err = %v, want the 502", err)
+	}
+	after := indexed(t, st, ix)
+	if diff := cmp.Diff(names(before.Tags), names(after.Tags)); diff != "" {
+		t.Errorf("a failed listing changed the tags (-before +after):\n%s", diff)
+	}
+	if s := after.LastScan; s.Outcome != "failed" || s.Complete || !strings.Contains(s.Error, "502") || s.Requests < 2 {
+		t.Errorf("failed scan recorded as %+v", s)
+	}
+	if after.LastOK == nil || after.LastOK.ID != before.LastScan.ID {
+		t.Errorf("last ok scan = %+v, want the first scan", after.LastOK)
+	}
+	if m := reg.manifests.Load(); m != 0 {
+		t.Errorf("failed scan made %d manifest requests", m)
+	}
+	if p := ix.Status("app"); p.Running || !strings.Contains(p.LastError, "502") {
+		t.Errorf("status = %+v", p)
+	}
+}
+
+func TestScanNowJoinsTheRunningScan(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	release := make(chan struct{})
+	var lists atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") && lists.Add(1) == 1 {
+				<-release // hold the first listing until both callers are in
+			}
+			return false
+		}
+	})
+	st, ix := newStoreIndexer(t, reg)
+	ix.retry.timeout = 10 * time.Second
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { errs[i] = ix.ScanNow(context.Background(), "app") })
+	}
+	for !ix.Status("app").Running {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("%d listings for 3 concurrent ScanNow calls, want 1", n)
+	}
+	if s := indexed(t, st, ix).LastScan; s.TagsSeen != 1 {
+		t.Errorf("scan = %+v", s)
+	}
+	if err := ix.ScanNow(context.Background(), "nope"); !errorsIs(err, resolver.ErrNotFound) {
+		t.Errorf("unknown source: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestRunScansAtStartOnlyWhenHoldingTheLock(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0", "v1.1.0")
+	st, ix := newStoreIndexer(t, reg, func(s *Source) { s.Interval = time.Hour })
+	ix.lockRetry = 20 * time.Millisecond
+	metrics := prometheus.NewRegistry()
+	m, err := newMetrics(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.metrics = m
+
+	// Another replica holds the lock: nothing is scanned.
+	releaseOther, held, err := st.TryIndexerLock(context.Background())
+	if err != nil || !held {
+		t.Fatalf("lock: held=%v err=%v", held, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ix.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	if indexed(t, st, ix).LastScan != nil {
+		t.Fatal("a standby replica scanned")
+	}
+	// The holder goes away: this one takes over and scans at once.
+	releaseOther()
+	deadline := time.Now().Add(10 * time.Second)
+	for indexed(t, st, ix).LastOK == nil || ix.Status("app").Running {
+		if time.Now().After(deadline) {
+			t.Fatal("no scan after the lock was released")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil at shutdown", err)
+	}
+	if n := value(t, m.scans.WithLabelValues("app", "ok")); n != 1 {
+		t.Errorf("scans_total{ok} = %v, want 1", n)
+	}
+	if n := value(t, m.tags.WithLabelValues("app", "valid")); n != 2 {
+		t.Errorf("tags{valid} = %v, want 2", n)
+	}
+	if n := value(t, m.requests.WithLabelValues(reg.host, "200")); n < 3 {
+		t.Errorf("registry_requests_total{200} = %v, want >= 3", n)
+	}
+	if n := value(t, m.lastOK.WithLabelValues("app")); n < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("last_successful_scan_timestamp_seconds = %v", n)
+	}
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// value reads a counter or gauge without client_golang's testutil (which
+// needs a module this repository does not require).
+func value(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
