@@ -18,7 +18,5 @@ func newServeCmd(e *env) *cobra.Command { return notYet("serve", "Run the servic
 func newMigrateCmd(e *env) *cobra.Command {
 	return notYet("migrate", "Apply database migrations and exit")
 }
-func newConfigCmd(e *env) *cobra.Command   { return notYet("config", "Check a configuration file") }
-func newClassifyCmd(e *env) *cobra.Command { return notYet("classify", "Classify tags read on stdin") }
-func newSortCmd(e *env) *cobra.Command     { return notYet("sort", "Sort the valid tags read on stdin") }
-func newTokenCmd(e *env) *cobra.Command    { return notYet("token", "Create, list and revoke API tokens") }
+func newConfigCmd(e *env) *cobra.Command { return notYet("config", "Check a configuration file") }
+func newTokenCmd(e *env) *cobra.Command  { return notYet("token", "Create, list and revoke API tokens") }
