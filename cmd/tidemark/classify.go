@@ -86,7 +86,7 @@ skipped), and writes one JSON object per tag on stdout:
 version is the canonical string, stream the stream name. A tag that is not a
 version has valid false, error saying why, and every other field empty.`,
 		Example: `  printf 'v1.33.6-k3s1\nv1.34.0-rc1-k3s1\nlatest\n' | tidemark classify --scheme semver --build 'k3s(\d+)'`,
-		Args: noArgs(e, "classify"),
+		Args:    noArgs(e, "classify"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := f.parser(e, "classify")
 			if err != nil {
