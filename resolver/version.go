@@ -118,7 +118,12 @@ type ParseError struct {
 func (e *ParseError) Error() string {
 	// One allocation: classification formats this for every garbage tag.
 	var arr [128]byte
-	b := strconv.AppendQuote(arr[:0], e.Tag)
+	var b []byte
+	if plainASCII(e.Tag) {
+		b = append(append(append(arr[:0], '"'), e.Tag...), '"') // what Quote would give, faster
+	} else {
+		b = strconv.AppendQuote(arr[:0], e.Tag)
+	}
 	b = append(b, ": "...)
 	b = append(b, e.Reason...)
 	return string(b)
@@ -126,6 +131,16 @@ func (e *ParseError) Error() string {
 
 // Unwrap makes every parse error an ErrInvalid.
 func (e *ParseError) Unwrap() error { return ErrInvalid }
+
+// plainASCII reports whether strconv.Quote would only add the quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
 
 func parseError(tag, reason string) *ParseError { return &ParseError{Tag: tag, Reason: reason} }
 

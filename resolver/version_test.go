@@ -215,3 +215,39 @@ func FuzzSemver(f *testing.F) {
 		}
 	})
 }
+
+func TestParseAllocations(t *testing.T) {
+	tests := []struct {
+		parser *Parser
+		tag    string
+		want   float64
+	}{
+		{jujuParser, "2.9.42", 0},
+		{jujuParser, "3.1-beta2.4", 0},
+		{jujuParser, "02.9.42", 1}, // canonical string differs from the tag
+		{semverParser, "v1.34.0-rc.1+meta", 0},
+		{k3sParser, "v1.33.6+k3s1", 0},
+		{k3sParser, "v1.33.6-k3s1", 1}, // canonical "+k3s1"
+	}
+	for _, tt := range tests {
+		t.Run(tt.tag, func(t *testing.T) {
+			got := testing.AllocsPerRun(100, func() {
+				if _, err := tt.parser.Parse(tt.tag); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got != tt.want {
+				t.Errorf("Parse(%q) makes %v allocations, want %v", tt.tag, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseErrorQuotesTag(t *testing.T) {
+	for _, tag := range []string{"2.9.1", `2.9"1`, "2.9\\1", "2.9\n1", "2.9.é", "\x00"} {
+		_, err := semverParser.Parse(tag + "x")
+		if want := strconv.Quote(tag+"x") + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Parse(%q) error %v, want prefix %s", tag+"x", err, want)
+		}
+	}
+}
