@@ -27,6 +27,10 @@ func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase st
 			nameNode = valueOf(m, "name")
 		}
 		item := itemName("channel", i, nameNode)
+		if isNull(deref(el)) {
+			p.add(el, item, "empty entry")
+			continue
+		}
 		f := p.mapping(el, item, "", channelKeys)
 		before := len(p.problems)
 		c := p.channel(f, item, deref(el), cfg, d, redirectBase)

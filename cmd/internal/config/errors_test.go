@@ -95,6 +95,13 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:10: channel "a/b": name: "a/b" is not a URL path segment ([A-Za-z0-9][A-Za-z0-9._-]*)`}},
 		{"bad redirect", base + "channels:\n  - name: x\n    source: k3s\n    redirect: 'github.com/x'\n", []string{
 			`t.yaml:12: channel "x": redirect: want an absolute http(s) URL or a path starting with /, got "github.com/x"`}},
+		{"two YAML documents", "listen: ':1'\n---\nlisten: ':2'\n", []string{
+			`t.yaml:2: more than one YAML document; put everything in one`}},
+		{"empty list entries", "sources: [~]\nchannels:\n  -\n", []string{
+			`t.yaml:1: source #1: empty entry`,
+			`t.yaml:3: channel #1: empty entry`}},
+		{"registry key that is not a host", "registries:\n  'https://ghcr.io': {rate_limit: 1}\n", []string{
+			`t.yaml:2: registry "https://ghcr.io": not a registry host (like docker.io or ghcr.io)`}},
 		{"channels that are not a list", "channels: {stable: {}}\n", []string{
 			`t.yaml:1: channels: want a list, got a mapping`}},
 	}

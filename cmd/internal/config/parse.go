@@ -1,9 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -33,8 +36,19 @@ type defaults struct {
 func (p *parser) parse(data []byte) *Config {
 	cfg := &Config{File: p.file, Listen: DefaultListen, Registries: map[string]Registry{}}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		p.syntax(err)
+		return cfg
+	}
+	// A second document would be silently ignored: say so instead.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		line := 0
+		if err == nil {
+			line = extra.Line
+		}
+		p.problems = append(p.problems, Problem{Line: line, Msg: "more than one YAML document; put everything in one"})
 		return cfg
 	}
 	var root *yaml.Node
@@ -67,6 +81,9 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.Sources = p.sources(top["sources"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
+	if len(cfg.Sources) == 0 && len(p.problems) == 0 {
+		p.warnings = append(p.warnings, p.file+": no sources: nothing will be indexed")
+	}
 	cfg.Warnings = p.warnings
 	return cfg
 }
@@ -175,7 +192,7 @@ func (p *parser) registries(n *yaml.Node, cfg *Config) {
 				continue // a bad or duplicate key, reported
 			}
 			item := fmt.Sprintf("registry %q", host)
-			if _, err := name.NewRegistry(host); err != nil || host == "" {
+			if _, err := name.NewRegistry(host); err != nil || !registryHost.MatchString(host) {
 				p.add(n.Content[i], item, "not a registry host (like docker.io or ghcr.io)")
 				continue
 			}
@@ -195,6 +212,8 @@ func (p *parser) registries(n *yaml.Node, cfg *Config) {
 	}
 	cfg.Registries["docker.io"] = Registry{RateLimit: DockerHubRateLimit}
 }
+
+var registryHost = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?$`)
 
 // keysOf lists a mapping's scalar keys, for mappings whose keys are data.
 func keysOf(n *yaml.Node) []string {

@@ -38,6 +38,10 @@ func (p *parser) sources(n *yaml.Node) []Source {
 			nameNode = valueOf(m, "name")
 		}
 		item := itemName("source", i, nameNode)
+		if isNull(deref(el)) {
+			p.add(el, item, "empty entry")
+			continue
+		}
 		f := p.mapping(el, item, "", sourceKeys)
 		s, ok := p.source(f, item, deref(el))
 		if first, dup := firstLine[s.Name]; dup && s.Name != "" {

@@ -1,0 +1,270 @@
+package config
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Regexps, constraints and parsers have no useful ==; they are equal when
+// they were written the same way.
+var cmpOpts = cmp.Options{
+	cmp.Comparer(func(a, b *regexp.Regexp) bool {
+		return (a == nil) == (b == nil) && (a == nil || a.String() == b.String())
+	}),
+	cmp.Comparer(func(a, b *semver.Constraints) bool {
+		return (a == nil) == (b == nil) && (a == nil || a.String() == b.String())
+	}),
+	cmp.Comparer(func(a, b *resolver.Parser) bool {
+		return (a == nil) == (b == nil) && (a == nil || a.Scheme() == b.Scheme())
+	}),
+	cmpopts.EquateEmpty(),
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func mustParser(t *testing.T, s resolver.Scheme, build string) *resolver.Parser {
+	t.Helper()
+	p, err := resolver.NewParser(s, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseAppliesDefaults(t *testing.T) {
+	yaml := base + `channels:
+  - name: released
+    source: juju
+  - name: beta
+    source: juju
+    stream: develop
+    builds: true
+    include: '^3\.'
+    exclude: '-beta1$'
+    constraint: '>= 3.0'
+`
+	cfg, err := Parse("t.yaml", []byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File:       "t.yaml",
+		Listen:     ":8080",
+		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
+		Sources: []Source{{
+			Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
+			Scheme:   resolver.SchemeJuju,
+			Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second,
+		}, {
+			Source:   resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)},
+			Scheme:   resolver.SchemeSemver,
+			Build:    `k3s(\d+)`,
+			Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second,
+		}},
+		Channels: []resolver.Channel{
+			{Name: "released", Source: "juju", Stream: resolver.Released},
+			{
+				Name: "beta", Source: "juju", Stream: resolver.Devel, Builds: true,
+				Include:        regexp.MustCompile(`^3\.`),
+				Exclude:        regexp.MustCompile(`-beta1$`),
+				Constraint:     mustConstraint(t, ">= 3.0"),
+				ConstraintText: ">= 3.0",
+			},
+		},
+	}
+	if diff := cmp.Diff(want, cfg, cmpOpts); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func mustConstraint(t *testing.T, s string) *semver.Constraints {
+	t.Helper()
+	c, err := semver.NewConstraint(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestParseReadsEverySourceKey(t *testing.T) {
+	yaml := `sources:
+  - name: private
+    image: localhost:5000/team/app
+    scheme: semver
+    interval: 30s
+    exclude: '\.sig$'
+    insecure: true
+    concurrency: 2
+    timeout: 5s
+    username: robot
+    password_env: APP_REGISTRY_PASSWORD
+    labels: {alpha: devel, rc: testing}
+registries:
+  localhost:5000: {rate_limit: 0}
+  docker.io: {rate_limit: 2.5}
+`
+	cfg, err := Parse("t.yaml", []byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Source{
+		Source: resolver.Source{
+			Name: "private", Image: "localhost:5000/team/app", Parser: mustParser(t, resolver.SchemeSemver, ""),
+			Labels: resolver.Labels{"": resolver.Released, "rc": resolver.Testing, "beta": resolver.Devel, "alpha": resolver.Devel},
+		},
+		Scheme: resolver.SchemeSemver, Interval: 30 * time.Second, Exclude: regexp.MustCompile(`\.sig$`),
+		Insecure: true, Concurrency: 2, Timeout: 5 * time.Second, Username: "robot", PasswordEnv: "APP_REGISTRY_PASSWORD",
+	}
+	if diff := cmp.Diff([]Source{want}, cfg.Sources, cmpOpts); diff != "" {
+		t.Errorf("source (-want +got):\n%s", diff)
+	}
+	wantReg := map[string]Registry{"localhost:5000": {}, "docker.io": {RateLimit: 2.5}}
+	if diff := cmp.Diff(wantReg, cfg.Registries); diff != "" {
+		t.Errorf("registries (-want +got):\n%s", diff)
+	}
+	pw := cfg.Sources[0].Password(env(map[string]string{"APP_REGISTRY_PASSWORD": "s3cret"}))
+	if got, err := pw(); err != nil || got != "s3cret" {
+		t.Errorf("password = %q, %v; want s3cret", got, err)
+	}
+}
+
+func TestPasswordFileIsReadAtUseTime(t *testing.T) {
+	file := t.TempDir() + "/pw"
+	s := Source{Source: resolver.Source{Name: "a"}, Username: "u", PasswordFile: file}
+	pw := s.Password(nil)
+	if _, err := pw(); err == nil {
+		t.Fatal("missing password file: want an error")
+	}
+	if err := os.WriteFile(file, []byte("rotated\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pw(); err != nil || got != "rotated" {
+		t.Errorf("password = %q, %v; want rotated", got, err)
+	}
+	if (&Source{}).Password(nil) != nil {
+		t.Error("a source without password keys has a password func")
+	}
+}
+
+func TestEnvOverridesTheFile(t *testing.T) {
+	yaml := "listen: ':9000'\ndatabase_url: postgres://file/db\nexternal_url: https://tm.example.com/\n"
+	tests := []struct {
+		name          string
+		env           map[string]string
+		listen, dbURL string
+	}{
+		{"file values without env", nil, ":9000", "postgres://file/db"},
+		{"TIDEMARK_LISTEN wins", map[string]string{"TIDEMARK_LISTEN": "127.0.0.1:7000"}, "127.0.0.1:7000", "postgres://file/db"},
+		{"DATABASE_URL wins", map[string]string{"DATABASE_URL": "postgres://env/db"}, ":9000", "postgres://env/db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("t.yaml", []byte(yaml), env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Listen != tt.listen || cfg.DatabaseURL != tt.dbURL {
+				t.Errorf("listen, database_url = %q, %q; want %q, %q", cfg.Listen, cfg.DatabaseURL, tt.listen, tt.dbURL)
+			}
+			if cfg.ExternalURL != "https://tm.example.com" {
+				t.Errorf("external_url = %q; want the trailing / trimmed", cfg.ExternalURL)
+			}
+		})
+	}
+	t.Run("bad TIDEMARK_LISTEN is a problem without a line", func(t *testing.T) {
+		_, err := Parse("t.yaml", []byte(yaml), env(map[string]string{"TIDEMARK_LISTEN": "nope"}))
+		want := `t.yaml: TIDEMARK_LISTEN: want host:port like ":8080", got "nope"`
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %s", err, want)
+		}
+	})
+}
+
+// The channelserver files must load as they are once a defaults block and a
+// source are put in front of them.
+func TestChannelserverFixturesLoad(t *testing.T) {
+	tests := []struct {
+		file, build, redirect, stable string
+		channels                      int
+	}{
+		{"k3s-channel.yaml", `k3s(\d+)`, "https://github.com/k3s-io/k3s/releases/tag/", "v1.21.2+k3s1", 12},
+		{"rke2-channels.yaml", `rke2r(\d+)`, "https://github.com/rancher/rke2/releases/tag/", "v1.35.7+rke2r1", 22},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			fixture, err := os.ReadFile("testdata/" + tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := "defaults: {source: k3s, stream: testing}\nsources:\n" +
+				"  - name: k3s\n    image: docker.io/rancher/k3s-upgrade\n    scheme: semver\n    build: '" + tt.build + "'\n"
+			cfg, err := Parse(tt.file, append([]byte(head), fixture...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Channels) != tt.channels {
+				t.Errorf("%d channels, want %d", len(cfg.Channels), tt.channels)
+			}
+			for _, c := range cfg.Channels {
+				if c.Source != "k3s" || c.Stream != resolver.Testing || c.Redirect != tt.redirect {
+					t.Errorf("channel %q: source, stream, redirect = %q, %v, %q; want k3s, testing, %q", c.Name, c.Source, c.Stream, c.Redirect, tt.redirect)
+				}
+			}
+			if got := cfg.Channels[0]; got.Name != "stable" || got.Latest != tt.stable {
+				t.Errorf("first channel %q latest %q; want stable %q", got.Name, got.Latest, tt.stable)
+			}
+			if latest := cfg.Channels[1]; latest.Include.String() != ".*" || !latest.Exclude.MatchString("v1.21.0-rc1+k3s1") {
+				t.Errorf("channel latest: include %v exclude %v", latest.Include, latest.Exclude)
+			}
+			if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "ignoring channelserver keys github") {
+				t.Errorf("warnings = %q; want one line about github", cfg.Warnings)
+			}
+		})
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := Load("../../../deploy/examples/tidemark.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cfg.Channels {
+		names = append(names, c.Name)
+	}
+	want := []string{"released", "proposed", "devel", "2.9", "3.6", "stable", "latest", "testing", "v1.31", "v1.32", "v1.33", "v1.34"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("channels (-want +got):\n%s", diff)
+	}
+	if len(cfg.Sources) != 2 || len(cfg.Warnings) != 0 {
+		t.Errorf("%d sources, warnings %q; want 2 and none", len(cfg.Sources), cfg.Warnings)
+	}
+}
+
+func TestEmptyFileLoadsWithAWarning(t *testing.T) {
+	cfg, err := Parse("t.yaml", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"t.yaml: no sources: nothing will be indexed"}, cfg.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadNamesAMissingFile(t *testing.T) {
+	_, err := Load("testdata/nope.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "testdata/nope.yaml") {
+		t.Errorf("got %v, want an error naming the file", err)
+	}
+}
