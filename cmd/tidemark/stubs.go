@@ -14,7 +14,6 @@ func notYet(use, short string) *cobra.Command {
 	}}
 }
 
-func newServeCmd(e *env) *cobra.Command { return notYet("serve", "Run the service") }
 func newMigrateCmd(e *env) *cobra.Command {
 	return notYet("migrate", "Apply database migrations and exit")
 }

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/cmd/internal/config"
+	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	var cf configFlags
+	var noIndex bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the service: index registries, answer channel URLs and the API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := cf.load(e)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, log, !noIndex)
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().BoolVar(&noIndex, "no-index", false, "serve only; never index (another replica or process indexes)")
+	return cmd
+}
+
+// configFlags are the flags of every command that reads the configuration.
+type configFlags struct {
+	path      string
+	logFormat string
+}
+
+func (f *configFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.path, "config", "", "configuration file (default $TIDEMARK_CONFIG)")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+}
+
+// load reads the configuration named by --config or TIDEMARK_CONFIG and
+// makes the logger. Warnings go to the log; problems come back as one error
+// whose lines each name the file, line, item and problem.
+func (f *configFlags) load(e *env) (*config.Config, *slog.Logger, error) {
+	var h slog.Handler
+	switch f.logFormat {
+	case "text":
+		h = slog.NewTextHandler(e.stderr, nil)
+	case "json":
+		h = slog.NewJSONHandler(e.stderr, nil)
+	default:
+		return nil, nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
+	log := slog.New(h)
+	path := f.path
+	if path == "" {
+		path = e.getenv("TIDEMARK_CONFIG")
+	}
+	if path == "" {
+		return nil, nil, fmt.Errorf("no configuration: pass --config FILE or set TIDEMARK_CONFIG")
+	}
+	cfg, err := config.Load(path, e.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	return cfg, log, nil
+}
+
+func resolverSources(cfg *config.Config) []resolver.Source {
+	out := make([]resolver.Source, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		out[i] = s.Source
+	}
+	return out
+}
+
+func indexerSources(cfg *config.Config, getenv func(string) string) []indexer.Source {
+	out := make([]indexer.Source, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		out[i] = indexer.Source{
+			Source:      s.Source,
+			Interval:    s.Interval,
+			Exclude:     s.Exclude,
+			Insecure:    s.Insecure,
+			Concurrency: s.Concurrency,
+			Timeout:     s.Timeout,
+			Username:    s.Username,
+			Password:    passwordFunc(s, getenv),
+		}
+	}
+	return out
+}
+
+// passwordFunc reads the password when the indexer needs it, so a rotated
+// password file is picked up without a restart and the secret never sits in
+// the configuration value.
+func passwordFunc(s config.Source, getenv func(string) string) func() (string, error) {
+	switch {
+	case s.PasswordFile != "":
+		return func() (string, error) {
+			b, err := os.ReadFile(s.PasswordFile)
+			if err != nil {
+				return "", fmt.Errorf("source %q: password_file: %w", s.Name, err)
+			}
+			return strings.TrimRight(string(b), "\r\n"), nil
+		}
+	case s.PasswordEnv != "":
+		return func() (string, error) {
+			p := getenv(s.PasswordEnv)
+			if p == "" {
+				return "", fmt.Errorf("source %q: password_env: $%s is empty", s.Name, s.PasswordEnv)
+			}
+			return p, nil
+		}
+	}
+	return nil
+}
+
+// serve wires store, indexer and server together and runs until ctx ends.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool) error {
+	if cfg.DatabaseURL == "" {
+		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	sources := resolverSources(cfg)
+	if err := st.SyncSources(ctx, sources); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	srv, err := server.New(server.Options{
+		ExternalURL: cfg.ExternalURL,
+		Log:         log,
+		Metrics:     reg,
+		Load: func(ctx context.Context) (*resolver.Snapshot, error) {
+			data, states, err := st.Load(ctx, sources)
+			if err != nil {
+				return nil, err
+			}
+			return resolver.NewSnapshot(cfg.Channels, data, states, time.Now()), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	// Start-up needs Postgres (the first snapshot comes from it), never the
+	// registry: indexing starts after the server answers.
+	if err := srv.Reload(ctx); err != nil {
+		return err
+	}
+	reload := newReloader(srv, log)
+
+	ix, err := indexer.New(indexer.Options{
+		Sources:    indexerSources(cfg, os.Getenv),
+		Store:      st,
+		Log:        log,
+		Metrics:    reg,
+		RateLimits: rateLimits(cfg),
+		OnChange:   func(string) { reload.poke() },
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	log.Info("tidemark serving", "listen", ln.Addr().String(), "config", cfg.File,
+		"sources", len(cfg.Sources), "channels", len(cfg.Channels), "index", index)
+
+	var wg sync.WaitGroup
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	run(func() { reload.run(ctx) })
+	// Changes made through other replicas (pins, blocks, their scans) arrive
+	// as notifications; each one reloads the snapshot.
+	run(func() {
+		if err := st.Listen(ctx, func(string) { reload.poke() }); err != nil && ctx.Err() == nil {
+			log.Error("listening for changes stopped", "err", err)
+		}
+	})
+	if index {
+		run(func() {
+			if err := ix.Run(ctx); err != nil {
+				log.Error("indexer stopped", "err", err)
+			}
+		})
+	}
+	err = srv.Serve(ctx, ln)
+	wg.Wait()
+	log.Info("tidemark stopped")
+	return err
+}
+
+func rateLimits(cfg *config.Config) map[string]float64 {
+	out := make(map[string]float64, len(cfg.Registries))
+	for host, r := range cfg.Registries {
+		out[host] = r.RateLimit
+	}
+	return out
+}
+
+// reloader coalesces change notifications: a burst of them (a digest batch,
+// several pins) costs one snapshot reload, not one each.
+type reloader struct {
+	srv  *server.Server
+	log  *slog.Logger
+	kick chan struct{}
+}
+
+func newReloader(srv *server.Server, log *slog.Logger) *reloader {
+	return &reloader{srv: srv, log: log, kick: make(chan struct{}, 1)}
+}
+
+func (r *reloader) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default: // a reload is already due; it will see this change too
+	}
+}
+
+func (r *reloader) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		}
+		if err := r.srv.Reload(ctx); err != nil && ctx.Err() == nil {
+			// The server keeps the last snapshot and reports degraded.
+			r.log.Warn("snapshot reload failed; serving the last one", "err", err)
+		}
+	}
+}
