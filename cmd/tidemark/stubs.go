@@ -17,5 +17,4 @@ func notYet(use, short string) *cobra.Command {
 func newMigrateCmd(e *env) *cobra.Command {
 	return notYet("migrate", "Apply database migrations and exit")
 }
-func newConfigCmd(e *env) *cobra.Command { return notYet("config", "Check a configuration file") }
-func newTokenCmd(e *env) *cobra.Command  { return notYet("token", "Create, list and revoke API tokens") }
+func newTokenCmd(e *env) *cobra.Command { return notYet("token", "Create, list and revoke API tokens") }

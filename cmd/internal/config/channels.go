@@ -63,12 +63,14 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 		c.Source = v
 		if s, known := cfg.Source(v); known {
 			src = s
-		} else if !p.broken[v] {
+		} else if src = p.broken[v]; src == nil {
 			p.add(deref(f["source"]), item, "source: unknown source %q%s", v, p.knownSources())
 		}
 	} else if f["source"] == nil || isNull(deref(f["source"])) {
 		c.Source = d.source
-		src, _ = cfg.Source(d.source)
+		if src, _ = cfg.Source(d.source); src == nil {
+			src = p.broken[d.source]
+		}
 		if d.source == "" {
 			p.add(at, item, "source: missing (and no defaults.source)")
 		}

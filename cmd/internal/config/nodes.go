@@ -24,7 +24,7 @@ type parser struct {
 	warnings []string
 	// broken holds sources with a name but other problems, so that channels
 	// naming them do not add "unknown source" to the real problem.
-	broken map[string]bool
+	broken map[string]*Source
 	names  []string // every named source, in order, for "known: ..." hints
 }
 

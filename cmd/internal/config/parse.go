@@ -162,7 +162,7 @@ func (p *parser) defaults(n *yaml.Node, cfg *Config) defaults {
 	var d defaults
 	f := p.mapping(n, "defaults", "", []string{"source", "stream"})
 	if s, ok := p.str(f["source"], "defaults", "source"); ok {
-		if _, known := cfg.Source(s); known || p.broken[s] {
+		if _, known := cfg.Source(s); known || p.broken[s] != nil {
 			d.source = s
 		} else {
 			p.add(deref(f["source"]), "defaults", "source: unknown source %q%s", s, p.knownSources())

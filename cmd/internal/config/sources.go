@@ -57,9 +57,9 @@ func (p *parser) sources(n *yaml.Node) []Source {
 			out = append(out, s)
 		case s.Name != "":
 			if p.broken == nil {
-				p.broken = map[string]bool{}
+				p.broken = map[string]*Source{}
 			}
-			p.broken[s.Name] = true
+			p.broken[s.Name] = &s
 		}
 	}
 	return out

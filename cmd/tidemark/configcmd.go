@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/cmd/internal/config"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+func newConfigCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check a configuration file",
+		Args:  cobra.NoArgs,
+	}
+	var path string
+	check := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Validate a configuration file and print what it resolves to",
+		Long: "Validates FILE (or --config, or $TIDEMARK_CONFIG) as serve would, prints every\n" +
+			"problem (one line each, exit 1) or the sources and channels it declares, with\n" +
+			"defaults and environment overrides applied.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := path
+			if len(args) == 1 {
+				file = args[0]
+			}
+			if file == "" {
+				file = e.getenv("TIDEMARK_CONFIG")
+			}
+			if file == "" {
+				return fmt.Errorf("config check: no file: give FILE, --config FILE or set TIDEMARK_CONFIG")
+			}
+			return checkConfig(e, file)
+		},
+	}
+	check.Flags().StringVar(&path, "config", "", "configuration file (default $TIDEMARK_CONFIG)")
+	cmd.AddCommand(check)
+	return cmd
+}
+
+func checkConfig(e *env, file string) error {
+	cfg, err := config.Load(file, e.getenv)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitError{code: 1}
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(e.stderr, "warning: "+w)
+	}
+	return printConfig(e.stdout, cfg)
+}
+
+// printConfig writes the configuration as a person reviews it: effective
+// values only, defaults spelled out, secrets never shown.
+func printConfig(w io.Writer, cfg *config.Config) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
+
+	external := cfg.ExternalURL
+	if external == "" {
+		external = "(from each request)"
+	}
+	row("file", cfg.File)
+	row("listen", cfg.Listen)
+	row("external_url", external)
+	row("database_url", redactDB(cfg.DatabaseURL))
+	row("")
+
+	row("SOURCE", "IMAGE", "SCHEME", "BUILD", "INTERVAL", "EXCLUDE", "OPTIONS")
+	for _, s := range cfg.Sources {
+		row(s.Name, s.Image, string(s.Scheme), dash(s.Build), shortDuration(s.Interval), dash(reString(s.Exclude)), sourceOptions(s))
+	}
+	row("")
+
+	row("REGISTRY", "RATE LIMIT")
+	hosts := make([]string, 0, len(cfg.Registries))
+	for h := range cfg.Registries {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		limit := "unlimited"
+		if r := cfg.Registries[h].RateLimit; r > 0 {
+			limit = fmt.Sprintf("%g/s", r)
+		}
+		row(h, limit)
+	}
+	row("")
+
+	row("CHANNEL", "SOURCE", "STREAM", "CONSTRAINT", "INCLUDE", "EXCLUDE", "LATEST", "BUILDS", "REDIRECT")
+	for _, c := range cfg.Channels {
+		builds := "no"
+		if c.Builds {
+			builds = "yes"
+		}
+		row(c.Name, c.Source, c.Stream.String(), dash(c.ConstraintText), dash(reString(c.Include)),
+			dash(reString(c.Exclude)), dash(c.Latest), builds, redirectOf(cfg, c))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func reString(re *regexp.Regexp) string {
+	if re == nil {
+		return ""
+	}
+	return re.String()
+}
+
+// shortDuration prints 15m rather than Go's 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func sourceOptions(s config.Source) string {
+	opts := []string{
+		fmt.Sprintf("concurrency=%d", s.Concurrency),
+		"timeout=" + shortDuration(s.Timeout),
+	}
+	if s.Insecure {
+		opts = append(opts, "insecure")
+	}
+	switch {
+	case s.PasswordFile != "":
+		opts = append(opts, fmt.Sprintf("user=%s password_file=%s", s.Username, s.PasswordFile))
+	case s.PasswordEnv != "":
+		opts = append(opts, fmt.Sprintf("user=%s password_env=%s", s.Username, s.PasswordEnv))
+	}
+	var labels []string
+	for l, st := range s.Labels {
+		if def, ok := resolver.DefaultLabels[l]; !ok || def != st {
+			labels = append(labels, l+":"+st.String())
+		}
+	}
+	if len(labels) > 0 {
+		sort.Strings(labels)
+		opts = append(opts, "labels="+strings.Join(labels, ","))
+	}
+	return strings.Join(opts, " ")
+}
+
+// redirectOf shows where a channel's 302 points, including the default
+// that the server derives (CONTRACT section 3).
+func redirectOf(cfg *config.Config, c resolver.Channel) string {
+	if c.Redirect != "" {
+		return c.Redirect
+	}
+	base := cfg.ExternalURL
+	if base == "" {
+		base = "(request)"
+	}
+	return base + "/api/v1/sources/" + c.Source + "/versions/"
+}
+
+// redactDB keeps a database URL recognisable without printing its password.
+func redactDB(s string) string {
+	if s == "" {
+		return "(not set)"
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return "(set; not a URL, not shown)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

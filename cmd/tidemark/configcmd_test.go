@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Another test file of this package may register -update too; only the
+// first registration happens.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func TestConfigCheckGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+		env    map[string]string
+		code   int
+	}{
+		{"example", []string{"config", "check", "../../deploy/examples/tidemark.yaml"}, nil, 0},
+		{"channelserver-import", []string{"config", "check", "--config", "testdata/config/channelserver.yaml"},
+			map[string]string{"TIDEMARK_LISTEN": "127.0.0.1:9090", "DATABASE_URL": "postgres://tidemark:s3cret@db:5432/tidemark?sslmode=require"}, 0},
+		{"broken-every-problem", []string{"config", "check"},
+			map[string]string{"TIDEMARK_CONFIG": "testdata/config/broken.yaml"}, 1},
+		{"no-file", []string{"config", "check"}, nil, 1},
+		{"missing-file", []string{"config", "check", "testdata/config/nope.yaml"}, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			getenv := func(k string) string { return tt.env[k] }
+			code := Main(context.Background(), tt.args, strings.NewReader(""), &stdout, &stderr, getenv)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			got := "--- stdout\n" + stdout.String() + "--- stderr\n" + stderr.String()
+			file := filepath.Join("testdata", "config", tt.golden+".golden")
+			if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Error("the database password was printed")
+			}
+		})
+	}
+}
