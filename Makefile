@@ -38,3 +38,9 @@ clean:
 .PHONY: bench-serve
 bench-serve:
 	scripts/bench-serve
+
+# 10,000 tags into a distribution registry: crane ls, first index, digests,
+# no-change rescan and peak RSS side by side.
+.PHONY: bench-index
+bench-index:
+	scripts/bench-index

@@ -138,11 +138,11 @@ func New(opts Options) (*Indexer, error) {
 	}
 	limits := map[string]float64{}
 	for host, rps := range opts.RateLimits {
-		reg, err := name.NewRegistry(host)
+		key, err := registryKey(host)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rate limit for registry %q: %w", resolver.ErrInvalid, host, err)
 		}
-		limits[reg.RegistryStr()] = rps
+		limits[key] = rps
 	}
 	if _, ok := limits[name.DefaultRegistry]; !ok {
 		limits[name.DefaultRegistry] = DefaultDockerHubRate
@@ -174,7 +174,7 @@ func New(opts Options) (*Indexer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: source %q: image %q: %w", resolver.ErrInvalid, s.Name, s.Image, err)
 		}
-		host := repo.RegistryStr()
+		host, _ := registryKey(repo.RegistryStr())
 		lim, ok := limiters[host]
 		if !ok {
 			if rps, set := limits[host]; set && rps > 0 {
@@ -304,4 +304,17 @@ func (ix *Indexer) scanOrJoin(ctx context.Context, src *source, recheck bool) er
 	src.mu.Unlock()
 	close(run.done)
 	return run.err
+}
+
+// registryKey names a registry for rate limits: Docker Hub's several
+// spellings are one registry.
+func registryKey(host string) (string, error) {
+	if host == "registry-1.docker.io" {
+		return name.DefaultRegistry, nil
+	}
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		return "", err
+	}
+	return reg.RegistryStr(), nil
 }

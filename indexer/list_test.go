@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -314,5 +315,54 @@ func TestExcludeIsARegexpOnTheTag(t *testing.T) {
 		if got := src.Exclude.MatchString(tag); got != want {
 			t.Errorf("exclude %q = %v, want %v", tag, got, want)
 		}
+	}
+}
+
+func TestRateLimitIsSharedPerRegistry(t *testing.T) {
+	mk := func(name, image string) Source { return testSource(t, name, image) }
+	ix, err := New(Options{
+		Sources: []Source{
+			mk("a", "docker.io/library/alpine"), mk("b", "index.docker.io/rancher/k3s"),
+			mk("c", "registry-1.docker.io/juju/jujud"), mk("d", "ghcr.io/x/y"), mk("e", "ghcr.io/x/z"),
+			mk("f", "quay.io/q/r"),
+		},
+		Store:      unusedStore{},
+		RateLimits: map[string]float64{"ghcr.io": 5},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := func(n string) *rate.Limiter { return ix.sources[n].limiter }
+	if lim("a") == nil || lim("a") != lim("b") || lim("a") != lim("c") || lim("a").Limit() != DefaultDockerHubRate {
+		t.Errorf("Docker Hub sources do not share one %d req/s limiter", DefaultDockerHubRate)
+	}
+	if lim("d") == nil || lim("d") != lim("e") || lim("d").Limit() != 5 {
+		t.Error("ghcr.io sources do not share the configured 5 req/s limiter")
+	}
+	if lim("f") != nil {
+		t.Error("quay.io is limited though nothing was configured")
+	}
+}
+
+func TestRateLimitSpacesRequests(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", tagNames(10)...)
+	reg.set(func(r *testRegistry) { r.pageSize = 1 })
+	src := testSource(t, "app", reg.host+"/app")
+	const rps = 25
+	ix, err := New(Options{Sources: []Source{src}, Store: unusedStore{}, RateLimits: map[string]float64{reg.host: rps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spend the burst so that every request below waits its turn.
+	ix.sources["app"].limiter.AllowN(time.Now(), rps)
+	start := time.Now()
+	_, n, err := list(t, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if want := time.Duration(n-1) * time.Second / rps; n < 11 || elapsed < want*9/10 {
+		t.Errorf("%d requests in %s; want >= 11 requests taking >= %s at %d req/s", n, elapsed, want, rps)
 	}
 }

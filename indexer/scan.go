@@ -59,6 +59,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	rec, aerr := ix.store.ApplyScan(wctx, res)
 	cancel()
+	applied := time.Now()
 	if err != nil || aerr != nil {
 		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
 		if err == nil {
@@ -70,7 +71,8 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		return err
 	}
 	log.InfoContext(ctx, "listed", "tags", rec.TagsSeen, "new", rec.TagsNew, "gone", rec.TagsGone,
-		"valid", valid, "unparsed", unparsed, "requests", res.Requests, "duration", res.Finished.Sub(started))
+		"valid", valid, "unparsed", unparsed, "requests", res.Requests,
+		"listing", res.Finished.Sub(started), "recording", applied.Sub(res.Finished))
 	ix.metrics.tags.WithLabelValues(src.Name, "valid").Set(float64(valid))
 	ix.metrics.tags.WithLabelValues(src.Name, "unparsed").Set(float64(unparsed))
 	if rec.TagsNew > 0 || rec.TagsGone > 0 {

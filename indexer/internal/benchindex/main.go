@@ -1,0 +1,261 @@
+// Command benchindex measures the indexer against the distribution registry:
+// it pushes N tags, then prints side by side `crane ls`, a COPY of N rows,
+// the first index to servable, digest completion, a no-change rescan and the
+// peak RSS of the indexing. Run it through scripts/bench-index (which starts
+// a throwaway Postgres and finds crane).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/indexer/internal/distreg"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func main() {
+	n := flag.Int("tags", 10000, "tags to push")
+	crane := flag.String("crane", "crane", "crane binary")
+	conc := flag.Int("concurrency", 8, "digest requests in flight")
+	verbose := flag.Bool("v", false, "indexer logs on stderr")
+	flag.Parse()
+	if err := run(context.Background(), *n, *crane, *conc, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "benchindex:", err)
+		os.Exit(1)
+	}
+}
+
+// manifests counts manifest requests that reach the registry.
+type manifests struct{ n atomic.Int64 }
+
+func (c *manifests) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/manifests/") {
+		c.n.Add(1)
+	}
+	return remote.DefaultTransport.RoundTrip(r)
+}
+
+func run(ctx context.Context, n int, crane string, conc int, verbose bool) error {
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-index")
+	}
+	dir, err := os.MkdirTemp("", "benchindex-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	reg, err := distreg.Start(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("1.%d.%d", i/100, i%100)
+	}
+	t0 := time.Now()
+	if _, err := distreg.Push(ctx, reg.Host, "bench/app", tags, 16); err != nil {
+		return err
+	}
+	fmt.Printf("pushed %d tags to %s in %s (distribution %s)\n\n", n, reg.Host, since(t0), distreg.Binary)
+
+	craneLs, listed, err := timeCrane(crane, reg.Host+"/bench/app")
+	if err != nil {
+		return err
+	}
+	if listed != n {
+		return fmt.Errorf("crane ls listed %d tags, want %d", listed, n)
+	}
+
+	db, cleanup, err := freshDatabase(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	copyTime, err := timeCopy(ctx, db, n)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+
+	parser, err := resolver.NewParser(resolver.SchemeSemver, "")
+	if err != nil {
+		return err
+	}
+	src := indexer.Source{
+		Source:      resolver.Source{Name: "app", Image: reg.Host + "/bench/app", Parser: parser},
+		Insecure:    true,
+		Concurrency: conc,
+	}
+	if err := st.SyncSources(ctx, []resolver.Source{src.Source}); err != nil {
+		return err
+	}
+	var servable atomic.Int64 // unix nanos of the first change (the listing recorded)
+	counter := &manifests{}
+	log := slog.New(slog.DiscardHandler)
+	if verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	ix, err := indexer.New(indexer.Options{
+		Sources: []indexer.Source{src}, Store: st, Log: log, Transport: counter,
+		OnChange: func(string) { servable.CompareAndSwap(0, time.Now().UnixNano()) },
+	})
+	if err != nil {
+		return err
+	}
+
+	resetPeakRSS()
+	start := time.Now()
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		return err
+	}
+	digests := time.Since(start)
+	toServable := time.Unix(0, servable.Load()).Sub(start)
+	firstManifests := counter.n.Load()
+	if p := ix.Status("app"); p.Digests != n {
+		return fmt.Errorf("first scan resolved %d digests, want %d", p.Digests, n)
+	}
+
+	counter.n.Store(0)
+	start = time.Now()
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		return err
+	}
+	rescan := time.Since(start)
+	rescanReqs := ix.Status("app").Requests
+	rescanManifests := counter.n.Load()
+	peak := peakRSS()
+
+	base := craneLs + copyTime
+	fmt.Printf("%-36s %12s   %s\n", "measure", "time", "notes")
+	fmt.Printf("%-36s %12s   %d tags (best of 3)\n", "crane ls", ms(craneLs), listed)
+	fmt.Printf("%-36s %12s   %d rows into a temp table\n", "COPY of the rows", ms(copyTime), n)
+	fmt.Printf("%-36s %12s   %.2fx (crane ls + COPY); goal <= 4x\n", "first index to servable", ms(toServable), ratio(toServable, base))
+	fmt.Printf("%-36s %12s   %d manifest requests, concurrency %d\n", "first index, digests complete", ms(digests), firstManifests, conc)
+	fmt.Printf("%-36s %12s   %.2fx crane ls; goal <= 1.5x; %d requests, %d manifest (goal 0)\n", "no-change rescan", ms(rescan), ratio(rescan, craneLs), rescanReqs, rescanManifests)
+	fmt.Printf("%-36s %10.1f MB   goal < 150 MB (VmHWM while indexing, includes the Go runtime)\n", "peak RSS", float64(peak)/(1<<20))
+	return nil
+}
+
+// timeCrane runs `crane ls` three times and keeps the fastest, as a fair
+// floor for "just list the tags".
+func timeCrane(crane, repo string) (time.Duration, int, error) {
+	best, count := time.Duration(0), 0
+	for range 3 {
+		start := time.Now()
+		out, err := exec.Command(crane, "ls", "--insecure", repo).Output()
+		d := time.Since(start)
+		if err != nil {
+			return 0, 0, fmt.Errorf("crane ls %s: %w", repo, err)
+		}
+		count = strings.Count(string(out), "\n")
+		if best == 0 || d < best {
+			best = d
+		}
+	}
+	return best, count, nil
+}
+
+// timeCopy measures COPYing n tag-shaped rows into a temp table: the least
+// any store must do to hold the listing.
+func timeCopy(ctx context.Context, url string, n int) (time.Duration, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{fmt.Sprintf("1.%d.%d", i/100, i%100), true, "", 1, i / 100, i % 100, "", 0, "", 0, "", fmt.Sprintf("1.%d.%d", i/100, i%100), "released"}
+	}
+	start := time.Now()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `create temp table copy_bench (tag text primary key, valid boolean, error text, major int, minor int, patch int,
+		pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text) on commit drop`)
+	if err != nil {
+		return 0, err
+	}
+	cols := []string{"tag", "valid", "error", "major", "minor", "patch", "pre", "pre_number", "prerelease", "build", "build_meta", "canonical", "stream"}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"copy_bench"}, cols, pgx.CopyFromRows(rows)); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// freshDatabase creates an empty database next to DATABASE_URL's and drops it after.
+func freshDatabase(ctx context.Context, admin string) (string, func(), error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	dbName := "tidemark_bench_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := conn.Exec(ctx, "create database "+dbName); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u.Path = "/" + dbName
+	return u.String(), func() {
+		_, _ = conn.Exec(ctx, "drop database if exists "+dbName+" with (force)")
+		conn.Close(ctx)
+	}, nil
+}
+
+// resetPeakRSS makes VmHWM start again from the current RSS (Linux).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+func since(t time.Time) string         { return time.Since(t).Round(time.Millisecond).String() }
+func ms(d time.Duration) string        { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
