@@ -231,7 +231,9 @@ func (ix *Indexer) Run(ctx context.Context) error {
 // ScanNow scans source and returns the scan's error. If a scan of source is
 // already running (scheduled or requested), ScanNow does not start another:
 // it waits for that one and returns its result. ErrNotFound for an unknown
-// source.
+// source. It scans whether or not this replica holds the indexer lock: an
+// operator's request is answered where it lands, and the store's one
+// transaction per scan keeps a rare overlap with the leader consistent.
 func (ix *Indexer) ScanNow(ctx context.Context, source string) error {
 	src, ok := ix.sources[source]
 	if !ok {

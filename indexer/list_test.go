@@ -2,9 +2,12 @@ package indexer
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -364,5 +367,27 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 	elapsed := time.Since(start)
 	if want := time.Duration(n-1) * time.Second / rps; n < 11 || elapsed < want*9/10 {
 		t.Errorf("%d requests in %s; want >= 11 requests taking >= %s at %d req/s", n, elapsed, want, rps)
+	}
+}
+
+func TestListUsesTheDockerKeychain(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	reg.set(func(r *testRegistry) { r.token, r.user, r.password = "tok-kc", "alice", "kc-pass" })
+	dir := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte("alice:kc-pass"))
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.host, auth)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	got, _, err := list(t, newTestIndexer(t, nil, reg, "app"))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("got %v, %v; want the tag via config.json credentials", got, err)
+	}
+
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: anonymous, refused
+	if _, _, err := list(t, newTestIndexer(t, nil, reg, "app")); err == nil {
+		t.Fatal("listed anonymously from a registry that wants credentials")
 	}
 }
