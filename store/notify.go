@@ -95,6 +95,11 @@ func (s *Store) TryIndexerLock(ctx context.Context) (release func(), held bool, 
 		once.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
+			// Unlock first: closing alone frees the lock only once the
+			// server notices, and the next TryIndexerLock may come sooner.
+			if _, err := conn.Exec(ctx, "select pg_advisory_unlock($1)", indexerLockKey); err != nil {
+				s.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
+			}
 			if err := conn.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				s.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
 			}

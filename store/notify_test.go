@@ -1,0 +1,206 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// listen starts st.Listen and returns the channel of payloads it delivers.
+func listen(t *testing.T, st *store.Store) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 100)
+	done := make(chan error)
+	go func() { done <- st.Listen(ctx, func(p string) { got <- p }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Listen returned %v after ctx ended, want nil", err)
+		}
+	})
+	return got
+}
+
+func next(t *testing.T, ch <-chan string) map[string]string {
+	t.Helper()
+	select {
+	case p := <-ch:
+		var m map[string]string
+		if err := json.Unmarshal([]byte(p), &m); err != nil {
+			t.Fatalf("payload %q: %v", p, err)
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification within 10s")
+		return nil
+	}
+}
+
+// waitListening waits until the listener's session has run LISTEN, so that
+// the first notification of a test cannot be sent before anyone listens.
+func waitListening(t *testing.T, u string) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if query(t, u, `select count(*) from pg_stat_activity where datname = current_database() and query ilike 'listen%'`)[0][0].(int64) > 0 {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatal("listener never listened")
+}
+
+func TestListenHearsChangesAndSurvivesLostConnection(t *testing.T) {
+	st, u := newStore(t, "src")
+	ctx := context.Background()
+	got := listen(t, st)
+	waitListening(t, u)
+
+	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, got); m["kind"] != "scan" || m["source"] != "src" {
+		t.Errorf("after scan: %v", m)
+	}
+	if err := st.SetDigests(ctx, "src", map[string]string{"1.0.0": "sha256:a"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, got); m["kind"] != "digests" {
+		t.Errorf("after digests: %v", m)
+	}
+
+	// Kill the listening session; Listen must come back by itself and say so.
+	query(t, u, `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen%'`)
+	if m := next(t, got); m["kind"] != "reconnected" {
+		t.Errorf("after terminate: %v, want reconnected", m)
+	}
+	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Tags: tags("1.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, got); m["kind"] != "scan" {
+		t.Errorf("after reconnect: %v", m)
+	}
+}
+
+func TestIndexerLockIsExclusiveUntilReleased(t *testing.T) {
+	u := storetest.URL(t)
+	ctx := context.Background()
+	open := func() *store.Store {
+		st, err := store.Open(ctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	a, b := open(), open()
+	relA, held, err := a.TryIndexerLock(ctx)
+	if err != nil || !held {
+		t.Fatalf("first replica: held %v, err %v", held, err)
+	}
+	relB, held, err := b.TryIndexerLock(ctx)
+	if err != nil || held {
+		t.Fatalf("second replica while first holds: held %v, err %v", held, err)
+	}
+	relB() // a no-op, must not panic
+	relA()
+	relA() // twice is fine
+	relB, held, err = b.TryIndexerLock(ctx)
+	if err != nil || !held {
+		t.Fatalf("second replica after release: held %v, err %v", held, err)
+	}
+	// A holder that dies (its session ends) frees the lock.
+	query(t, u, `select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rel, held, err := a.TryIndexerLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			rel()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lock not freed after its holder's session died")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	relB()
+}
+
+// A write that loses its connection half-way returns ErrUnavailable and
+// leaves nothing behind; the next write reconnects by itself.
+func TestLostConnectionMidScanWritesNothing(t *testing.T) {
+	st, u := newStore(t, "src")
+	ctx := context.Background()
+	// Hold a lock that makes ApplyScan wait at its last insert, after its
+	// tags are merged; then kill its session.
+	lockDone := holdLock(t, u, `lock table scans in exclusive mode`)
+	defer lockDone() // also on Fatal: a waiting ApplyScan would hang Close
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0", "1.1.0")})
+		errc <- err
+	}()
+	for i := 0; ; i++ {
+		n := query(t, u, `select pg_terminate_backend(pid) from pg_stat_activity
+			where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into scans%' and pid <> pg_backend_pid()`)
+		if len(n) > 0 {
+			break
+		}
+		if i > 400 {
+			t.Fatal("ApplyScan never reached the scans insert")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lockDone()
+	err := <-errc
+	if !errors.Is(err, resolver.ErrUnavailable) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("ApplyScan err = %v, want one-line ErrUnavailable", err)
+	}
+	t.Log(err)
+	if n := query(t, u, `select (select count(*) from tags) + (select count(*) from scans)`)[0][0].(int64); n != 0 {
+		t.Fatalf("%d rows left behind by the failed transaction", n)
+	}
+	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
+		t.Fatalf("after reconnect: %v", err)
+	}
+}
+
+// holdLock runs sql in an open transaction on its own session and returns
+// the function that ends it.
+func holdLock(t *testing.T, u, sql string) func() {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			tx.Rollback(ctx)
+			conn.Close(ctx)
+		})
+	}
+}
