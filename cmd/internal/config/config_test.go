@@ -252,6 +252,30 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 }
 
+// Every configuration shipped under deploy/ must load: they are what
+// `make run`, the Kubernetes base and the docs point people at.
+func TestDeployedConfigsLoad(t *testing.T) {
+	tests := []struct {
+		file     string
+		channels int
+		warnings int
+	}{
+		{"../../../deploy/kubernetes/tidemark.yaml", 12, 0},
+		{"../../../deploy/examples/tidemark-channelserver-import.yaml", 12, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			cfg, err := Load(tt.file, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Channels) != tt.channels || len(cfg.Warnings) != tt.warnings {
+				t.Errorf("%d channels, warnings %q; want %d channels, %d warnings", len(cfg.Channels), cfg.Warnings, tt.channels, tt.warnings)
+			}
+		})
+	}
+}
+
 func TestEmptyFileLoadsWithAWarning(t *testing.T) {
 	cfg, err := Parse("t.yaml", nil, nil)
 	if err != nil {
