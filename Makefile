@@ -5,7 +5,7 @@ CONFIG    ?= deploy/examples/tidemark.yaml
 BIN       := bin/tidemark
 PKGS      := ./...
 
-.PHONY: all build run test test-short bench lint fmt vet clean
+.PHONY: all build run demo test bench lint fmt vet clean
 
 all: lint test
 
@@ -16,6 +16,11 @@ build:
 # index survive restarts.
 run: build
 	scripts/with-pg --keep tmp/pg $(BIN) serve --config $(CONFIG)
+
+# The same channels as make run, offline: an in-process registry seeded with
+# realistic juju and k3s tag histories, and a throwaway Postgres.
+demo: build
+	scripts/with-pg $(BIN) demo
 
 test:
 	scripts/with-pg $(GO) test -count=1 -timeout 20m $(PKGS)

@@ -76,6 +76,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newBlockCmd(e),
 		newUnblockCmd(e),
 		newHistoryCmd(e),
+		newDemoCmd(e),
 	)
 	return root
 }
