@@ -84,9 +84,17 @@ func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, err
 
 // mergeTags upserts the listing and, for a complete one, marks the rest absent.
 func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, sc *resolver.Scan) error {
-	_, err := tx.Exec(ctx, `
+	var known bool
+	err := tx.QueryRow(ctx, `select exists (select from sources where name = $1 for key share)`, source).Scan(&known)
+	if err != nil {
+		return err
+	}
+	if !known {
+		return fmt.Errorf("%w: source %q: not recorded (SyncSources first)", resolver.ErrNotFound, source)
+	}
+	_, err = tx.Exec(ctx, `
 		create temp table scan_tags (
-			tag text primary key, valid boolean, error text, major int, minor int, patch int,
+			tag text, valid boolean, error text, major int, minor int, patch int,
 			pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text
 		) on commit drop`)
 	if err != nil {

@@ -1,0 +1,114 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+// benchTags is n classified tags shaped like a busy juju source: releases,
+// betas, rcs and build-numbered development builds.
+func benchTags(b *testing.B, src resolver.Source, n int) []resolver.Tag {
+	b.Helper()
+	out := make([]resolver.Tag, 0, n)
+	for i := 0; len(out) < n; i++ {
+		var name string
+		switch i % 4 {
+		case 0:
+			name = fmt.Sprintf("%d.%d.%d", 2+i/40000, i/400%100, i%400)
+		case 1:
+			name = fmt.Sprintf("%d.%d-beta%d", 2+i/40000, i/400%100, i%400)
+		case 2:
+			name = fmt.Sprintf("%d.%d-rc%d", 2+i/40000, i/400%100, i%400)
+		default:
+			name = fmt.Sprintf("%d.%d.%d.%d", 2+i/40000, i/400%100, i%400, 1+i%7)
+		}
+		out = append(out, src.Classify(name))
+	}
+	return out
+}
+
+// BenchmarkApplyScan10k: a first scan of 10,000 new tags, and a rescan that
+// finds the same 10,000 (the steady state). Goal: each under 0.3 s.
+func BenchmarkApplyScan10k(b *testing.B) {
+	ctx := context.Background()
+	st, _ := newStore(b)
+	base := source(b, "bench")
+	ts := benchTags(b, base, 10_000)
+	b.Run("first", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			src := source(b, fmt.Sprintf("first-%d", i))
+			i++
+			if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			sc, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts})
+			if err != nil || sc.TagsNew != len(ts) {
+				b.Fatalf("scan %+v, %v", sc, err)
+			}
+		}
+	})
+	b.Run("rescan", func(b *testing.B) {
+		if err := st.SyncSources(ctx, []resolver.Source{base}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			sc, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: ts, Finished: time.Now()})
+			if err != nil || sc.TagsNew != 0 || sc.TagsGone != 0 {
+				b.Fatalf("scan %+v, %v", sc, err)
+			}
+		}
+	})
+}
+
+// BenchmarkLoad100k: Load of 100,000 present tags (plus 10,000 absent ones
+// it must skip), re-parsed by the source's parser. Goal: under 1 s.
+func BenchmarkLoad100k(b *testing.B) {
+	ctx := context.Background()
+	st, _ := newStore(b)
+	var srcs []resolver.Source
+	for i := 0; i < 4; i++ {
+		srcs = append(srcs, source(b, fmt.Sprintf("load-%d", i)))
+	}
+	if err := st.SyncSources(ctx, srcs); err != nil {
+		b.Fatal(err)
+	}
+	for _, src := range srcs {
+		ts := benchTags(b, src, 27_500)
+		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts}); err != nil {
+			b.Fatal(err)
+		}
+		// 2,500 of them gone again, so Load has absent rows to skip.
+		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts[:25_000]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		data, _, err := st.Load(ctx, srcs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, valid := 0, 0
+		for _, d := range data {
+			n += len(d.Tags)
+			for _, t := range d.Tags {
+				if t.Valid {
+					valid++
+				}
+			}
+		}
+		if n != 100_000 || valid < 90_000 {
+			b.Fatalf("loaded %d tags (%d valid), want 100000 mostly valid", n, valid)
+		}
+	}
+}
