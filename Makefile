@@ -5,7 +5,7 @@ CONFIG    ?= deploy/examples/tidemark.yaml
 BIN       := bin/tidemark
 PKGS      := ./...
 
-.PHONY: all build run demo test bench lint fmt vet clean
+.PHONY: all build run demo image test bench lint fmt vet clean
 
 all: lint test
 
@@ -35,6 +35,11 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The container image (deploy/Dockerfile). Needs a container engine; this
+# project's CI machines have none, so deploy/ tests check the file instead.
+image:
+	docker build -f deploy/Dockerfile -t tidemark:dev .
 
 clean:
 	rm -rf bin tmp

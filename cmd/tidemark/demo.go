@@ -58,7 +58,7 @@ starts a throwaway Postgres) and no network.`,
 				return err
 			}
 			printDemoHelp(e.stderr, cfg)
-			return serve(ctx, cfg, logger, true)
+			return serve(ctx, cfg, logger, true, e.getenv)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to serve on")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +31,7 @@ func newServeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg, log, !noIndex)
+			return serve(cmd.Context(), cfg, log, !noIndex, e.getenv)
 		},
 	}
 	cf.register(cmd)
@@ -102,39 +100,14 @@ func indexerSources(cfg *config.Config, getenv func(string) string) []indexer.So
 			Concurrency: s.Concurrency,
 			Timeout:     s.Timeout,
 			Username:    s.Username,
-			Password:    passwordFunc(s, getenv),
+			Password:    s.Password(getenv),
 		}
 	}
 	return out
 }
 
-// passwordFunc reads the password when the indexer needs it, so a rotated
-// password file is picked up without a restart and the secret never sits in
-// the configuration value.
-func passwordFunc(s config.Source, getenv func(string) string) func() (string, error) {
-	switch {
-	case s.PasswordFile != "":
-		return func() (string, error) {
-			b, err := os.ReadFile(s.PasswordFile)
-			if err != nil {
-				return "", fmt.Errorf("source %q: password_file: %w", s.Name, err)
-			}
-			return strings.TrimRight(string(b), "\r\n"), nil
-		}
-	case s.PasswordEnv != "":
-		return func() (string, error) {
-			p := getenv(s.PasswordEnv)
-			if p == "" {
-				return "", fmt.Errorf("source %q: password_env: $%s is empty", s.Name, s.PasswordEnv)
-			}
-			return p, nil
-		}
-	}
-	return nil
-}
-
 // serve wires store, indexer and server together and runs until ctx ends.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool) error {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool, getenv func(string) string) error {
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
@@ -177,7 +150,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	reload := newReloader(srv, log)
 
 	ix, err := indexer.New(indexer.Options{
-		Sources:    indexerSources(cfg, os.Getenv),
+		Sources:    indexerSources(cfg, getenv),
 		Store:      st,
 		Log:        log,
 		Metrics:    reg,

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// TestDemoServesSeededChannels runs `tidemark demo` through Main, as make demo
+// does, and checks the answers a person is told to try in the README.
+func TestDemoServesSeededChannels(t *testing.T) {
+	dbURL := storetest.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	stderr := &syncWriter{b: &strings.Builder{}}
+	go func() {
+		getenv := func(k string) string {
+			if k == "DATABASE_URL" {
+				return dbURL
+			}
+			return ""
+		}
+		done <- Main(ctx, []string{"demo", "--listen", addr}, strings.NewReader(""), io.Discard, stderr, getenv)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("demo exited %d", code)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("demo did not stop within 20s of its context ending")
+		}
+	})
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := "http://" + addr
+	// The first scan runs in the background; poll until the channels answer.
+	want := map[string]string{
+		"stable":   "https://github.com/k3s-io/k3s/releases/tag/v1.33.6+k3s1",
+		"v1.33":    base + "/api/v1/sources/k3s-upgrade/versions/v1.33.6+k3s2",
+		"released": base + "/api/v1/sources/jujud-operator/versions/3.6.4",
+		"2.9":      base + "/api/v1/sources/jujud-operator/versions/2.9.45",
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for name, loc := range want {
+		for {
+			resp, err := client.Get(base + "/v1-release/channels/" + name)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusFound && resp.Header.Get("Location") == loc {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("channel %s: want 302 to %s; last answer %v %v\nlog:\n%s", name, loc, resp, err, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	resp, err := http.Get(base + "/api/v1/resolve?source=jujud-operator&current=2.9.33&stream=released")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Target string   `json:"target"`
+		Path   []string `json:"path"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if answer.Target != "2.9.45" || len(answer.Path) != 1 {
+		t.Errorf("resolve from 2.9.33: got target %q path %v, want 2.9.45 and a one-step path (3.x is another major)", answer.Target, answer.Path)
+	}
+}
+
+// syncWriter lets the test read what the server logs while it logs.
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
