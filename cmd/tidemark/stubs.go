@@ -14,7 +14,4 @@ func notYet(use, short string) *cobra.Command {
 	}}
 }
 
-func newMigrateCmd(e *env) *cobra.Command {
-	return notYet("migrate", "Apply database migrations and exit")
-}
 func newTokenCmd(e *env) *cobra.Command { return notYet("token", "Create, list and revoke API tokens") }
