@@ -1,0 +1,173 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
+	st, u := newStore(t, "src")
+	ctx := context.Background()
+	got := listen(t, st)
+	waitListening(t, u)
+
+	steps := []struct {
+		name    string
+		do      func() (resolver.ChannelState, error)
+		wantErr error
+		wantPin string
+		wantRev int64
+	}{
+		{"first pin from revision 0", func() (resolver.ChannelState, error) {
+			return st.Pin(ctx, "stable", "2.9.1", "sha256:a", "alice", "promote", 0)
+		}, nil, "2.9.1", 1},
+		{"stale revision is a conflict", func() (resolver.ChannelState, error) {
+			return st.Pin(ctx, "stable", "2.9.2", "sha256:b", "bob", "late", 0)
+		}, resolver.ErrConflict, "", 0},
+		{"current revision pins", func() (resolver.ChannelState, error) {
+			return st.Pin(ctx, "stable", "2.9.2", "sha256:b", "bob", "fix", 1)
+		}, nil, "2.9.2", 2},
+		{"any revision pins", func() (resolver.ChannelState, error) {
+			return st.Pin(ctx, "stable", "2.9.3", "sha256:c", "carol", "", store.AnyRevision)
+		}, nil, "2.9.3", 3},
+		{"unpin", func() (resolver.ChannelState, error) {
+			return st.Unpin(ctx, "stable", "alice", "follow the stream", 3)
+		}, nil, "", 4},
+		{"unpin of an unpinned channel is not found", func() (resolver.ChannelState, error) {
+			return st.Unpin(ctx, "stable", "alice", "", store.AnyRevision)
+		}, resolver.ErrNotFound, "", 0},
+		{"empty version is invalid", func() (resolver.ChannelState, error) {
+			return st.Pin(ctx, "stable", "", "", "alice", "", store.AnyRevision)
+		}, resolver.ErrInvalid, "", 0},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			state, err := s.do()
+			if !errors.Is(err, s.wantErr) {
+				t.Fatalf("err = %v, want %v", err, s.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if state.Pin != s.wantPin || state.Revision != s.wantRev || state.UpdatedAt.IsZero() || (state.Pin != "") == state.PinnedAt.IsZero() {
+				t.Errorf("state = %+v, want pin %q revision %d", state, s.wantPin, s.wantRev)
+			}
+			if m := next(t, got); m["channel"] != "stable" {
+				t.Errorf("notification %v", m)
+			}
+		})
+	}
+	stored, err := st.ChannelState(ctx, "stable")
+	if err != nil || stored.Revision != 4 || stored.Pin != "" {
+		t.Errorf("ChannelState = %+v, %v", stored, err)
+	}
+	if never, err := st.ChannelState(ctx, "never"); err != nil || never != (resolver.ChannelState{}) {
+		t.Errorf("ChannelState(never) = %+v, %v; want zero", never, err)
+	}
+
+	hist, err := st.History(ctx, "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.AuditEvent{
+		{Actor: "alice", Action: "unpin", Channel: "stable", From: "2.9.3", Reason: "follow the stream"},
+		{Actor: "carol", Action: "pin", Channel: "stable", From: "2.9.2", To: "2.9.3"},
+		{Actor: "bob", Action: "pin", Channel: "stable", From: "2.9.1", To: "2.9.2", Reason: "fix"},
+		{Actor: "alice", Action: "pin", Channel: "stable", To: "2.9.1", Reason: "promote"},
+	}
+	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(store.AuditEvent{}, "ID", "At")); diff != "" {
+		t.Errorf("history, newest first (-want +got):\n%s", diff)
+	}
+	if none, err := st.History(ctx, "other"); err != nil || none == nil || len(none) != 0 {
+		t.Errorf("History(other) = %#v, %v; want empty, non-nil", none, err)
+	}
+}
+
+func TestConcurrentPinsWithOneRevisionExactlyOneWins(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = st.Pin(ctx, "stable", "1.0."+string(rune('a'+i)), "", "racer", "", 0)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, resolver.ErrConflict):
+			t.Errorf("racer %d: %v, want ErrConflict or success", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d racers won, want exactly 1", won)
+	}
+	hist, err := st.History(ctx, "stable")
+	if err != nil || len(hist) != 1 {
+		t.Fatalf("history has %d events (%v), want the winner's only", len(hist), err)
+	}
+	if s, _ := st.ChannelState(ctx, "stable"); s.Revision != 1 {
+		t.Errorf("revision = %d, want 1", s.Revision)
+	}
+}
+
+func TestBlockUnblock(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	b, err := st.Block(ctx, "src", "2.9.1", "alice", "cve-1")
+	if err != nil || b.Reason != "cve-1" || b.BlockedBy != "alice" || b.BlockedAt.IsZero() {
+		t.Fatalf("Block = %+v, %v", b, err)
+	}
+	again, err := st.Block(ctx, "src", "2.9.1", "bob", "other")
+	if err != nil || again != b {
+		t.Errorf("second Block = %+v, %v; want the first block unchanged", again, err)
+	}
+	data, _, err := st.Load(ctx, []resolver.Source{source(t, "src")})
+	if err != nil || len(data[0].Blocks) != 1 {
+		t.Fatalf("Load blocks = %+v, %v", data, err)
+	}
+	if err := st.Unblock(ctx, "src", "2.9.1", "carol", "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"unblock again is not found", st.Unblock(ctx, "src", "2.9.1", "carol", ""), resolver.ErrNotFound},
+		{"block of an unknown source is not found", func() error { _, err := st.Block(ctx, "nope", "1", "a", ""); return err }(), resolver.ErrNotFound},
+		{"block without a version is invalid", func() error { _, err := st.Block(ctx, "src", "", "a", ""); return err }(), resolver.ErrInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, tt.want) {
+				t.Errorf("err = %v, want %v", tt.err, tt.want)
+			}
+		})
+	}
+	hist, err := st.SourceHistory(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.AuditEvent{
+		{Actor: "carol", Action: "unblock", Source: "src", To: "2.9.1", Reason: "fixed"},
+		{Actor: "alice", Action: "block", Source: "src", To: "2.9.1", Reason: "cve-1"},
+	}
+	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(store.AuditEvent{}, "ID", "At")); diff != "" {
+		t.Errorf("source history (-want +got):\n%s", diff)
+	}
+}

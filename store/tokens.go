@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Scopes a token may carry (CONTRACT section 3): admin implies the others.
+var Scopes = []string{"promote", "scan", "admin"}
+
+// TokenPrefix starts every token, so that a leaked one is easy to find
+// (secret scanners) and a wrong kind of credential is refused early.
+const TokenPrefix = "tdm_"
+
+// Token is an API token as stored; the plaintext is never kept.
+type Token struct {
+	ID        int64
+	Name      string
+	Scopes    []string
+	CreatedAt time.Time
+	LastUsed  time.Time // zero: never used
+	RevokedAt time.Time // zero: valid
+}
+
+// Has reports whether t grants scope (admin grants every scope).
+func (t Token) Has(scope string) bool {
+	return slices.Contains(t.Scopes, scope) || slices.Contains(t.Scopes, "admin")
+}
+
+// CreateToken makes a token named name with scopes and returns its
+// plaintext, which exists only in this return value: the database keeps its
+// SHA-256. ErrConflict when the name is taken (revoked tokens keep theirs).
+func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (string, error) {
+	if strings.TrimSpace(name) == "" {
+		return "", fmt.Errorf("%w: token name is empty", resolver.ErrInvalid)
+	}
+	if len(scopes) == 0 {
+		return "", fmt.Errorf("%w: token %q: no scope (want %s)", resolver.ErrInvalid, name, strings.Join(Scopes, ", "))
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(Scopes, sc) {
+			return "", fmt.Errorf("%w: token %q: unknown scope %q (want %s)", resolver.ErrInvalid, name, sc, strings.Join(Scopes, ", "))
+		}
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return "", fmt.Errorf("create token %q: %w", name, err)
+	}
+	plain := TokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
+	hash := sha256.Sum256([]byte(plain))
+	err := s.inTx(ctx, fmt.Sprintf("create token %q", name), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `insert into tokens (name, hash, scopes) values ($1, $2, $3)`, name, hash[:], scopes)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return plain, nil
+}
+
+// Authenticate finds the valid token whose plaintext this is and records its
+// use. Unknown, malformed and revoked tokens are all ErrUnauthorized with
+// the same text, so a caller learns nothing from the difference.
+func (s *Store) Authenticate(ctx context.Context, plaintext string) (Token, error) {
+	denied := fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
+	if !strings.HasPrefix(plaintext, TokenPrefix) {
+		return Token{}, denied
+	}
+	hash := sha256.Sum256([]byte(plaintext))
+	var (
+		t      Token
+		stored []byte
+	)
+	err := s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
+		// The lookup is by hash, so timing reveals nothing about the secret;
+		// the constant-time compare below is belt and braces.
+		err := tx.QueryRow(ctx, `
+			update tokens set last_used = now()
+			where hash = $1 and revoked_at is null
+			returning id, name, hash, scopes, created_at, last_used`, hash[:]).
+			Scan(&t.ID, &t.Name, &stored, &t.Scopes, &t.CreatedAt, &t.LastUsed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return denied
+		}
+		return err
+	})
+	if err != nil {
+		return Token{}, err
+	}
+	if subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
+		return Token{}, denied
+	}
+	return t, nil
+}
+
+// ListTokens lists every token, revoked ones included, by name.
+func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
+	tokens := []Token{}
+	err := s.inTx(ctx, "list tokens", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			select id, name, scopes, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
+			from tokens order by name`)
+		if err != nil {
+			return err
+		}
+		var t Token
+		_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsed, &t.RevokedAt}, func() error {
+			c := t
+			c.LastUsed, c.RevokedAt = unEpoch(c.LastUsed), unEpoch(c.RevokedAt)
+			tokens = append(tokens, c)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tokens, nil
+}
+
+// RevokeToken revokes the token named name; ErrNotFound when there is none.
+// Revoking a revoked token is a no-op.
+func (s *Store) RevokeToken(ctx context.Context, name string) error {
+	return s.inTx(ctx, fmt.Sprintf("revoke token %q", name), func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `
+			update tokens set revoked_at = coalesce(revoked_at, now()) where name = $1 returning id`, name).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: no token named %q", resolver.ErrNotFound, name)
+		}
+		return err
+	})
+}
+
+func unEpoch(t time.Time) time.Time {
+	if t.Equal(time.Unix(0, 0)) {
+		return time.Time{}
+	}
+	return t
+}

@@ -1,0 +1,75 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func TestTokens(t *testing.T) {
+	st, u := newStore(t)
+	ctx := context.Background()
+	plain, err := st.CreateToken(ctx, "ci", []string{"promote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(plain, store.TokenPrefix) || len(plain) < 40 {
+		t.Errorf("token %q: want tdm_ and 32 random bytes", plain)
+	}
+	if n := query(t, u, `select count(*) from tokens where position(convert_to($1, 'UTF8') in hash) > 0 or hash = convert_to($1, 'UTF8')`, plain)[0][0].(int64); n != 0 {
+		t.Error("the plaintext is stored")
+	}
+
+	tok, err := st.Authenticate(ctx, plain)
+	if err != nil || tok.Name != "ci" || !tok.Has("promote") || tok.Has("scan") || tok.LastUsed.IsZero() {
+		t.Fatalf("Authenticate = %+v, %v", tok, err)
+	}
+	admin, err := st.CreateToken(ctx, "root", []string{"admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := st.Authenticate(ctx, admin); err != nil || !tok.Has("scan") || !tok.Has("promote") {
+		t.Errorf("admin token = %+v, %v; want every scope", tok, err)
+	}
+
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"duplicate name conflicts", errOf(st.CreateToken(ctx, "ci", []string{"scan"})), resolver.ErrConflict},
+		{"unknown scope is invalid", errOf(st.CreateToken(ctx, "x", []string{"root"})), resolver.ErrInvalid},
+		{"no scope is invalid", errOf(st.CreateToken(ctx, "x", nil)), resolver.ErrInvalid},
+		{"empty name is invalid", errOf(st.CreateToken(ctx, " ", []string{"scan"})), resolver.ErrInvalid},
+		{"wrong token is unauthorized", errOf(st.Authenticate(ctx, plain+"x")), resolver.ErrUnauthorized},
+		{"token without prefix is unauthorized", errOf(st.Authenticate(ctx, strings.TrimPrefix(plain, "tdm_"))), resolver.ErrUnauthorized},
+		{"empty token is unauthorized", errOf(st.Authenticate(ctx, "")), resolver.ErrUnauthorized},
+		{"revoking an unknown token is not found", st.RevokeToken(ctx, "nobody"), resolver.ErrNotFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, tt.want) {
+				t.Errorf("err = %v, want %v", tt.err, tt.want)
+			}
+		})
+	}
+
+	if err := st.RevokeToken(ctx, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RevokeToken(ctx, "ci"); err != nil {
+		t.Errorf("second revoke: %v", err)
+	}
+	if _, err := st.Authenticate(ctx, plain); !errors.Is(err, resolver.ErrUnauthorized) {
+		t.Errorf("revoked token: err = %v, want ErrUnauthorized", err)
+	}
+	list, err := st.ListTokens(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "ci" || list[0].RevokedAt.IsZero() || !list[1].RevokedAt.IsZero() {
+		t.Errorf("ListTokens = %+v, %v", list, err)
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
