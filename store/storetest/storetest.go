@@ -10,7 +10,8 @@
 // it is unset the test fails, it never skips. The first call on a server
 // builds a migrated template database, named after a hash of migrations/ so
 // that a changed migration builds a new one; every New/URL then clones it
-// (CREATE DATABASE ... TEMPLATE, a few tens of ms) and drops the clone when
+// (CREATE DATABASE ... TEMPLATE: ~0.12 s on the 2-core dev box with PG 15;
+// STRATEGY FILE_COPY measured slower, ~0.17 s, for its checkpoints) and drops the clone when
 // the test ends. Tests and packages may therefore run in parallel.
 package storetest
 
