@@ -120,7 +120,8 @@ func TestIndexerLockIsExclusiveUntilReleased(t *testing.T) {
 		t.Fatalf("second replica after release: held %v, err %v", held, err)
 	}
 	// A holder that dies (its session ends) frees the lock.
-	query(t, u, `select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()`)
+	query(t, u, `select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()
+		and database = (select oid from pg_database where datname = current_database())`)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rel, held, err := a.TryIndexerLock(ctx)
