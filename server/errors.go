@@ -32,6 +32,7 @@ var errorTable = []problemKind{
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{errRateLimited, http.StatusTooManyRequests, "rate-limited"},
 }
 
 const problemTypePrefix = "urn:tidemark:problem:"

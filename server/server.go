@@ -6,6 +6,10 @@
 // atomic pointer, so channel and resolve requests never touch Postgres and
 // keep answering while the database is gone. Handlers bind, call the
 // snapshot and encode; they hold no version logic.
+//
+// Writes (pins, blocks, scans) and the audit history go to the Store and
+// need a bearer token with the right scope (auth.go, writes.go); a write
+// reloads the snapshot before it answers.
 package server
 
 import (
@@ -16,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +44,16 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve drains in-flight requests after
 	// its context ends. 0: 15s.
 	ShutdownTimeout time.Duration
+	// Store serves the writes, tokens and history. nil: those routes
+	// answer 503 and reads still work.
+	Store Store
+	// Scan starts a scan for POST .../scan. nil when this replica does not
+	// index: the route answers 503.
+	Scan ScanFunc
+	// WriteRate and WriteBurst limit writes per token (per second, bucket
+	// size). 0: 5/s, burst 10.
+	WriteRate  float64
+	WriteBurst int
 }
 
 // Server answers HTTP requests from the current snapshot.
@@ -49,6 +64,11 @@ type Server struct {
 	metrics  *metrics
 	cur      atomic.Pointer[view]
 	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
+	limits   *limiters
+	// reloadMu orders reloads: a write reloads before answering while a
+	// notification may reload too, and an older load must never be swapped
+	// in after a newer one.
+	reloadMu sync.Mutex
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -67,7 +87,7 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 15 * time.Second
 	}
-	s := &Server{opts: opts, log: opts.Log}
+	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst)}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)
 	if err != nil {
 		return nil, err
@@ -83,6 +103,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Reload loads a snapshot and swaps it in. On failure the previous snapshot
 // keeps being served and /readyz reports degraded until a reload succeeds.
 func (s *Server) Reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	snap, err := s.opts.Load(ctx)
 	if err == nil && snap == nil {
 		err = fmt.Errorf("%w: load returned no snapshot", resolver.ErrUnavailable)
@@ -181,17 +203,6 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/v1/sources/:source/versions/:version", s.getVersion)
 	e.GET("/api/v1/resolve", s.resolve)
 
-	// Writes are specified (CONTRACT section 3) but need the store, which
-	// the server does not have yet; they answer 503 like a store outage.
-	e.PUT("/api/v1/channels/:name/pin", s.writeUnavailable)
-	e.DELETE("/api/v1/channels/:name/pin", s.writeUnavailable)
-	e.PUT("/api/v1/sources/:source/versions/:version/block", s.writeUnavailable)
-	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.writeUnavailable)
-	e.POST("/api/v1/sources/:source/scan", s.writeUnavailable)
-	e.GET("/api/v1/channels/:name/history", s.writeUnavailable)
+	s.registerWrites(e)
 	return e
-}
-
-func (s *Server) writeUnavailable(c echo.Context) error {
-	return fmt.Errorf("%w: %s %s needs the store, which this server has not got", resolver.ErrUnavailable, c.Request().Method, c.Path())
 }

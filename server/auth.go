@@ -1,0 +1,144 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Scopes a token may carry. admin implies every other one.
+const (
+	ScopePromote = "promote"
+	ScopeScan    = "scan"
+	ScopeAdmin   = "admin"
+)
+
+// Default write rate per token: a person or a pipeline promotes a handful
+// of channels at a time; a loop gone wrong should not rewrite the audit
+// log thousands of times a second.
+const (
+	defaultWriteRate  = 5
+	defaultWriteBurst = 10
+)
+
+// errRateLimited is the server's own addition to the taxonomy: only the
+// write middleware produces it, so it does not belong in resolver.
+var errRateLimited = errors.New("rate limited")
+
+// actorKey is where the auth middleware leaves the token's name for the
+// handler (the audit actor).
+const actorKey = "tidemark.actor"
+
+// allows reports whether a token with scopes may do what needs.
+func allows(scopes []string, need string) bool {
+	if slices.Contains(scopes, ScopeAdmin) || slices.Contains(scopes, need) {
+		return true
+	}
+	// Someone trusted to move channels may also ask for a fresh index.
+	return need == ScopeScan && slices.Contains(scopes, ScopePromote)
+}
+
+// requireScope authenticates the bearer token, rate-limits per token and
+// checks the scope, in that order: the limiter needs the token's name, and
+// a 403 still costs the caller budget so probing scopes is not free.
+// The token itself is never logged or echoed; errors name the token only by
+// the name it was created with.
+func (s *Server) requireScope(need string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if s.opts.Store == nil {
+				return s.writeUnavailable(c)
+			}
+			secret, err := bearer(c.Request())
+			if err != nil {
+				return err
+			}
+			tok, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
+			if err != nil {
+				if errors.Is(err, resolver.ErrNotFound) {
+					// Unknown and revoked tokens look alike from outside.
+					return fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
+				}
+				return fmt.Errorf("authenticate: %w", err)
+			}
+			if wait, ok := s.limits.allow(tok.Name); !ok {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+				return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, tok.Name, float64(s.limits.rate), wait)
+			}
+			if !allows(tok.Scopes, need) {
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, tok.Name, strings.Join(tok.Scopes, ","), need)
+			}
+			c.Set(actorKey, tok.Name)
+			return next(c)
+		}
+	}
+}
+
+// bearer extracts the token from Authorization: Bearer <token>.
+func bearer(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", fmt.Errorf("%w: no token: send Authorization: Bearer <token>", resolver.ErrUnauthorized)
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", fmt.Errorf("%w: Authorization is not \"Bearer <token>\"", resolver.ErrUnauthorized)
+	}
+	return tok, nil
+}
+
+func actor(c echo.Context) string {
+	a, _ := c.Get(actorKey).(string)
+	return a
+}
+
+// limiters is one token bucket per token name. Token names are few (people
+// and pipelines), so the map is never pruned.
+type limiters struct {
+	rate  rate.Limit
+	burst int
+	mu    sync.Mutex
+	m     map[string]*rate.Limiter
+}
+
+func newLimiters(r float64, burst int) *limiters {
+	if r <= 0 {
+		r = defaultWriteRate
+	}
+	if burst <= 0 {
+		burst = defaultWriteBurst
+	}
+	return &limiters{rate: rate.Limit(r), burst: burst, m: make(map[string]*rate.Limiter)}
+}
+
+// allow takes one write from name's bucket; when empty it says how many
+// whole seconds to wait (at least 1, for Retry-After).
+func (l *limiters) allow(name string) (int, bool) {
+	l.mu.Lock()
+	lim, ok := l.m[name]
+	if !ok {
+		lim = rate.NewLimiter(l.rate, l.burst)
+		l.m[name] = lim
+	}
+	l.mu.Unlock()
+	now := time.Now()
+	r := lim.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d == 0 {
+		return 0, true
+	}
+	r.CancelAt(now)
+	return max(1, int(math.Ceil(d.Seconds()))), false
+}

@@ -1,0 +1,339 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+// Store is what the write routes need of the database (*store.Store). Each
+// write runs in one store transaction that also appends its audit event, so
+// a change never lands without its record or the other way round.
+type Store interface {
+	Authenticate(ctx context.Context, token string) (store.Token, error)
+	// Pin and Unpin check ifRevision (-1: no check) against the channel's
+	// revision inside the transaction: ErrConflict when it moved.
+	Pin(ctx context.Context, channel, version, digest, actor, reason string, ifRevision int64) (resolver.ChannelState, error)
+	Unpin(ctx context.Context, channel, actor, reason string, ifRevision int64) (resolver.ChannelState, error)
+	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
+	Unblock(ctx context.Context, source, version, actor, reason string) error
+	History(ctx context.Context, channel string) ([]store.AuditEvent, error)
+}
+
+// ScanFunc starts indexing source in the background and reports whether a
+// scan was already running (which then stands for the one asked). It must
+// not tie the scan to ctx beyond starting it: the request ends at once.
+type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err error)
+
+// maxWriteBody bounds request bodies of writes; theirs are a few fields.
+const maxWriteBody = 64 << 10
+
+// registerWrites adds the release-engineering routes.
+func (s *Server) registerWrites(e *echo.Echo) {
+	promote := s.requireScope(ScopePromote)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, promote)
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, promote)
+	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, promote)
+	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, promote)
+	e.POST("/api/v1/sources/:source/scan", s.scan, s.requireScope(ScopeScan))
+	e.GET("/api/v1/channels/:name/history", s.history)
+}
+
+func (s *Server) writeUnavailable(c echo.Context) error {
+	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, c.Request().Method, c.Path())
+}
+
+// PinRequest is the body of PUT .../pin.
+type PinRequest struct {
+	Version string `json:"version"`
+	Reason  string `json:"reason"`
+	Force   bool   `json:"force"`
+}
+
+// ReasonRequest is the (optional) body of unpin, block and unblock.
+type ReasonRequest struct {
+	Reason string `json:"reason"`
+}
+
+// pin promotes (or rolls back) a channel to a version. The checks are on the
+// snapshot this replica serves; the If-Match check is on the database, in
+// the store's transaction, so it holds across replicas and racing writers.
+func (s *Server) pin(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	ifRev, err := ifMatchRevision(c.Request())
+	if err != nil {
+		return err
+	}
+	var req PinRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	if req.Version == "" {
+		return invalidParam("version", "version is required")
+	}
+	ch := e.ans.Channel
+	// force skips eligibility, never existence: a pin to a version the
+	// registry does not have would hand clients a tag they cannot pull.
+	vv, err := v.snap.Version(ch.Source, req.Version)
+	if err != nil {
+		return badParam("version", err)
+	}
+	if vv.Blocked {
+		// A block is a statement about the image itself (broken, vulnerable);
+		// force is about channel policy. The stronger statement wins: unblock first.
+		return badParam("version", fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, vv.Version, ch.Source, orNone(vv.BlockReason)))
+	}
+	if !req.Force {
+		if _, err := v.snap.Eligible(ch.Name, req.Version); err != nil {
+			return badParam("version", fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err))
+		}
+	}
+	ctx := c.Request().Context()
+	if _, err := s.opts.Store.Pin(ctx, ch.Name, vv.Version.String(), vv.Digest, actor(c), req.Reason, ifRev); err != nil {
+		return fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err)
+	}
+	return s.answerChannel(c, ch.Name, "pinned")
+}
+
+// unpin lets the channel follow its stream again. A channel with a fixed
+// `latest:` in configuration goes back to that version: a database pin
+// overrides the configured one, and unpinning removes only the database pin.
+func (s *Server) unpin(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	ifRev, err := ifMatchRevision(c.Request())
+	if err != nil {
+		return err
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	name := e.ans.Channel.Name
+	if _, err := s.opts.Store.Unpin(c.Request().Context(), name, actor(c), reason, ifRev); err != nil {
+		return fmt.Errorf("unpin %q: %w", name, err)
+	}
+	return s.answerChannel(c, name, "unpinned")
+}
+
+func (s *Server) block(c echo.Context) error   { return s.setBlock(c, true) }
+func (s *Server) unblock(c echo.Context) error { return s.setBlock(c, false) }
+
+// setBlock blocks or unblocks a version given as canonical string or tag;
+// the block is recorded on the canonical version, so it covers every tag
+// that spells it.
+func (s *Server) setBlock(c echo.Context, block bool) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	source := pathParam(c, "source")
+	vv, err := v.snap.Version(source, pathParam(c, "version"))
+	if err != nil {
+		if _, serr := v.snap.SourceInfo(source); serr != nil {
+			return badParam("source", serr)
+		}
+		return badParam("version", err)
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	canonical := vv.Version.String()
+	if block {
+		_, err = s.opts.Store.Block(ctx, source, canonical, actor(c), reason)
+	} else {
+		err = s.opts.Store.Unblock(ctx, source, canonical, actor(c), reason)
+	}
+	if err != nil {
+		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
+	}
+	if err := s.Reload(ctx); err != nil {
+		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
+	}
+	v, err = s.view()
+	if err != nil {
+		return err
+	}
+	after, err := v.snap.Version(source, canonical)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, versionJSON(after))
+}
+
+// answerChannel reloads the snapshot after a committed write so that the
+// answer, and every read after it on this replica, shows the change.
+func (s *Server) answerChannel(c echo.Context, name, done string) error {
+	if err := s.Reload(c.Request().Context()); err != nil {
+		// The write is committed; saying 503 without saying so would invite
+		// a blind retry.
+		return fmt.Errorf("%w: channel %q %s, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, done, err)
+	}
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(name)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", e.etag)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, channelJSON(e))
+}
+
+// ScanJSON is the answer to POST .../scan.
+type ScanStartedJSON struct {
+	Source string `json:"source"`
+	Status string `json:"status"` // started | running
+}
+
+func (s *Server) scan(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	source := pathParam(c, "source")
+	if _, err := v.snap.SourceInfo(source); err != nil {
+		return badParam("source", err)
+	}
+	if s.opts.Scan == nil {
+		return fmt.Errorf("%w: this replica does not index (serve --no-index, or another replica holds the indexer lock); ask the indexing replica", resolver.ErrUnavailable)
+	}
+	// The scan outlives this request by design.
+	running, err := s.opts.Scan(context.WithoutCancel(c.Request().Context()), source)
+	if err != nil {
+		return paramIf("source", resolver.ErrNotFound, fmt.Errorf("scan %q: %w", source, err))
+	}
+	status := "started"
+	if running {
+		status = "running"
+	}
+	return c.JSON(http.StatusAccepted, ScanStartedJSON{Source: source, Status: status})
+}
+
+// AuditEventJSON is one entry of a channel's history.
+type AuditEventJSON struct {
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	From   *string   `json:"from"`
+	To     *string   `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// history reads the audit log from the database rather than the snapshot:
+// it is evidence, and a person asking for it wants the latest word.
+func (s *Server) history(c echo.Context) error {
+	if s.opts.Store == nil {
+		return s.writeUnavailable(c)
+	}
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	events, err := s.opts.Store.History(c.Request().Context(), e.ans.Channel.Name)
+	if err != nil {
+		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
+	}
+	out := make([]AuditEventJSON, 0, len(events))
+	for _, ev := range events {
+		out = append(out, AuditEventJSON{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
+			From: strOrNil(ev.From), To: strOrNil(ev.To), Reason: ev.Reason})
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, out)
+}
+
+// ifMatchRevision reads If-Match as the channel state revision it was
+// issued for (the number an ETag starts with). Absent or "*": -1, no check
+// (last writer wins). The revision alone is compared, not the whole ETag:
+// a scan that moves a following channel's version is not a conflicting
+// write, and replicas that reloaded at different moments agree on revisions.
+func ifMatchRevision(r *http.Request) (int64, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" || h == "*" {
+		return -1, nil
+	}
+	bad := fmt.Errorf("%w: If-Match %q is not an ETag this server issued; GET the channel for a fresh one", resolver.ErrConflict, h)
+	if strings.HasPrefix(h, "W/") || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) || len(h) < 2 {
+		return 0, bad
+	}
+	num, _, _ := strings.Cut(h[1:len(h)-1], "-")
+	rev, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || rev < 0 {
+		return 0, bad
+	}
+	return rev, nil
+}
+
+// decodeBody reads a JSON body into dst. Unknown fields are an error: in a
+// write, a misspelt "force" must not silently mean false.
+func decodeBody(c echo.Context, dst any, required bool) error {
+	r := c.Request()
+	if r.Body == nil || r.ContentLength == 0 {
+		if required {
+			return fmt.Errorf("%w: a JSON body is required", resolver.ErrInvalid)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if errors.Is(err, io.EOF) && !required {
+			return nil
+		}
+		return fmt.Errorf("%w: request body: %s", resolver.ErrInvalid, err.Error())
+	}
+	return nil
+}
+
+// reasonOf takes the reason from the JSON body or, for clients that cannot
+// send a body with DELETE, from ?reason=.
+func reasonOf(c echo.Context) (string, error) {
+	var req ReasonRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return "", err
+	}
+	if req.Reason == "" {
+		req.Reason = c.QueryParam("reason")
+	}
+	return req.Reason, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
+}
