@@ -127,10 +127,22 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	var ix *indexer.Indexer
+	var scan server.ScanFunc
+	if index {
+		// A scan asked over HTTP belongs to the service, not to the request
+		// that asked: it runs under serve's ctx.
+		scan = func(_ context.Context, source string) (bool, error) {
+			running := ix.Status(source).Running
+			return running, ix.Trigger(ctx, source)
+		}
+	}
 	srv, err := server.New(server.Options{
 		ExternalURL: cfg.ExternalURL,
 		Log:         log,
 		Metrics:     reg,
+		Store:       st,
+		Scan:        scan,
 		Load: func(ctx context.Context) (*resolver.Snapshot, error) {
 			data, states, err := st.Load(ctx, sources)
 			if err != nil {
@@ -149,7 +161,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	reload := newReloader(srv, log)
 
-	ix, err := indexer.New(indexer.Options{
+	ix, err = indexer.New(indexer.Options{
 		Sources:    indexerSources(cfg, getenv),
 		Store:      st,
 		Log:        log,
