@@ -13,5 +13,3 @@ func notYet(use, short string) *cobra.Command {
 		return errors.New(use + ": not implemented yet")
 	}}
 }
-
-func newTokenCmd(e *env) *cobra.Command { return notYet("token", "Create, list and revoke API tokens") }

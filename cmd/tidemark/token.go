@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/cmd/internal/config"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func newTokenCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke API tokens",
+		Long: "Manage the bearer tokens the write API accepts. They live in the database\n" +
+			"that serve uses: --config FILE or TIDEMARK_CONFIG, or DATABASE_URL alone.\n" +
+			"Scopes: promote (pin, unpin, block, unblock, scan), scan, admin (everything).",
+	}
+	cmd.AddCommand(newTokenCreateCmd(e), newTokenListCmd(e), newTokenRevokeCmd(e))
+	return cmd
+}
+
+func newTokenCreateCmd(e *env) *cobra.Command {
+	var cf configFlags
+	var name string
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --scope promote|scan|admin",
+		Short: "Create a token and print it, once, alone on stdout",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(name) == "" {
+				return errors.New("token create needs --name: it is the actor in the audit history")
+			}
+			list := splitScopes(scopes)
+			if len(list) == 0 {
+				return fmt.Errorf("token create needs --scope (%s)", strings.Join(store.Scopes, ", "))
+			}
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				tok, err := st.CreateToken(cmd.Context(), name, list)
+				if err != nil {
+					return fmt.Errorf("token create: %w", err)
+				}
+				// Only the token goes to stdout so that $(tidemark token create ...)
+				// captures it; the database keeps only its hash.
+				if _, err := fmt.Fprintln(e.stdout, tok); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "token %q created with scope %s; it is shown this once, store it now\n", name, strings.Join(list, ","))
+				return nil
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "token name, recorded as the actor of its writes (required)")
+	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "promote, scan or admin; repeat or comma-separate (required)")
+	return cmd
+}
+
+func newTokenListCmd(e *env) *cobra.Command {
+	var cf configFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				tokens, err := st.ListTokens(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("token list: %w", err)
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+				for _, t := range tokens {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","),
+						stamp(t.CreatedAt), stamp(t.LastUsed), stamp(t.RevokedAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	return cmd
+}
+
+func newTokenRevokeCmd(e *env) *cobra.Command {
+	var cf configFlags
+	var name string
+	cmd := &cobra.Command{
+		Use:   "revoke (--name NAME | NAME)",
+		Short: "Revoke a token; its name stays taken and its history stays",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if name != "" && name != args[0] {
+					return fmt.Errorf("token revoke: --name %q and %q: give one name", name, args[0])
+				}
+				name = args[0]
+			}
+			if name == "" {
+				return errors.New("token revoke needs a name: tidemark token revoke --name NAME")
+			}
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				if err := st.RevokeToken(cmd.Context(), name); err != nil {
+					return fmt.Errorf("token revoke: %w", err)
+				}
+				fmt.Fprintf(e.stderr, "token %q revoked\n", name)
+				return nil
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "the token's name")
+	return cmd
+}
+
+// withStore opens the database serve would use and runs fn on it. A
+// configuration file is not required: an operator with only DATABASE_URL
+// (a Kubernetes Job, a shell on the database host) can manage tokens too.
+func withStore(ctx context.Context, e *env, cf *configFlags, fn func(*store.Store) error) error {
+	url, err := tokenDatabaseURL(e, cf)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, url, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// registerPath is --config alone: the token commands log nothing worth a
+// --log-format.
+func (f *configFlags) registerPath(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.path, "config", "", "configuration file naming the database (default $TIDEMARK_CONFIG, else $DATABASE_URL)")
+}
+
+func tokenDatabaseURL(e *env, cf *configFlags) (string, error) {
+	path := cf.path
+	if path == "" {
+		path = e.getenv("TIDEMARK_CONFIG")
+	}
+	if path == "" {
+		if u := e.getenv("DATABASE_URL"); u != "" {
+			return u, nil
+		}
+		return "", errors.New("no database: pass --config FILE, or set TIDEMARK_CONFIG or DATABASE_URL")
+	}
+	cfg, err := config.Load(path, e.getenv) // DATABASE_URL, when set, wins inside
+	if err != nil {
+		return "", err
+	}
+	if cfg.DatabaseURL == "" {
+		return "", fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
+	}
+	return cfg.DatabaseURL, nil
+}
+
+// splitScopes accepts --scope promote --scope scan and --scope promote,scan
+// alike, trimmed and without duplicates.
+func splitScopes(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for part := range strings.SplitSeq(s, ",") {
+			part = strings.ToLower(strings.TrimSpace(part))
+			if part != "" && !slices.Contains(out, part) {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
