@@ -38,6 +38,11 @@ func channelJSON(e *channelEntry) ChannelJSON {
 		j.Version = strOrNil(e.version)
 		j.Tag = strOrNil(a.Tag.Name)
 		j.Digest = strOrNil(a.Tag.Digest)
+		// A promotion is of an image, not of a tag name: if the tag has been
+		// re-pointed since, the digest promoted is the one to pull by.
+		if a.State.Pin != "" && a.State.PinDigest != "" {
+			j.Digest = &a.State.PinDigest
+		}
 	}
 	return j
 }

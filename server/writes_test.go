@@ -46,6 +46,20 @@ func TestPromoteRollbackUnpin(t *testing.T) {
 	if tag, ok := sucResolve(t, ts.URL+"/v1-release/channels/v1.33"); !ok || tag != "v1.33.5-k3s1" {
 		t.Errorf("channel URL after pin: %q %v, want v1.33.5-k3s1", tag, ok)
 	}
+	// The tag is re-pointed after the promotion: the channel keeps naming
+	// the image that was promoted, the version shows the re-tag.
+	if err := env.st.SetDigests(context.Background(), "k3s", map[string]string{"v1.33.5-k3s1": tagDigest("rebuilt")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := channel(t, ts, "v1.33"); str(got.Digest) != tagDigest("v1.33.5-k3s1") {
+		t.Errorf("pinned channel digest after a re-tag: %s, want the promoted %s", str(got.Digest), tagDigest("v1.33.5-k3s1"))
+	}
+	if _, body := get(t, ts, "/api/v1/sources/k3s/versions/v1.33.5-k3s1"); !strings.Contains(string(body), `"previous_digest":"`+tagDigest("v1.33.5-k3s1")) {
+		t.Errorf("version after a re-tag: %s", body)
+	}
 
 	res, body = do(t, env, ts, http.MethodDelete, "/api/v1/channels/v1.33/pin?reason=fixed+in+k3s2", "root", "", "If-Match", newTag)
 	if res.StatusCode != http.StatusOK {
