@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -199,6 +200,20 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	}
 	scanTok := c.must("token", "create", "--name", "scanner", "--scope", "scan")
 	bot := c.with("TIDEMARK_TOKEN", strings.TrimSpace(promoteTok))
+
+	// serve --no-index wires the store but no scanner: a scan asked here is
+	// refused with the reason, after the token was checked.
+	req, _ := http.NewRequest(http.MethodPost, c.env["TIDEMARK_SERVER"]+"/api/v1/sources/k3s/scan", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(scanTok))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "does not index") {
+		t.Errorf("scan on serve --no-index: %d %s", res.StatusCode, body)
+	}
 
 	// Without a token, and with one lacking the scope: advice, nothing pinned.
 	code, _, errs := c.run("promote", "v1.33", "v1.33.5+k3s1", "--reason", "rollback")
