@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -11,6 +11,7 @@ import (
 
 func newMigrateCmd(e *env) *cobra.Command {
 	var databaseURL string
+	var cf configFlags
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply database migrations and exit",
@@ -18,13 +19,14 @@ func newMigrateCmd(e *env) *cobra.Command {
 			"replicas start: migrations run under a Postgres advisory lock.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// TODO(config): fall back to database_url from --config once the
-			// config loader lands; the flag and DATABASE_URL win over it.
+			// --database-url, else the database serve would use: the config's
+			// database_url (DATABASE_URL wins inside), else DATABASE_URL alone.
 			if databaseURL == "" {
-				databaseURL = e.getenv("DATABASE_URL")
-			}
-			if databaseURL == "" {
-				return errors.New("migrate: no database: pass --database-url or set DATABASE_URL")
+				u, err := configDatabaseURL(e, &cf)
+				if err != nil {
+					return fmt.Errorf("migrate: %w (or pass --database-url)", err)
+				}
+				databaseURL = u
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, nil))
 			st, err := store.Open(cmd.Context(), databaseURL, log)
@@ -35,6 +37,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			return st.Migrate(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&databaseURL, "database-url", "", "Postgres URL (default $DATABASE_URL)")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "Postgres URL (default: the config's database_url, else $DATABASE_URL)")
+	cf.registerPath(cmd)
 	return cmd
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +14,12 @@ import (
 
 func TestMigrateCommand(t *testing.T) {
 	empty := storetest.EmptyURL(t)
+	fromConfig := storetest.EmptyURL(t)
+	cfgFile := filepath.Join(t.TempDir(), "tidemark.yaml")
+	cfgText := "database_url: " + strconv.Quote(fromConfig) + "\nsources:\n  - {name: s, image: 127.0.0.1:5000/s, scheme: semver, insecure: true}\n"
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	noEnv := func(string) string { return "" }
 	tests := []struct {
 		name     string
@@ -26,7 +35,8 @@ func TestMigrateCommand(t *testing.T) {
 			}
 			return ""
 		}, 0, ""},
-		{"no database named fails", []string{"migrate"}, noEnv, 1, "pass --database-url or set DATABASE_URL"},
+		{"config's database_url migrates", []string{"migrate", "--config", cfgFile}, noEnv, 0, ""},
+		{"no database named fails", []string{"migrate"}, noEnv, 1, "no database: pass --config FILE, or set TIDEMARK_CONFIG or DATABASE_URL (or pass --database-url)"},
 		{"unreachable database fails in one line", []string{"migrate", "--database-url", "postgres://u:pw@127.0.0.1:1/x"}, noEnv, 1, "127.0.0.1:1"},
 	}
 	for _, tt := range tests {

@@ -126,7 +126,7 @@ func newTokenRevokeCmd(e *env) *cobra.Command {
 // configuration file is not required: an operator with only DATABASE_URL
 // (a Kubernetes Job, a shell on the database host) can manage tokens too.
 func withStore(ctx context.Context, e *env, cf *configFlags, fn func(*store.Store) error) error {
-	url, err := tokenDatabaseURL(e, cf)
+	url, err := configDatabaseURL(e, cf)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (f *configFlags) registerPath(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "config", "", "configuration file naming the database (default $TIDEMARK_CONFIG, else $DATABASE_URL)")
 }
 
-func tokenDatabaseURL(e *env, cf *configFlags) (string, error) {
+func configDatabaseURL(e *env, cf *configFlags) (string, error) {
 	path := cf.path
 	if path == "" {
 		path = e.getenv("TIDEMARK_CONFIG")
