@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func TestDemoServesSeededChannels(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	stderr := &syncWriter{b: &strings.Builder{}}
+	stderr := &lockedBuffer{}
 	go func() {
 		getenv := func(k string) string {
 			if k == "DATABASE_URL" {
@@ -90,22 +89,4 @@ func TestDemoServesSeededChannels(t *testing.T) {
 	if answer.Target != "2.9.45" || len(answer.Path) != 1 {
 		t.Errorf("resolve from 2.9.33: got target %q path %v, want 2.9.45 and a one-step path (3.x is another major)", answer.Target, answer.Path)
 	}
-}
-
-// syncWriter lets the test read what the server logs while it logs.
-type syncWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

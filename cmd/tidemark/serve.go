@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,6 +132,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	// Channels can change on SIGHUP; sources need a restart (see reconfigure).
+	var channels atomic.Pointer[[]resolver.Channel]
+	channels.Store(&cfg.Channels)
+
 	var ix *indexer.Indexer
 	var scan server.ScanFunc
 	if index {
@@ -148,7 +157,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 			if err != nil {
 				return nil, err
 			}
-			return resolver.NewSnapshot(cfg.Channels, data, states, time.Now()), nil
+			return resolver.NewSnapshot(*channels.Load(), data, states, time.Now()), nil
 		},
 	})
 	if err != nil {
@@ -173,6 +182,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return err
 	}
 
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -183,6 +196,18 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { reload.run(ctx) })
+	run(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if reconfigure(cfg, &channels, log, getenv) {
+					reload.poke()
+				}
+			}
+		}
+	})
 	// Changes made through other replicas (pins, blocks, their scans) arrive
 	// as notifications; each one reloads the snapshot.
 	run(func() {
@@ -201,6 +226,45 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	wg.Wait()
 	log.Info("tidemark stopped")
 	return err
+}
+
+// reconfigure re-reads the configuration file on SIGHUP and applies its
+// channels: a channel removed from the file stops being served at once (its
+// pins and audit history stay in the database). Sources are the indexer's
+// schedules, credentials and parsers; changing them takes a restart, and the
+// log says so rather than half-applying them. A file with problems changes
+// nothing.
+func reconfigure(running *config.Config, channels *atomic.Pointer[[]resolver.Channel], log *slog.Logger, getenv func(string) string) bool {
+	next, err := config.Load(running.File, getenv)
+	if err != nil {
+		log.Error("configuration reload failed; keeping the running configuration", "err", err)
+		return false
+	}
+	for _, w := range next.Warnings {
+		log.Warn(w)
+	}
+	if sourcesKey(next) != sourcesKey(running) {
+		log.Warn("sources changed in the configuration; restart tidemark to apply them (channels were applied)", "config", next.File)
+	}
+	channels.Store(&next.Channels)
+	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
+	return true
+}
+
+// sourcesKey spells out everything about the sources that a running indexer
+// depends on, so that reconfigure can tell whether they changed.
+func sourcesKey(cfg *config.Config) string {
+	var b strings.Builder
+	for _, s := range cfg.Sources {
+		exclude := ""
+		if s.Exclude != nil {
+			exclude = s.Exclude.String()
+		}
+		fmt.Fprintf(&b, "%s|%s|%s|%s|%v|%s|%v|%d|%v|%s|%s|%s|%v\n", s.Name, s.Image, s.Scheme, s.Build,
+			s.Interval, exclude, s.Insecure, s.Concurrency, s.Timeout, s.Username, s.PasswordFile, s.PasswordEnv, s.Labels)
+	}
+	fmt.Fprintf(&b, "%v", cfg.Registries)
+	return b.String()
 }
 
 func rateLimits(cfg *config.Config) map[string]float64 {
