@@ -65,9 +65,12 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 		return err
 	}
 
+	// A present tag was in the source's last complete listing (or seen later
+	// by a partial one), which a no-change rescan records only as listed_at.
 	rows, err = tx.Query(ctx, `
-		select source, tag, digest, previous_digest, first_seen, last_seen
-		from tags where present and source = any($1)`, names)
+		select t.source, t.tag, t.digest, t.previous_digest, t.first_seen, greatest(t.last_seen, s.listed_at)
+		from tags t join sources s on s.name = t.source
+		where t.present and t.source = any($1)`, names)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,12 +31,21 @@ var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch"
 	"pre_number", "prerelease", "build", "build_meta", "canonical", "stream"}
 
 // ApplyScan writes one scan in one transaction: COPY the tags into a temp
-// table, merge them (new tags, last_seen, present), mark tags absent that a
-// complete listing no longer has (never delete), insert the scan row, and
-// NOTIFY. It returns the recorded scan with its counts.
+// table, merge them (new tags, changed classifications, present), mark tags
+// absent that a complete listing no longer has (never delete), insert the
+// scan row, and NOTIFY. It returns the recorded scan with its counts.
+//
+// A complete listing whose fingerprint (fingerprint.go) equals the source's
+// last complete listing's takes a fast path: it writes only the scan row and
+// the source's listed_at, no tag row. Its NOTIFY payload carries
+// "tags":"unchanged": tags and digests are as they were, only the scan
+// records (last scan, last success) moved on. A present tag's last_seen is
+// therefore greatest(tags.last_seen, sources.listed_at), which is what Load
+// returns (see migrations/002_listing_fingerprint.sql).
 //
 // A failed scan (r.Err set) records its error and touches no tag. An
-// incomplete one adds and refreshes the tags it saw but marks nothing absent.
+// incomplete one adds and refreshes the tags it saw but marks nothing absent,
+// and never takes the fast path (nor lets the next listing take it).
 // The source must have been recorded by SyncSources (else ErrNotFound).
 func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, error) {
 	if r.Source == "" {
@@ -51,18 +62,25 @@ func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, err
 		Source: r.Source, Started: r.Started, Finished: r.Finished,
 		Outcome: "ok", Requests: r.Requests,
 	}
-	var rows [][]any
+	var (
+		rows [][]any
+		fp   []byte
+	)
 	if r.Err != nil {
 		sc.Outcome, sc.Error = "failed", oneLine(r.Err.Error())
 	} else {
 		sc.Complete = r.Complete
 		rows = scanRows(r.Tags)
 		sc.TagsSeen = len(rows)
+		fp = fingerprint(rows)
 	}
 	op := fmt.Sprintf("apply scan of source %q", r.Source)
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		var unchanged bool
 		if r.Err == nil {
-			if err := mergeTags(ctx, tx, r.Source, r.Finished, sc.Complete, rows, &sc); err != nil {
+			var err error
+			unchanged, err = mergeTags(ctx, tx, r.Source, r.Finished, sc.Complete, rows, fp, &sc)
+			if err != nil {
 				return err
 			}
 		}
@@ -74,6 +92,9 @@ func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, err
 		if err != nil {
 			return err
 		}
+		if unchanged {
+			return notify(ctx, tx, payload("scan", r.Source, "tags", "unchanged"))
+		}
 		return notify(ctx, tx, payload("scan", r.Source))
 	})
 	if err != nil {
@@ -82,15 +103,25 @@ func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, err
 	return sc, nil
 }
 
-// mergeTags upserts the listing and, for a complete one, marks the rest absent.
-func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, sc *resolver.Scan) error {
-	var known bool
-	err := tx.QueryRow(ctx, `select exists (select from sources where name = $1 for key share)`, source).Scan(&known)
-	if err != nil {
-		return err
+// mergeTags upserts the listing and, for a complete one, marks the rest
+// absent; unchanged reports that the fast path was taken (nothing merged).
+//
+// The source row is locked FOR NO KEY UPDATE first: it serialises scans of
+// one source (so the fingerprint compared is the one the tags match) and
+// keeps the source from being removed, without blocking blocks' foreign
+// keys (KEY SHARE).
+func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, fp []byte, sc *resolver.Scan) (unchanged bool, err error) {
+	var stored []byte
+	err = tx.QueryRow(ctx, `select listing_fingerprint from sources where name = $1 for no key update`, source).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("%w: source %q: not recorded (SyncSources first)", resolver.ErrNotFound, source)
 	}
-	if !known {
-		return fmt.Errorf("%w: source %q: not recorded (SyncSources first)", resolver.ErrNotFound, source)
+	if err != nil {
+		return false, err
+	}
+	if complete && stored != nil && bytes.Equal(stored, fp) {
+		_, err := tx.Exec(ctx, `update sources set listed_at = greatest(listed_at, $2) where name = $1`, source, seen)
+		return true, err
 	}
 	_, err = tx.Exec(ctx, `
 		create temp table scan_tags (
@@ -98,14 +129,16 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 			pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text
 		) on commit drop`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"scan_tags"}, scanTagColumns, pgx.CopyFromRows(rows)); err != nil {
-		return err
+		return false, err
 	}
+	// Only rows that differ are written: a complete listing moves listed_at
+	// instead of every row's last_seen. A partial listing does not move
+	// listed_at, so it refreshes last_seen of every tag it saw.
 	// xmax = 0 only on rows this statement inserted; that is the cheap,
 	// documented-in-practice way to tell inserts from updates in one pass.
-	// Rows whose fields did not change are still updated for last_seen.
 	err = tx.QueryRow(ctx, `
 		with merged as (
 			insert into tags as t (source, tag, valid, error, major, minor, patch, pre, pre_number,
@@ -119,25 +152,35 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 				pre_number = excluded.pre_number, prerelease = excluded.prerelease,
 				build = excluded.build, build_meta = excluded.build_meta,
 				canonical = excluded.canonical, stream = excluded.stream,
-				last_seen = excluded.last_seen, present = true
+				last_seen = greatest(t.last_seen, excluded.last_seen), present = true
+			where not $3 or (t.valid, t.error, t.major, t.minor, t.patch, t.pre, t.pre_number,
+					t.prerelease, t.build, t.build_meta, t.canonical, t.stream, t.present)
+				is distinct from (excluded.valid, excluded.error, excluded.major, excluded.minor,
+					excluded.patch, excluded.pre, excluded.pre_number, excluded.prerelease,
+					excluded.build, excluded.build_meta, excluded.canonical, excluded.stream, true)
 			returning xmax = 0 as inserted
 		)
-		select count(*) filter (where inserted) from merged`, source, seen).Scan(&sc.TagsNew)
+		select count(*) filter (where inserted) from merged`, source, seen, complete).Scan(&sc.TagsNew)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !complete {
-		return nil
+		// The tags this listing added are in no fingerprint: the next
+		// complete listing must merge, to mark them absent if need be.
+		_, err := tx.Exec(ctx, `update sources set listing_fingerprint = null where name = $1`, source)
+		return false, err
 	}
 	tag, err := tx.Exec(ctx, `
 		update tags t set present = false
 		where t.source = $1 and t.present
 		  and not exists (select 1 from scan_tags s where s.tag = t.tag)`, source)
 	if err != nil {
-		return err
+		return false, err
 	}
 	sc.TagsGone = int(tag.RowsAffected())
-	return nil
+	_, err = tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
+		source, fp, seen)
+	return false, err
 }
 
 // scanRows turns tags into COPY rows, keeping the last of duplicate names
