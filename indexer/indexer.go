@@ -49,6 +49,7 @@ type Store interface {
 	ApplyScan(ctx context.Context, r store.ScanResult) (resolver.Scan, error)
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
+	AddScanRequests(ctx context.Context, scanID int64, n int) error
 	TryIndexerLock(ctx context.Context) (release func(), held bool, err error)
 }
 

@@ -107,6 +107,9 @@ func TestScanIndexesThenRescanMakesNoManifestRequests(t *testing.T) {
 		// ggcr pings an insecure registry over https and http at once.
 		t.Errorf("rescan = %+v; want a new scan, 0 new, 0 gone, 5 requests (2 pings, 3 pages)", again)
 	}
+	if first.Requests != again.Requests+4 {
+		t.Errorf("first scan recorded %d requests, want the rescan's %d plus 4 digest requests", first.Requests, again.Requests)
+	}
 	if changes.Load() != 0 {
 		t.Errorf("OnChange called %d times after a no-change rescan", changes.Load())
 	}

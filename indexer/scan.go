@@ -95,6 +95,14 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	if recheck && derr == nil {
 		src.setProgress(func(*Progress) { src.lastRecheck = time.Now() })
 	}
+	// The scan was recorded before its digest requests were made.
+	if more := int(requests.Load()) - res.Requests; more > 0 {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := ix.store.AddScanRequests(wctx, rec.ID, more); err != nil {
+			log.WarnContext(ctx, "recording digest requests of the scan", "err", err, "requests", more)
+		}
+		cancel()
+	}
 	ix.metrics.scans.WithLabelValues(src.Name, "ok").Inc()
 	ix.metrics.duration.WithLabelValues(src.Name).Observe(time.Since(started).Seconds())
 	ix.metrics.lastOK.WithLabelValues(src.Name).Set(float64(res.Finished.Unix()))

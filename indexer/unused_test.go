@@ -22,6 +22,7 @@ func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) 
 	return nil, errUnused
 }
 func (unusedStore) SetDigests(context.Context, string, map[string]string) error { return errUnused }
+func (unusedStore) AddScanRequests(context.Context, int64, int) error           { return errUnused }
 func (unusedStore) TryIndexerLock(context.Context) (func(), bool, error) {
 	return nil, false, errUnused
 }

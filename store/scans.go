@@ -222,3 +222,28 @@ func payload(kind, source string, kv ...string) string {
 	b, _ := json.Marshal(m)
 	return string(b)
 }
+
+// AddScanRequests adds n registry requests to the record of scan scanID: the
+// ones made after ApplyScan wrote it (digest resolution), so that the record
+// counts the whole scan. It sends no NOTIFY: the count changes no answer
+// about versions, and the next reload shows it. ErrNotFound for an unknown
+// scan, ErrInvalid for n < 0; n == 0 costs nothing.
+func (s *Store) AddScanRequests(ctx context.Context, scanID int64, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: add %d requests to scan %d: negative count", resolver.ErrInvalid, n, scanID)
+	}
+	if n == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("add requests to scan %d", scanID)
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		res, err := tx.Exec(ctx, `update scans set requests = requests + $2 where id = $1`, scanID, n)
+		if err != nil {
+			return err
+		}
+		if res.RowsAffected() == 0 {
+			return fmt.Errorf("%w: scan %d", resolver.ErrNotFound, scanID)
+		}
+		return nil
+	})
+}

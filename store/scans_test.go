@@ -183,3 +183,39 @@ func TestSetDigestsRecordsRetag(t *testing.T) {
 		t.Errorf("digests (-want +got):\n%s", diff)
 	}
 }
+
+func TestAddScanRequestsCountsDigestRequests(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	sc, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("a"), Requests: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{5, 0, 1} {
+		if err := st.AddScanRequests(ctx, sc.ID, n); err != nil {
+			t.Fatalf("add %d: %v", n, err)
+		}
+	}
+	data, _, err := st.Load(ctx, []resolver.Source{source(t, "src")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := data[0].LastScan.Requests; got != 9 {
+		t.Errorf("scan requests = %d, want 3 + 5 + 0 + 1 = 9", got)
+	}
+	for _, tt := range []struct {
+		name string
+		id   int64
+		n    int
+		want error
+	}{
+		{"unknown scan is not found", sc.ID + 100, 1, resolver.ErrNotFound},
+		{"negative count is invalid", sc.ID, -1, resolver.ErrInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := st.AddScanRequests(ctx, tt.id, tt.n); !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
