@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -50,7 +51,7 @@ type Store interface {
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error
-	TryIndexerLock(ctx context.Context) (release func(), held bool, err error)
+	TryIndexerLock(ctx context.Context) (lock *store.IndexerLock, held bool, err error)
 }
 
 // Options configure an Indexer.
@@ -99,7 +100,8 @@ type Indexer struct {
 	retry         retryPolicy
 	lockRetry     time.Duration // how often a standby replica tries the lock
 	progressEvery time.Duration
-	pageSize      int // tags asked per page
+	pageSize      int         // tags asked per page
+	leading       atomic.Bool // holds the indexer lock and runs the schedule
 }
 
 type source struct {
@@ -197,16 +199,17 @@ func New(opts Options) (*Indexer, error) {
 
 // Run indexes until ctx ends. It takes the store's indexer lock, retrying
 // every little while if another replica holds it; once held it scans every
-// source at once and then each on its interval. It returns nil when ctx ends;
-// trouble with the database is logged and retried, never fatal.
+// source at once and then each on its interval. If the lock is lost (its
+// database session ended) it stops the schedule and its running scans at
+// once, since another replica may take over, and goes back to trying. It
+// returns nil when ctx ends; trouble with the database is logged and
+// retried, never fatal.
 func (ix *Indexer) Run(ctx context.Context) error {
 	for {
-		release, held, err := ix.store.TryIndexerLock(ctx)
+		lock, held, err := ix.store.TryIndexerLock(ctx)
 		switch {
 		case ctx.Err() != nil:
-			if held {
-				release()
-			}
+			lock.Release()
 			return nil
 		case err != nil:
 			ix.log.WarnContext(ctx, "indexer lock unavailable; retrying", "err", err, "retry", ix.lockRetry)
@@ -214,8 +217,8 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			ix.log.DebugContext(ctx, "another replica indexes; standing by", "retry", ix.lockRetry)
 		default:
 			ix.log.InfoContext(ctx, "indexer lock taken; indexing", "sources", len(ix.order))
-			err := ix.lead(ctx)
-			release()
+			err := ix.leadWhileHeld(ctx, lock)
+			lock.Release()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -228,6 +231,10 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Leading reports whether this replica holds the indexer lock and runs the
+// schedule.
+func (ix *Indexer) Leading() bool { return ix.leading.Load() }
 
 // ScanNow scans source and returns the scan's error. If a scan of source is
 // already running (scheduled or requested), ScanNow does not start another:

@@ -248,7 +248,7 @@ func TestRunScansAtStartOnlyWhenHoldingTheLock(t *testing.T) {
 	ix.metrics = m
 
 	// Another replica holds the lock: nothing is scanned.
-	releaseOther, held, err := st.TryIndexerLock(context.Background())
+	other, held, err := st.TryIndexerLock(context.Background())
 	if err != nil || !held {
 		t.Fatalf("lock: held=%v err=%v", held, err)
 	}
@@ -260,7 +260,7 @@ func TestRunScansAtStartOnlyWhenHoldingTheLock(t *testing.T) {
 		t.Fatal("a standby replica scanned")
 	}
 	// The holder goes away: this one takes over and scans at once.
-	releaseOther()
+	other.Release()
 	deadline := time.Now().Add(10 * time.Second)
 	for indexed(t, st, ix).LastOK == nil || ix.Status("app").Running {
 		if time.Now().After(deadline) {

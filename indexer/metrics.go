@@ -15,6 +15,7 @@ type metrics struct {
 	requests *prometheus.CounterVec   // registry, code
 	lastOK   *prometheus.GaugeVec     // source
 	tags     *prometheus.GaugeVec     // source, state
+	leader   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,11 +42,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "tags",
 			Help: "Tags in the last complete listing by state (valid, unparsed, pending_digest).",
 		}, []string{"source", "state"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "leader",
+			Help: "1 while this replica holds the indexer lock and runs the schedule, else 0.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.scans, m.duration, m.requests, m.lastOK, m.tags} {
+	for _, c := range []prometheus.Collector{m.scans, m.duration, m.requests, m.lastOK, m.tags, m.leader} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,7 +10,35 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
 )
+
+// errLockLost ends leading when the indexer lock's session ended.
+var errLockLost = errors.New("indexer lock lost (its database session ended); another replica may index now")
+
+// leadWhileHeld leads until ctx ends or the lock is lost, whichever is first.
+func (ix *Indexer) leadWhileHeld(ctx context.Context, lock *store.IndexerLock) error {
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel(errLockLost)
+		case <-lctx.Done():
+		}
+	}()
+	ix.leading.Store(true)
+	ix.metrics.leader.Set(1)
+	defer func() {
+		ix.leading.Store(false)
+		ix.metrics.leader.Set(0)
+	}()
+	err := ix.lead(lctx)
+	if cause := context.Cause(lctx); errors.Is(cause, errLockLost) {
+		return cause
+	}
+	return err
+}
 
 // lead indexes while this replica holds the lock: one scan of every source at
 // once, then one gocron job per source at its interval, until ctx ends.

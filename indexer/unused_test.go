@@ -23,6 +23,6 @@ func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) 
 }
 func (unusedStore) SetDigests(context.Context, string, map[string]string) error { return errUnused }
 func (unusedStore) AddScanRequests(context.Context, int64, int) error           { return errUnused }
-func (unusedStore) TryIndexerLock(context.Context) (func(), bool, error) {
+func (unusedStore) TryIndexerLock(context.Context) (*store.IndexerLock, bool, error) {
 	return nil, false, errUnused
 }

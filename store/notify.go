@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,47 +60,4 @@ func (s *Store) listenOnce(ctx context.Context, fn func(string), reconnected boo
 		}
 		fn(n.Payload)
 	}
-}
-
-// indexerLockKey is the advisory lock the indexing replica holds.
-const indexerLockKey = int64(0x7469_6465_6d61_726b) // "tidemark"
-
-// TryIndexerLock tries to become the one indexing replica: a session-level
-// advisory lock on a dedicated connection. held reports whether this process
-// holds it; release gives it up (and is safe to call when not held, and more
-// than once). If the holder dies, its connection closes and the lock is free
-// for the next TryIndexerLock.
-func (s *Store) TryIndexerLock(ctx context.Context) (release func(), held bool, err error) {
-	noop := func() {}
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return noop, false, dbErr("indexer lock", err)
-	}
-	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", indexerLockKey).Scan(&held); err != nil {
-		pc.Release()
-		return noop, false, dbErr("indexer lock", err)
-	}
-	if !held {
-		pc.Release()
-		return noop, false, nil
-	}
-	// The connection leaves the pool for good: a lock-holding session must
-	// never be handed to an unrelated query, and closing it is the surest
-	// way to let the lock go.
-	conn := pc.Hijack()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			// Unlock first: closing alone frees the lock only once the
-			// server notices, and the next TryIndexerLock may come sooner.
-			if _, err := conn.Exec(ctx, "select pg_advisory_unlock($1)", indexerLockKey); err != nil {
-				s.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
-			}
-			if err := conn.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				s.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
-			}
-		})
-	}, true, nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // listen starts st.Listen and returns the channel of payloads it delivers.
@@ -90,54 +89,6 @@ func TestListenHearsChangesAndSurvivesLostConnection(t *testing.T) {
 	if m := next(t, got); m["kind"] != "scan" {
 		t.Errorf("after reconnect: %v", m)
 	}
-}
-
-func TestIndexerLockIsExclusiveUntilReleased(t *testing.T) {
-	u := storetest.URL(t)
-	ctx := context.Background()
-	open := func() *store.Store {
-		st, err := store.Open(ctx, u, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
-		return st
-	}
-	a, b := open(), open()
-	relA, held, err := a.TryIndexerLock(ctx)
-	if err != nil || !held {
-		t.Fatalf("first replica: held %v, err %v", held, err)
-	}
-	relB, held, err := b.TryIndexerLock(ctx)
-	if err != nil || held {
-		t.Fatalf("second replica while first holds: held %v, err %v", held, err)
-	}
-	relB() // a no-op, must not panic
-	relA()
-	relA() // twice is fine
-	relB, held, err = b.TryIndexerLock(ctx)
-	if err != nil || !held {
-		t.Fatalf("second replica after release: held %v, err %v", held, err)
-	}
-	// A holder that dies (its session ends) frees the lock.
-	query(t, u, `select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()
-		and database = (select oid from pg_database where datname = current_database())`)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		rel, held, err := a.TryIndexerLock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held {
-			rel()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("lock not freed after its holder's session died")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	relB()
 }
 
 // A write that loses its connection half-way returns ErrUnavailable and

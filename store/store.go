@@ -4,9 +4,10 @@
 // resolver taxonomy (ErrNotFound, ErrConflict, ErrUnavailable, ...), mapped
 // from driver errors in one place (errors.go).
 //
-// One file per entity: sources.go, scans.go (ApplyScan), tags.go, load.go,
-// channels.go (pins, history), blocks.go, tokens.go, notify.go (Listen,
-// NOTIFY, the indexer lock), migrate.go.
+// One file per entity: sources.go, scans.go (ApplyScan; fingerprint.go for
+// its no-change fast path), tags.go, load.go, channels.go (pins, history),
+// blocks.go, tokens.go, notify.go (Listen, NOTIFY), lock.go (the indexer
+// lock), migrate.go.
 package store
 
 import (
@@ -15,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,9 +26,10 @@ import (
 
 // Store is a handle on the database. Safe for concurrent use.
 type Store struct {
-	log  *slog.Logger
-	pool *pgxpool.Pool
-	addr string // host:port, for error messages (never the password)
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	addr     string        // host:port, for error messages (never the password)
+	lockPing time.Duration // how often a held indexer lock's quiet connection is pinged
 }
 
 // Open connects to url and checks the connection. The error is one line that
@@ -51,7 +54,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	return &Store{log: log, pool: pool, addr: addr}, nil
+	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second}, nil
 }
 
 // Close releases the pool.

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// indexerLockKey is the advisory lock the indexing replica holds.
+const indexerLockKey = int64(0x7469_6465_6d61_726b) // "tidemark"
+
+// IndexerLock is the held indexer lock: a session-level advisory lock on a
+// connection of its own. A nil *IndexerLock (not held) is safe to use:
+// Release does nothing and Lost never fires.
+type IndexerLock struct {
+	conn    *pgx.Conn
+	log     *slog.Logger
+	lost    chan struct{}
+	stop    context.CancelFunc
+	stopped chan struct{} // closed when the watcher no longer uses conn
+	once    sync.Once
+}
+
+// TryIndexerLock tries to become the one indexing replica. held reports
+// whether this process now holds the lock; lock is nil when it does not.
+// If the holder dies, its session ends and the lock is free for the next
+// TryIndexerLock; if the holder's session ends under it (database restart,
+// pg_terminate_backend, a network cut), lock.Lost fires, so the holder stops
+// indexing before another replica takes over.
+func (s *Store) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, dbErr("indexer lock", err)
+	}
+	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", indexerLockKey).Scan(&held); err != nil {
+		pc.Release()
+		return nil, false, dbErr("indexer lock", err)
+	}
+	if !held {
+		pc.Release()
+		return nil, false, nil
+	}
+	// The connection leaves the pool for good: a lock-holding session must
+	// never be handed to an unrelated query, and closing it is the surest
+	// way to let the lock go.
+	wctx, stop := context.WithCancel(context.Background())
+	l := &IndexerLock{
+		conn: pc.Hijack(), log: s.log,
+		lost: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
+	}
+	go l.watch(wctx, s.lockPing)
+	return l, true, nil
+}
+
+// Lost is closed when the lock's session ended without Release: the lock may
+// already be someone else's. It is never closed by Release.
+func (l *IndexerLock) Lost() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	return l.lost
+}
+
+// Release gives the lock up. Safe to call more than once, after Lost, and on nil.
+func (l *IndexerLock) Release() {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() {
+		l.stop()
+		<-l.stopped // conn is not safe for concurrent use
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		select {
+		case <-l.lost: // the session is gone, and the lock with it
+		default:
+			// Unlock first: closing alone frees the lock only once the
+			// server notices, and the next TryIndexerLock may come sooner.
+			if _, err := l.conn.Exec(ctx, "select pg_advisory_unlock($1)", indexerLockKey); err != nil {
+				l.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
+			}
+		}
+		if err := l.conn.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			l.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
+		}
+	})
+}
+
+// watch closes lost when the lock's session ends. It blocks reading the
+// connection, so a terminated session (the server sends a FATAL error, or
+// closes the socket) is noticed at once; a connection that merely goes quiet
+// (a network cut sends nothing) is pinged every `every`.
+func (l *IndexerLock) watch(ctx context.Context, every time.Duration) {
+	defer close(l.stopped)
+	for {
+		// A timed-out wait leaves the connection usable: pgx closes a
+		// connection on read errors other than timeouts.
+		wctx, cancel := context.WithTimeout(ctx, every)
+		err := l.conn.PgConn().WaitForNotification(wctx)
+		quiet := wctx.Err() != nil
+		cancel()
+		if ctx.Err() != nil {
+			return // released
+		}
+		if err == nil {
+			continue // a notification; nothing LISTENs here, but it is harmless
+		}
+		if quiet {
+			pctx, cancel := context.WithTimeout(ctx, every)
+			err = l.conn.Ping(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				continue
+			}
+		}
+		l.log.Warn("indexer lock lost: its database session ended", "err", dbErr("indexer lock", err))
+		close(l.lost)
+		return
+	}
+}
