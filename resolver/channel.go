@@ -43,44 +43,41 @@ type filter struct {
 	// builds lets juju build-numbered versions through. Semver build numbers
 	// are release revisions and always pass.
 	builds bool
+	cons   *constraint // ch.Constraint compiled; nil: none
 }
 
+// channelFilter compiles c's constraint (memoized by text). The snapshot
+// keeps one per channel; this is for callers holding only a Channel.
 func channelFilter(c *Channel) filter {
-	return filter{ch: c, stream: c.Stream, builds: c.Builds}
+	return filter{ch: c, stream: c.Stream, builds: c.Builds, cons: channelConstraint(c)}
 }
 
 // ok is the hot path of channel evaluation: cheapest checks first, the
-// regexps last, and no allocation. sv is the version as Masterminds sees it;
-// nil makes ok build it on demand (only when a constraint needs it).
-func (f filter) ok(v *VersionView, sv *semver.Version) bool {
+// regexps last, and no allocation.
+func (f filter) ok(v *VersionView) bool {
+	return f.base(v) && (f.cons == nil || f.cons.check(&v.Version)) && f.regexps(v)
+}
+
+// base is everything but the constraint and regexps.
+func (f filter) base(v *VersionView) bool {
 	if !v.Valid || v.Blocked || !f.stream.Includes(v.Stream) {
 		return false
 	}
-	if !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0 {
-		return false
-	}
+	return f.builds || v.Version.Build == 0 || v.Version.Scheme != SchemeJuju
+}
+
+// regexps go last: a compiled constraint costs nanoseconds, a regexp a
+// hundred.
+func (f filter) regexps(v *VersionView) bool {
 	c := f.ch
-	if c == nil {
+	if c == nil || c.Include == nil && c.Exclude == nil {
 		return true
 	}
 	canon := v.Version.String()
 	if c.Include != nil && !matches(c.Include, canon) {
 		return false
 	}
-	if c.Exclude != nil && matches(c.Exclude, canon) {
-		return false
-	}
-	// The constraint goes last: Masterminds allocates an error for every
-	// version it rejects, which makes it the most expensive check.
-	if c.Constraint != nil {
-		if sv == nil {
-			sv = constraintVersion(v.Version)
-		}
-		if !c.Constraint.Check(sv) {
-			return false
-		}
-	}
-	return true
+	return c.Exclude == nil || !matches(c.Exclude, canon)
 }
 
 // matches is re.MatchString with a cheap rejection first: every match of a
@@ -108,6 +105,10 @@ func (f filter) whyNot(v *VersionView) string {
 	case !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0:
 		return fmt.Sprintf("%s is a development build (build %d); ask for builds or run a build-numbered version", v.Version, v.Version.Build)
 	}
+	if f.cons != nil && !f.cons.check(&v.Version) {
+		// Only channelFilter sets cons, so ch is set.
+		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", v.Version, f.ch.Name, f.ch.ConstraintText)
+	}
 	c := f.ch
 	if c == nil {
 		return ""
@@ -118,8 +119,6 @@ func (f filter) whyNot(v *VersionView) string {
 		return fmt.Sprintf("%s does not match channel %q include %q", canon, c.Name, c.Include)
 	case c.Exclude != nil && c.Exclude.MatchString(canon):
 		return fmt.Sprintf("%s matches channel %q exclude %q", canon, c.Name, c.Exclude)
-	case c.Constraint != nil && !c.Constraint.Check(constraintVersion(v.Version)):
-		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", canon, c.Name, c.ConstraintText)
 	}
 	return ""
 }
@@ -142,15 +141,25 @@ func Pick(c *Channel, versions []VersionView) int {
 }
 
 // pick scans from the top: the answer is usually among the newest versions,
-// so the common case touches a handful of entries. svs, when not nil, holds
-// the precomputed constraint form of each version.
-func pick(f filter, versions []VersionView, svs []*semver.Version) int {
-	for i := len(versions) - 1; i >= 0; i-- {
-		var sv *semver.Version
-		if svs != nil {
-			sv = svs[i]
+// so the common case touches a handful of entries. keys (the index's, or nil)
+// let the constraint answer once per run of builds.
+func pick(f filter, versions []VersionView, keys []conKey) int {
+	if keys == nil {
+		for i := len(versions) - 1; i >= 0; i-- {
+			if f.ok(&versions[i]) {
+				return i
+			}
 		}
-		if f.ok(&versions[i], sv) {
+		return -1
+	}
+	for i := len(versions) - 1; i >= 0; i-- {
+		// The constraint reads only the compact keys; when it rejects a
+		// version it rejects the whole run, so the scan jumps past it.
+		if f.cons != nil && !f.cons.checkC(&keys[i].v) {
+			i = int(keys[i].run)
+			continue
+		}
+		if v := &versions[i]; f.base(v) && f.regexps(v) {
 			return i
 		}
 	}

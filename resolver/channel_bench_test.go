@@ -55,10 +55,11 @@ func BenchmarkChannelResolve(b *testing.B) {
 	idx := s.bySource["k3s-upgrade"]
 	for i := range cases {
 		c := &cases[i]
+		f := channelFilter(c)
 		b.Run("pick/"+c.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				pick(channelFilter(c), idx.versions, idx.svs)
+				pick(f, idx.versions, idx.keys)
 			}
 		})
 	}
@@ -86,5 +87,31 @@ func BenchmarkNewSnapshot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NewSnapshot(channels, []SourceData{d}, nil, testTime)
+	}
+}
+
+// BenchmarkVersions is GET /api/v1/sources/{s}/versions over 10,000 versions:
+// without a constraint, and with constraints a client may send per request
+// (the same string every time, as a hot client or an attacker would).
+func BenchmarkVersions(b *testing.B) {
+	s := benchSnapshot(b, 10000, nil)
+	for _, tc := range []struct {
+		name, constraint string
+		stream           Stream
+	}{
+		{"all", "", Testing},
+		{"released", "", Released},
+		{"tilde-minor", "~1.10", Testing},
+		{"range-or", ">=1.20.0-0 <1.30 || ^1.50.3", Testing},
+		{"rejects-all", ">2", Testing},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Versions("k3s-upgrade", tc.stream, tc.constraint); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -125,7 +125,7 @@ func TestFilterReasonsAgree(t *testing.T) {
 		for i := range idx.tags {
 			v := &idx.tags[i]
 			for fi, f := range filters {
-				ok, why := f.ok(v, nil), f.whyNot(v)
+				ok, why := f.ok(v), f.whyNot(v)
 				if ok != (why == "") {
 					t.Errorf("filter %d on %s %q: ok=%v but whyNot=%q", fi, idx.view.Source.Name, v.Name, ok, why)
 				}

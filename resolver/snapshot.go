@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/Masterminds/semver/v3"
 )
 
 // Snapshot is an immutable, fully indexed view of every source, channel, pin
@@ -21,6 +19,7 @@ type Snapshot struct {
 	sources   []*sourceIndex
 	bySource  map[string]*sourceIndex
 	answers   []ChannelAnswer
+	filters   []filter // answers[i]'s channel, constraint compiled
 	byChannel map[string]int
 }
 
@@ -29,10 +28,8 @@ type sourceIndex struct {
 	view SourceView
 	// versions holds the valid tags, one per canonical version, ascending.
 	versions []VersionView
-	// svs[i] is versions[i] as a Masterminds version, built once so that
-	// constraint checks allocate nothing.
-	svs     []*semver.Version
-	byCanon map[string]int
+	keys     []conKey // keys[i] is versions[i] as constraints see it
+	byCanon  map[string]int
 	// tags holds every present tag, duplicates and unparsed ones included,
 	// so a lookup by raw tag returns exactly that tag (its own digest).
 	tags   []VersionView
@@ -54,8 +51,11 @@ func NewSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 		s.bySource[idx.view.Source.Name] = idx
 	}
 	s.answers = make([]ChannelAnswer, len(channels))
+	s.filters = make([]filter, len(channels))
 	for i := range channels {
 		s.answers[i] = s.answer(&channels[i], states[channels[i].Name])
+		// The filter points at the answer's own copy of the channel.
+		s.filters[i] = channelFilter(&s.answers[i].Channel)
 		s.byChannel[channels[i].Name] = i
 	}
 	return s
@@ -119,11 +119,10 @@ func indexSource(d *SourceData) *sourceIndex {
 	for k, i := range order {
 		idx.versions[k] = idx.tags[i]
 	}
-	idx.svs = make([]*semver.Version, len(idx.versions))
+	idx.keys = conKeys(idx.versions)
 	idx.byCanon = make(map[string]int, len(idx.versions))
 	for i := range idx.versions {
 		v := &idx.versions[i]
-		idx.svs[i] = constraintVersion(v.Version)
 		idx.byCanon[v.Version.String()] = i
 		idx.view.Streams[v.Stream]++
 	}
@@ -208,7 +207,7 @@ func (s *Snapshot) answer(c *Channel, st ChannelState) ChannelAnswer {
 		a.Why = fmt.Sprintf("channel %q follows source %q, which is not configured", c.Name, c.Source)
 		return a
 	}
-	if i := pick(channelFilter(c), idx.versions, idx.svs); i >= 0 {
+	if i := pick(channelFilter(c), idx.versions, idx.keys); i >= 0 {
 		a.Tag = &idx.versions[i].Tag
 	} else {
 		a.Why = fmt.Sprintf("no version of %q is eligible for channel %q", c.Source, c.Name)
@@ -238,12 +237,11 @@ func (s *Snapshot) Eligible(channel, version string) (VersionView, error) {
 	if !ok {
 		return VersionView{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, channel)
 	}
-	c := &s.answers[i].Channel
-	v, err := s.Version(c.Source, version)
+	v, err := s.Version(s.answers[i].Channel.Source, version)
 	if err != nil {
 		return VersionView{}, err
 	}
-	if why := channelFilter(c).whyNot(&v); why != "" {
+	if why := s.filters[i].whyNot(&v); why != "" {
 		return v, fmt.Errorf("%w: %s", ErrUnprocessable, why)
 	}
 	return v, nil
@@ -288,23 +286,41 @@ type VersionView struct {
 // (nested) and a Masterminds constraint ("" for none). ErrNotFound for an
 // unknown source; ErrInvalid for a bad constraint. Blocked versions are listed
 // (marked) so operators can see them.
-func (s *Snapshot) Versions(source string, stream Stream, constraint string) ([]VersionView, error) {
+//
+// It runs per request with a client's constraint, so the constraint comes
+// compiled from a bounded cache, and when every version qualifies the
+// snapshot's own slice is returned (capacity capped, so an append copies).
+func (s *Snapshot) Versions(source string, stream Stream, constraintText string) ([]VersionView, error) {
 	idx, err := s.source(source)
 	if err != nil {
 		return nil, err
 	}
-	var cons *semver.Constraints
-	if constraint != "" {
-		cons, err = semver.NewConstraint(constraint)
+	var cons *constraint
+	if constraintText != "" {
+		cons, err = cachedConstraint(constraintText)
 		if err != nil {
-			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraint, err)
+			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraintText, err)
 		}
 	}
-	out := make([]VersionView, 0, len(idx.versions))
+	m := memo{c: cons}
+	keep := func(i int) bool {
+		return stream.Includes(idx.versions[i].Stream) && (cons == nil || m.check(&idx.keys[i]))
+	}
+	// Count first: the result is often a small part of a large source, and
+	// an exact allocation beats growing (or over-allocating) a copy.
+	n := 0
 	for i := range idx.versions {
-		v := &idx.versions[i]
-		if stream.Includes(v.Stream) && (cons == nil || cons.Check(idx.svs[i])) {
-			out = append(out, *v)
+		if keep(i) {
+			n++
+		}
+	}
+	if n == len(idx.versions) {
+		return idx.versions[:n:n], nil
+	}
+	out := make([]VersionView, 0, n)
+	for i := range idx.versions {
+		if keep(i) {
+			out = append(out, idx.versions[i])
 		}
 	}
 	return out, nil

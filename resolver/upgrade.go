@@ -44,12 +44,13 @@ const noUpgrades = "no upgrades available"
 // a channel pin caps what a channel's followers are offered.
 func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	var chAns *ChannelAnswer
+	chFilter := filter{stream: Released}
 	if q.Channel != "" {
 		i, ok := s.byChannel[q.Channel]
 		if !ok {
 			return Answer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, q.Channel)
 		}
-		chAns = &s.answers[i]
+		chAns, chFilter = &s.answers[i], s.filters[i]
 		switch {
 		case q.Source == "":
 			q.Source = chAns.Channel.Source
@@ -65,12 +66,9 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	r := resolution{cur: cur, idx: idx, ch: chAns, f: filter{stream: Released}}
 	// An explicit stream wins over the channel's; the channel's other
 	// filters still apply.
-	if chAns != nil {
-		r.f = channelFilter(&chAns.Channel)
-	}
+	r := resolution{cur: cur, idx: idx, ch: chAns, f: chFilter}
 	if q.Stream != nil {
 		r.f.stream = *q.Stream
 	}
@@ -172,7 +170,7 @@ func (r *resolution) collect() {
 		// The pin is a deliberate promotion: it is offered even when the
 		// channel's filters would not select it (a forced pin), as the
 		// channel itself serves it.
-		if !isPin && !r.f.ok(v, r.idx.svs[i]) {
+		if !isPin && !r.f.ok(v) {
 			continue
 		}
 		switch {
