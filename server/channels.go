@@ -34,7 +34,7 @@ func (s *Server) releaseChannel(c echo.Context) error {
 		return err
 	}
 	if e.ans.Tag == nil {
-		return fmt.Errorf("%w: channel %q has no eligible version", resolver.ErrNotFound, e.ans.Channel.Name)
+		return noAnswer(e.ans)
 	}
 	req := c.Request()
 	h := c.Response().Header()
@@ -151,4 +151,13 @@ func pathParam(c echo.Context, name string) string {
 		return u
 	}
 	return p
+}
+
+// noAnswer is the 404 of a channel that serves nothing, saying why when the
+// resolver knows (a pin on a blocked or vanished version).
+func noAnswer(a resolver.ChannelAnswer) error {
+	if a.Why != "" {
+		return fmt.Errorf("%w: %s", resolver.ErrNotFound, a.Why)
+	}
+	return fmt.Errorf("%w: channel %q has no eligible version", resolver.ErrNotFound, a.Channel.Name)
 }

@@ -98,6 +98,8 @@ func TestResolveParameters(t *testing.T) {
 		{"unknown parameters are ignored", "source=k3s&current=v1.33.0-k3s1&colour=blue", 200, ""},
 		{"develop is devel", "source=k3s&current=v1.33.0-k3s1&stream=develop&builds=true", 200, ""},
 		{"channel answers", "source=k3s&current=v1.33.0-k3s1&channel=v1.33", 200, ""},
+		{"channel names its source", "current=v1.33.0-k3s1&channel=v1.33", 200, ""},
+		{"unknown channel without source is 404 naming channel", "current=v1.33.0-k3s1&channel=nope", 404, "channel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

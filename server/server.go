@@ -121,6 +121,22 @@ func (s *Server) Reload(ctx context.Context) error {
 	return nil
 }
 
+// Degrade marks the server degraded for a reason found outside a reload
+// (the database stopped answering a health check). Reads keep being served
+// from the snapshot; the next successful Reload clears it.
+func (s *Server) Degrade(reason error) {
+	why := reason.Error()
+	s.degraded.Store(&why)
+}
+
+// Degraded reports why the server is degraded, or "" when it is not.
+func (s *Server) Degraded() string {
+	if why := s.degraded.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
 func (s *Server) swap(snap *resolver.Snapshot) {

@@ -100,8 +100,16 @@ func (s *Server) resolve(c echo.Context) error {
 		Channel: q.Get("channel"),
 		Target:  q.Get("target"),
 	}
+	if query.Source == "" && query.Channel != "" {
+		// A channel names its source; asking for both is allowed but not needed.
+		e, err := v.channel(query.Channel)
+		if err != nil {
+			return badParam("channel", err)
+		}
+		query.Source = e.ans.Channel.Source
+	}
 	if query.Source == "" {
-		return invalidParam("source", "source is required")
+		return invalidParam("source", "source is required (or a channel, which names its source)")
 	}
 	if query.Current == "" {
 		return invalidParam("current", "current is required")

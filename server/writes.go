@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type Store interface {
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
 	History(ctx context.Context, channel string) ([]store.AuditEvent, error)
+	SourceHistory(ctx context.Context, source string) ([]store.AuditEvent, error)
 }
 
 // ScanFunc starts indexing source in the background and reports whether a
@@ -262,10 +264,28 @@ func (s *Server) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	events, err := s.opts.Store.History(c.Request().Context(), e.ans.Channel.Name)
+	ctx := c.Request().Context()
+	events, err := s.opts.Store.History(ctx, e.ans.Channel.Name)
 	if err != nil {
 		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
 	}
+	// Blocks are recorded on the source, but each one can change what this
+	// channel serves, so its history shows them too.
+	sourceEvents, err := s.opts.Store.SourceHistory(ctx, e.ans.Channel.Source)
+	if err != nil {
+		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
+	}
+	for _, ev := range sourceEvents {
+		if ev.Channel == "" && (ev.Action == "block" || ev.Action == "unblock") {
+			events = append(events, ev)
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if !events[i].At.Equal(events[j].At) {
+			return events[i].At.After(events[j].At)
+		}
+		return events[i].ID > events[j].ID
+	})
 	out := make([]AuditEventJSON, 0, len(events))
 	for _, ev := range events {
 		out = append(out, AuditEventJSON{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,

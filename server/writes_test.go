@@ -323,4 +323,18 @@ func TestPinnedVersionBlockedLater(t *testing.T) {
 	if _, ok := sucResolve(t, env.ts.URL+"/v1-release/channels/v1.33"); ok {
 		t.Error("a channel pinned to a blocked version still resolves")
 	}
+	// The 404 says why, so an operator sees the pin to fix.
+	res, body := get(t, env.ts, "/v1-release/channels/v1.33")
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "pinned to v1.33.5+k3s1, which is blocked") {
+		t.Errorf("channel URL of a pin on a blocked version: %d %s; want 404 saying the pin is blocked", res.StatusCode, body)
+	}
+	// The block shows in the channel's history, newest first, after the pin.
+	res, body = get(t, env.ts, "/api/v1/channels/v1.33/history")
+	var events []AuditEventJSON
+	if err := json.Unmarshal(body, &events); err != nil || res.StatusCode != 200 {
+		t.Fatalf("history: %d %s %v", res.StatusCode, body, err)
+	}
+	if len(events) != 2 || events[0].Action != "block" || str(events[0].To) != "v1.33.5+k3s1" || events[1].Action != "pin" {
+		t.Errorf("history %+v, want the block then the pin, newest first", events)
+	}
 }

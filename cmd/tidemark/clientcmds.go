@@ -103,7 +103,8 @@ func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
 	w := e.stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
 	if a.Target == nil {
-		fmt.Fprintf(w, "no upgrades available: %s\n", a.Reason)
+		// The reason already starts "no upgrades available".
+		fmt.Fprintln(w, a.Reason)
 		return
 	}
 	fmt.Fprintln(w, "available versions:")

@@ -96,7 +96,7 @@ func demoTags() map[string][]string {
 		"4.0-beta1", "4.0-beta2", "4.0-rc1", "latest")
 	var k3s []string
 	for _, m := range []struct{ minor, last int }{{30, 14}, {31, 12}, {32, 9}, {33, 6}} {
-		for p := 0; p <= m.last; p += 2 {
+		for p := 0; p < m.last; p += 2 {
 			k3s = append(k3s, fmt.Sprintf("v1.%d.%d-k3s1", m.minor, p))
 		}
 		k3s = append(k3s, fmt.Sprintf("v1.%d.%d-k3s1", m.minor, m.last), fmt.Sprintf("v1.%d.%d-k3s1-amd64", m.minor, m.last))

@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { reload.run(ctx) })
+	run(func() { watchDatabase(ctx, st, srv, log, dbCheckEvery, reload.poke) })
 	run(func() {
 		for {
 			select {
@@ -226,6 +227,41 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	wg.Wait()
 	log.Info("tidemark stopped")
 	return err
+}
+
+// dbCheckEvery is how often serve checks that the database still answers.
+const dbCheckEvery = 5 * time.Second
+
+// watchDatabase pings the database every so often. While it does not
+// answer, /readyz says degraded (reads go on from the snapshot); when it
+// answers again, recovered runs (serve reloads the snapshot, which also
+// clears the degraded state).
+func watchDatabase(ctx context.Context, st *store.Store, srv *server.Server, log *slog.Logger, every time.Duration, recovered func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	down := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := st.Ping(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if !down {
+				log.Error("database unreachable; serving the last snapshot, writes fail", "err", err)
+			}
+			down = true
+			srv.Degrade(err)
+		case down:
+			down = false
+			log.Info("database reachable again; reloading the snapshot")
+			recovered()
+		}
+	}
 }
 
 // reconfigure re-reads the configuration file on SIGHUP and applies its
