@@ -144,7 +144,7 @@ func Pick(c *Channel, versions []VersionView) int {
 // so the common case touches a handful of entries. keys (the index's, or nil)
 // let the constraint answer once per run of builds.
 func pick(f filter, versions []VersionView, keys []conKey) int {
-	if keys == nil {
+	if keys == nil || f.cons == nil {
 		for i := len(versions) - 1; i >= 0; i-- {
 			if f.ok(&versions[i]) {
 				return i
@@ -152,16 +152,10 @@ func pick(f filter, versions []VersionView, keys []conKey) int {
 		}
 		return -1
 	}
-	for i := len(versions) - 1; i >= 0; i-- {
-		// The constraint reads only the compact keys; when it rejects a
-		// version it rejects the whole run, so the scan jumps past it.
-		if f.cons != nil && !f.cons.checkC(&keys[i].v) {
-			i = int(keys[i].run)
-			continue
-		}
-		if v := &versions[i]; f.base(v) && f.regexps(v) {
-			return i
-		}
-	}
-	return -1
+	// The constraint reads only the compact keys and skips what it rejects
+	// by run; the rest of the filter runs on what it accepts.
+	return f.cons.scan(keys, len(versions), func(i int) bool {
+		v := &versions[i]
+		return f.base(v) && f.regexps(v)
+	})
 }

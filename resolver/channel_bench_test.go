@@ -36,12 +36,19 @@ func benchSnapshot(b *testing.B, n int, channels []Channel) *Snapshot {
 func BenchmarkChannelResolve(b *testing.B) {
 	const n = 10000
 	cs := func(name, include, exclude string) Channel { return csChannel(name, include, exclude) }
-	constrained := Channel{Name: "constraint", Source: "k3s-upgrade", Constraint: mustConstraint(b, "~1.10"), ConstraintText: "~1.10"}
+	constrained := func(name, text string) Channel {
+		return Channel{Name: name, Source: "k3s-upgrade", Stream: Testing, Constraint: mustConstraint(b, text), ConstraintText: text}
+	}
+	// The constraint channels all answer from the oldest minor: the scan
+	// covers all 10,000 versions. Prerelease comparators let prereleases
+	// reach the full check instead of the early rejection.
 	cases := []Channel{
 		{Name: "released-newest", Source: "k3s-upgrade"},
 		cs("latest-regexps", `.*`, `(^[^+]+-|v1\.25\.5\+k3s1)`),
 		cs("oldest-minor-regexps", `v1\.10\..*`, `^[^+]+-`),
-		constrained,
+		constrained("constraint", "~1.10"),
+		constrained("constraint-prerelease", ">=1.10.0-0 <1.11.0-0"),
+		constrained("constraint-or-prerelease", "^0.9 || 1.10.x-0 || ~1.10.3-rc1"),
 		cs("nothing-eligible", `v2\.`, ""),
 	}
 	s := benchSnapshot(b, n, cases)

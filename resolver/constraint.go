@@ -74,13 +74,15 @@ func cverOf(v *Version) cver {
 	return cver{uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease}
 }
 
-// conKey is one indexed version's cver and its run: the index of the first
-// of the adjacent versions sharing that cver. Builds and build revisions
+// conKey is one indexed version's cver and two runs it starts or belongs
+// to, as indexes of the run's first version. Builds and build revisions
 // (v1.33.6+k3s1, +k3s2; 2.9.10, 2.9.10.1) share a constraint's answer, so a
-// scan checks each run once.
+// scan checks each run once; and most constraints rule out whole minors, so
+// a scan skips a minor it cannot match (see mayMatchMinor).
 type conKey struct {
-	v   cver
-	run int32
+	v        cver
+	run      int32 // adjacent versions with this cver
+	minorRun int32 // adjacent versions with this major.minor
 }
 
 // conKeys builds the keys for versions (ascending, so equal cvers are
@@ -89,28 +91,41 @@ func conKeys(versions []VersionView) []conKey {
 	keys := make([]conKey, len(versions))
 	for i := range versions {
 		k := &keys[i]
-		k.v, k.run = cverOf(&versions[i].Version), int32(i)
-		if i > 0 && keys[i-1].v == k.v {
-			k.run = keys[i-1].run
+		k.v, k.run, k.minorRun = cverOf(&versions[i].Version), int32(i), int32(i)
+		if i == 0 {
+			continue
+		}
+		p := &keys[i-1]
+		if p.v.major == k.v.major && p.v.minor == k.v.minor {
+			k.minorRun = p.minorRun
+			if p.v == k.v {
+				k.run = p.run
+			}
 		}
 	}
 	return keys
 }
 
-// memo checks runs of versions, remembering the last run's answer; the zero
-// memo knows nothing. Not safe for concurrent use: one per scan.
-type memo struct {
-	c     *constraint
-	run   int32
-	known bool
-	ok    bool
-}
-
-func (m *memo) check(k *conKey) bool {
-	if !m.known || m.run != k.run {
-		m.run, m.known, m.ok = k.run, true, m.c.checkC(&k.v)
+// scan returns the index of the highest version in keys[:end] that c
+// accepts and ok (which sees the index) also accepts, or -1. It checks each
+// run of equal cvers once and skips whole minors c rules out.
+func (c *constraint) scan(keys []conKey, end int, ok func(int) bool) int {
+	minorRun, minorOK := int32(-1), false
+	for i := end - 1; i >= 0; i-- {
+		k := &keys[i]
+		if k.minorRun != minorRun {
+			minorRun, minorOK = k.minorRun, c.mayMatchMinor(k.v.major, k.v.minor)
+		}
+		switch {
+		case !minorOK:
+			i = int(k.minorRun)
+		case !c.checkC(&k.v):
+			i = int(k.run)
+		case ok(i):
+			return i
+		}
 	}
-	return m.ok
+	return -1
 }
 
 // The tokenizing expressions are Masterminds' own (v3.5.0), so both split a
@@ -237,6 +252,100 @@ func (c *constraint) checkC(v *cver) bool {
 		}
 	}
 	return false
+}
+
+// mayMatchMinor is false only when no version major.minor.* (any patch, any
+// prerelease) satisfies c: each comparator's check below, with the facts
+// that hold for the whole minor. It ignores the prerelease gate, so it errs
+// towards true; the tests hold it to checkC.
+func (c *constraint) mayMatchMinor(major, minor uint64) bool {
+	if c.fallback != nil {
+		return true
+	}
+	for gi := range c.groups {
+		g := &c.groups[gi]
+		ok := true
+		for ti := range g.terms {
+			if !g.terms[ti].mayMatchMinor(major, minor) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *conTerm) mayMatchMinor(major, minor uint64) bool {
+	// Within the minor, cmp(v) has sign mm unless mm is 0 (then any sign).
+	mm := 0
+	switch {
+	case major != t.major:
+		mm = cmpU(major, t.major)
+	case minor != t.minor:
+		mm = cmpU(minor, t.minor)
+	}
+	tilde := func() bool {
+		switch {
+		case mm < 0:
+			return false
+		case t.major == 0 && t.minor == 0 && t.patch == 0 && !t.minorDirty && !t.patchDirty:
+			return true
+		case major != t.major:
+			return false
+		}
+		return minor == t.minor || t.minorDirty
+	}
+	switch t.op {
+	case opEq:
+		if t.dirty {
+			return tilde()
+		}
+		return mm == 0
+	case opGt:
+		switch {
+		case !t.dirty:
+			return mm >= 0
+		case major != t.major:
+			return major > t.major
+		case t.minorDirty:
+			return false
+		case t.patchDirty:
+			return minor > t.minor
+		}
+		return mm >= 0
+	case opLt:
+		return mm <= 0
+	case opGe:
+		return mm >= 0
+	case opLe:
+		switch {
+		case !t.dirty:
+			return mm <= 0
+		case major > t.major:
+			return false
+		}
+		return major != t.major || minor <= t.minor || t.minorDirty
+	case opTilde:
+		return tilde()
+	case opCaret:
+		switch {
+		case mm < 0:
+			return false
+		case t.major > 0 || t.minorDirty:
+			return major == t.major
+		case major > 0:
+			return false
+		case t.minor > 0 || t.patchDirty:
+			return minor == t.minor
+		}
+		return minor == 0
+	}
+	// opNe: "!=1.x" rules out a major; otherwise "!=" rules out at most one
+	// patch's versions (and with a prerelease, not even all of those).
+	return !t.minorDirty || major != t.major
 }
 
 // check ports Masterminds' constraint functions, branch for branch.

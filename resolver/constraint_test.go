@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // constraintTable is Masterminds' grammar as channels and clients write it,
@@ -71,6 +73,10 @@ func TestConstraintMatchesMasterminds(t *testing.T) {
 						bad++
 						t.Errorf("includePre=%v %v: got %v, Masterminds %v", includePre, vs[i], got, want)
 					}
+					if v := &vs[i]; c.checkC(v) && !c.mayMatchMinor(v.major, v.minor) && bad < 5 {
+						bad++
+						t.Errorf("includePre=%v %v matches, but mayMatchMinor rules out its minor", includePre, vs[i])
+					}
 				}
 			}
 		})
@@ -129,6 +135,9 @@ func FuzzConstraint(f *testing.F) {
 			for i := range vs {
 				if got, want := c.checkC(&vs[i]), mmCheck(ms, vs[i]); got != want {
 					t.Fatalf("%q includePre=%v on %v: got %v, Masterminds %v (fallback %v)", text, includePre, vs[i], got, want, c.fallback != nil)
+				}
+				if v := &vs[i]; c.checkC(v) && !c.mayMatchMinor(v.major, v.minor) {
+					t.Fatalf("%q includePre=%v: %v matches, but mayMatchMinor rules out its minor", text, includePre, vs[i])
 				}
 			}
 		}
@@ -257,6 +266,38 @@ func TestPickMatchesMasterminds(t *testing.T) {
 				}
 				if got := pick(f, idx.versions, nil); got != want {
 					t.Errorf("%s %q on %s: pick %d, Masterminds %d", idx.view.Source.Name, text, stream, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestVersionsMatchMasterminds: the skipping scans Versions uses list
+// exactly what Masterminds accepts.
+func TestVersionsMatchMasterminds(t *testing.T) {
+	k3s := sourceData(t, "k3s-upgrade", mustParser(t, SchemeSemver, `k3s(\d+)`), benchK3sTags(600))
+	s := NewSnapshot(nil, []SourceData{jujuData(t), k3s}, nil, testTime)
+	texts := append([]string{"~1.10", ">=1.12.0-0 <1.13", "1.10.x || 1.11.0-rc2", "2.9.x-0 || >3.0.0-beta1"}, constraintTable...)
+	for _, src := range []string{"jujud-operator", "k3s-upgrade"} {
+		all, err := s.Versions(src, Testing, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range texts {
+			for _, stream := range []Stream{Released, Testing} {
+				ms := mustConstraint(t, text)
+				var want []string
+				for i := range all {
+					if stream.Includes(all[i].Stream) && ms.Check(constraintVersion(all[i].Version)) {
+						want = append(want, all[i].Version.String())
+					}
+				}
+				got, err := s.Versions(src, stream, text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, canons(got), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s %q on %s (-Masterminds +got):\n%s", src, text, stream, diff)
 				}
 			}
 		}

@@ -302,26 +302,42 @@ func (s *Snapshot) Versions(source string, stream Stream, constraintText string)
 			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraintText, err)
 		}
 	}
-	m := memo{c: cons}
-	keep := func(i int) bool {
-		return stream.Includes(idx.versions[i].Stream) && (cons == nil || m.check(&idx.keys[i]))
+	inStream := func(i int) bool { return stream.Includes(idx.versions[i].Stream) }
+	if cons == nil {
+		n := 0
+		for i := range idx.versions {
+			if inStream(i) {
+				n++
+			}
+		}
+		if n == len(idx.versions) {
+			return idx.versions[:n:n], nil
+		}
+		out := make([]VersionView, 0, n)
+		for i := range idx.versions {
+			if inStream(i) {
+				out = append(out, idx.versions[i])
+			}
+		}
+		return out, nil
 	}
 	// Count first: the result is often a small part of a large source, and
-	// an exact allocation beats growing (or over-allocating) a copy.
+	// an exact allocation beats growing (or over-allocating) a copy. The
+	// scans go downwards, so the copy fills from the end.
 	n := 0
-	for i := range idx.versions {
-		if keep(i) {
-			n++
+	for i := len(idx.versions); ; n++ {
+		if i = cons.scan(idx.keys, i, inStream); i < 0 {
+			break
 		}
 	}
 	if n == len(idx.versions) {
 		return idx.versions[:n:n], nil
 	}
-	out := make([]VersionView, 0, n)
-	for i := range idx.versions {
-		if keep(i) {
-			out = append(out, idx.versions[i])
-		}
+	out := make([]VersionView, n)
+	for i, j := len(idx.versions), n; j > 0; {
+		i = cons.scan(idx.keys, i, inStream)
+		j--
+		out[j] = idx.versions[i]
 	}
 	return out, nil
 }
