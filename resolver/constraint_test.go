@@ -327,3 +327,24 @@ func TestConstraintPathsAllocateNothing(t *testing.T) {
 		})
 	}
 }
+
+// Requests compile and read constraints concurrently (run with -race).
+func TestConstraintCacheConcurrent(t *testing.T) {
+	s := testSnapshot(t, nil, nil)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				text := fmt.Sprintf("~1.%d || >=%d.0", i%40, g)
+				if _, err := s.Versions("k3s-upgrade", Testing, text); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}

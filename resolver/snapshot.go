@@ -53,9 +53,11 @@ func NewSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]filter, len(channels))
 	for i := range channels {
-		s.answers[i] = s.answer(&channels[i], states[channels[i].Name])
-		// The filter points at the answer's own copy of the channel.
-		s.filters[i] = channelFilter(&s.answers[i].Channel)
+		f := channelFilter(&channels[i])
+		s.answers[i] = s.answer(&channels[i], states[channels[i].Name], f)
+		// Keep the filter pointing at the snapshot's own copy of the channel.
+		f.ch = &s.answers[i].Channel
+		s.filters[i] = f
 		s.byChannel[channels[i].Name] = i
 	}
 	return s
@@ -179,7 +181,7 @@ type ChannelAnswer struct {
 // every client to a version nobody promoted — the surprise upgrade that
 // juju bug 1455260 describes. A 404 keeps clients where they are and makes
 // the conflict visible, so a person re-pins or unblocks.
-func (s *Snapshot) answer(c *Channel, st ChannelState) ChannelAnswer {
+func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 	a := ChannelAnswer{Channel: *c, State: st}
 	idx := s.bySource[c.Source]
 	pin := st.Pin
@@ -207,7 +209,7 @@ func (s *Snapshot) answer(c *Channel, st ChannelState) ChannelAnswer {
 		a.Why = fmt.Sprintf("channel %q follows source %q, which is not configured", c.Name, c.Source)
 		return a
 	}
-	if i := pick(channelFilter(c), idx.versions, idx.keys); i >= 0 {
+	if i := pick(f, idx.versions, idx.keys); i >= 0 {
 		a.Tag = &idx.versions[i].Tag
 	} else {
 		a.Why = fmt.Sprintf("no version of %q is eligible for channel %q", c.Source, c.Name)
