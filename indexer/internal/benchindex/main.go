@@ -140,13 +140,20 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 		return fmt.Errorf("first scan resolved %d digests, want %d", p.Digests, n)
 	}
 
+	// Best of 3, like crane ls: on a shared machine one run measures the
+	// neighbours as much as the rescan.
 	counter.n.Store(0)
-	start = time.Now()
-	if err := ix.ScanNow(ctx, "app"); err != nil {
-		return err
+	var rescan time.Duration
+	var rescanReqs int
+	for range 3 {
+		start = time.Now()
+		if err := ix.ScanNow(ctx, "app"); err != nil {
+			return err
+		}
+		if d := time.Since(start); rescan == 0 || d < rescan {
+			rescan, rescanReqs = d, ix.Status("app").Requests
+		}
 	}
-	rescan := time.Since(start)
-	rescanReqs := ix.Status("app").Requests
 	rescanManifests := counter.n.Load()
 	peak := peakRSS()
 
@@ -156,7 +163,7 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 	fmt.Printf("%-36s %12s   %d rows into a temp table\n", "COPY of the rows", ms(copyTime), n)
 	fmt.Printf("%-36s %12s   %.2fx (crane ls + COPY); goal <= 4x\n", "first index to servable", ms(toServable), ratio(toServable, base))
 	fmt.Printf("%-36s %12s   %d manifest requests, concurrency %d\n", "first index, digests complete", ms(digests), firstManifests, conc)
-	fmt.Printf("%-36s %12s   %.2fx crane ls; goal <= 1.5x; %d requests, %d manifest (goal 0)\n", "no-change rescan", ms(rescan), ratio(rescan, craneLs), rescanReqs, rescanManifests)
+	fmt.Printf("%-36s %12s   %.2fx crane ls; goal <= 1.5x; %d requests, %d manifest in 3 runs (goal 0)\n", "no-change rescan (best of 3)", ms(rescan), ratio(rescan, craneLs), rescanReqs, rescanManifests)
 	fmt.Printf("%-36s %10.1f MB   goal < 150 MB (VmHWM while indexing, includes the Go runtime)\n", "peak RSS", float64(peak)/(1<<20))
 	return nil
 }
