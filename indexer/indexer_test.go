@@ -93,6 +93,9 @@ func TestScanIndexesThenRescanMakesNoManifestRequests(t *testing.T) {
 	if changes.Load() == 0 {
 		t.Error("OnChange not called after a scan that found tags")
 	}
+	if p := value(t, ix.metrics.tags.WithLabelValues("app", "pending_digest")); p != 0 {
+		t.Errorf("pending_digest = %v after every digest was recorded, want 0", p)
+	}
 
 	reg.manifests.Store(0)
 	changes.Store(0)

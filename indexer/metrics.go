@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"source"}),
 		tags: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "tags",
-			Help: "Tags in the last complete listing by state (valid, unparsed, pending_digest).",
+			Help: "Tags in the last complete listing by state (valid, unparsed), and tags whose digest is still to be resolved (pending_digest, lowered as digests are recorded).",
 		}, []string{"source", "state"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "leader",

@@ -117,7 +117,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) (rt http.RoundTripper, tags []string, err error) {
 	rt, err = ix.authTransport(ctx, src, n)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
 	}
 	l := &lister{
 		client:   &http.Client{Transport: rt},
@@ -126,7 +126,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		progress: ix.listProgress(ctx, log, src, n),
 	}
 	tags, err = l.list(ctx)
-	return rt, tags, err
+	return rt, tags, explainUnreachable(src.repo.RegistryStr(), err)
 }
 
 // authTransport builds the scan's transport: counting, rate limit and retry
@@ -175,7 +175,8 @@ func (a *basicAuth) Authorization() (*authn.AuthConfig, error) {
 // resolveDigests HEADs the manifest of every tag in due and records the
 // digests. A no-change rescan has none due and makes no request.
 func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *source, rt http.RoundTripper, due []string, n *atomic.Int64) error {
-	ix.metrics.tags.WithLabelValues(src.Name, "pending_digest").Set(float64(len(due)))
+	pending := ix.metrics.tags.WithLabelValues(src.Name, "pending_digest")
+	pending.Set(float64(len(due)))
 	src.setProgress(func(p *Progress) { p.Phase, p.DigestsDue = "digests", len(due) })
 	if len(due) == 0 {
 		return nil
@@ -206,6 +207,7 @@ func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *so
 		if err := ix.store.SetDigests(ctx, src.Name, batch); err != nil {
 			return fmt.Errorf("recording %d digests: %w", len(batch), err)
 		}
+		pending.Sub(float64(len(batch)))
 		batch = map[string]string{}
 		ix.changed(src.Name)
 		return nil
