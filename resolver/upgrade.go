@@ -96,8 +96,8 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 		newest = r.cands[n-1]
 	}
 	a.Path = r.path(newest)
-	if t := r.newestIn(cur.Minor + 1); t != nil {
-		a.Target = &t.Tag
+	if next := r.nextMinor(cur.Minor); next >= 0 && r.newestIn(next) != nil {
+		a.Target = &r.newestIn(next).Tag
 	} else if t := r.newestIn(cur.Minor); t != nil {
 		a.Target = &t.Tag
 	}
@@ -139,6 +139,23 @@ type resolution struct {
 	otherMajor *VersionView
 	// abovePin is set when an eligible version exists above the channel pin.
 	abovePin bool
+	// minors are the minors of the current major above the current one that
+	// have any version at all (any stream, blocked or filtered out),
+	// ascending. A minor that never shipped is not one a client could pass
+	// through, so stepping over it is not a skip; stepping over one that
+	// exists is, even when none of its versions is eligible (Kubernetes
+	// refuses it; a release-candidate-only minor still gets its release).
+	minors []int
+}
+
+// nextMinor is the first existing minor above m, or -1.
+func (r *resolution) nextMinor(m int) int {
+	for _, n := range r.minors {
+		if n > m {
+			return n
+		}
+	}
+	return -1
 }
 
 // pinned is the version a pinned channel serves; ok reports whether the
@@ -170,6 +187,10 @@ func (r *resolution) collect() {
 		// The pin is a deliberate promotion: it is offered even when the
 		// channel's filters would not select it (a forced pin), as the
 		// channel itself serves it.
+		if v.Valid && v.Version.Major == r.cur.Major && v.Version.Minor > r.cur.Minor &&
+			(len(r.minors) == 0 || r.minors[len(r.minors)-1] != v.Version.Minor) {
+			r.minors = append(r.minors, v.Version.Minor)
+		}
 		if !isPin && !r.f.ok(v) {
 			continue
 		}
@@ -199,15 +220,15 @@ func (r *resolution) newestIn(m int) *VersionView {
 	return nil
 }
 
-// path is one newest candidate per minor, ascending, from the current minor
-// up to upto's minor, upto itself ending it. It stops at a minor with no
-// candidate: a path may not skip a minor.
+// path is one newest candidate per existing minor, ascending, from the
+// current minor up to upto's minor, upto itself ending it. It stops at an
+// existing minor with no candidate: a path may not skip a minor.
 func (r *resolution) path(upto *VersionView) []Tag {
 	if upto == nil {
 		return nil
 	}
 	var p []Tag
-	for m := r.cur.Minor; m < upto.Version.Minor; m++ {
+	for m := r.cur.Minor; m >= 0 && m < upto.Version.Minor; m = r.nextMinor(m) {
 		v := r.newestBelow(m, upto)
 		if v == nil {
 			if m == r.cur.Minor {
@@ -257,9 +278,9 @@ func (r *resolution) explicit(target string) (*VersionView, error) {
 			return nil, fmt.Errorf("%w: target %s is not eligible: %s", ErrUnprocessable, tv, why)
 		}
 	}
-	if tv.Minor > cur.Minor+1 {
-		next := fmt.Sprintf("%d.%d", cur.Major, cur.Minor+1)
-		if n := r.newestIn(cur.Minor + 1); n != nil {
+	if nm := r.nextMinor(cur.Minor); nm >= 0 && tv.Minor > nm {
+		next := fmt.Sprintf("%d.%d", cur.Major, nm)
+		if n := r.newestIn(nm); n != nil {
 			return nil, fmt.Errorf("%w: target %s would skip minor %s; upgrade to %s first", ErrUnprocessable, tv, next, n.Version)
 		}
 		return nil, fmt.Errorf("%w: target %s would skip minor %s, which has no eligible %s version yet", ErrUnprocessable, tv, next, r.f.stream)
@@ -287,7 +308,7 @@ func (r *resolution) reason(target *Tag, path []Tag) string {
 	}
 	if n := len(r.cands); n > 0 {
 		if newest := r.cands[n-1].Version; len(path) == 0 || path[len(path)-1].Version.String() != newest.String() {
-			notes = append(notes, fmt.Sprintf("%s is not offered because minor %d.%d has no eligible version to pass through", minorOf(newest), r.cur.Major, missingMinor(r.cur, path)))
+			notes = append(notes, fmt.Sprintf("%s is not offered because minor %d.%d has no eligible version to pass through", minorOf(newest), r.cur.Major, r.missingMinor(path)))
 		}
 	}
 	if r.abovePin {
@@ -305,12 +326,13 @@ func (r *resolution) reason(target *Tag, path []Tag) string {
 	return strings.Join(notes, "; ")
 }
 
-// missingMinor is the first minor the path could not reach.
-func missingMinor(cur Version, path []Tag) int {
-	if len(path) == 0 {
-		return cur.Minor + 1
+// missingMinor is the first existing minor the path could not reach.
+func (r *resolution) missingMinor(path []Tag) int {
+	last := r.cur.Minor
+	if len(path) > 0 {
+		last = path[len(path)-1].Version.Minor
 	}
-	return path[len(path)-1].Version.Minor + 1
+	return r.nextMinor(last)
 }
 
 func minorOf(v Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }

@@ -119,7 +119,7 @@ func TestResolve(t *testing.T) {
 			if diff := cmp.Diff(outcome{tc.wantTarget, tc.wantPath}, outcome{canon(a.Target), tagCanons(a.Path)}); diff != "" {
 				t.Errorf("answer (-want +got):\n%s", diff)
 			}
-			checkAnswerInvariants(t, a)
+			checkAnswerInvariants(t, s, a)
 			views[tc.name] = answerView{
 				Current: a.Current.String(), Stream: a.Stream.String(), Available: tagCanons(a.Available),
 				Target: canon(a.Target), Path: tagCanons(a.Path), Reason: a.Reason,
@@ -130,18 +130,40 @@ func TestResolve(t *testing.T) {
 }
 
 // checkAnswerInvariants holds for every answer: never a downgrade, never
-// another major, the path ascending one minor at a time, the target on it,
+// another major, the path ascending without stepping over a minor that has
+// versions, the target on it,
 // and the contract's reason when there is nothing newer.
-func checkAnswerInvariants(t *testing.T, a Answer) {
+func checkAnswerInvariants(t *testing.T, s *Snapshot, a Answer) {
 	t.Helper()
 	for _, v := range a.Available {
 		if Compare(v.Version, a.Current) <= 0 || v.Version.Major != a.Current.Major {
 			t.Errorf("available %s: not newer than %s or another major", v.Version, a.Current)
 		}
 	}
+	// skipped is the first minor of the source's versions strictly between
+	// two versions of the current major: one a client would step over.
+	all, err := s.Versions(a.Source, Testing, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := func(from, to Version) (int, bool) {
+		for _, v := range all {
+			if v.Version.Major == from.Major && v.Version.Minor > from.Minor && v.Version.Minor < to.Minor {
+				return v.Version.Minor, true
+			}
+		}
+		return 0, false
+	}
 	for i := range a.Path {
-		if i > 0 && a.Path[i].Version.Minor != a.Path[i-1].Version.Minor+1 {
-			t.Errorf("path %v: %s does not follow %s by one minor", tagCanons(a.Path), a.Path[i].Version, a.Path[i-1].Version)
+		if i == 0 {
+			continue
+		}
+		prev, cur := a.Path[i-1].Version, a.Path[i].Version
+		if cur.Minor <= prev.Minor {
+			t.Errorf("path %v: %s does not follow %s with a newer minor", tagCanons(a.Path), cur, prev)
+		}
+		if m, ok := skipped(prev, cur); ok {
+			t.Errorf("path %v: %s to %s steps over minor %d, which has versions", tagCanons(a.Path), prev, cur, m)
 		}
 	}
 	if a.Target == nil {
@@ -153,8 +175,8 @@ func checkAnswerInvariants(t *testing.T, a Answer) {
 		}
 		return
 	}
-	if a.Target.Version.Minor > a.Current.Minor+1 {
-		t.Errorf("target %s skips a minor from %s", a.Target.Version, a.Current)
+	if m, ok := skipped(a.Current, a.Target.Version); ok {
+		t.Errorf("target %s skips minor %d from %s", a.Target.Version, m, a.Current)
 	}
 	onPath := false
 	for _, p := range a.Path {
@@ -162,5 +184,50 @@ func checkAnswerInvariants(t *testing.T, a Answer) {
 	}
 	if !onPath {
 		t.Errorf("target %s not on path %v", a.Target.Version, tagCanons(a.Path))
+	}
+}
+
+// TestResolveStepsOverMinorsThatNeverShipped: a minor with no version at all
+// (juju never shipped 3.2 or 3.3 here) is not a skip; a minor that exists,
+// even only as a beta, is one a client must pass through.
+func TestResolveStepsOverMinorsThatNeverShipped(t *testing.T) {
+	p := mustParser(t, SchemeJuju, "")
+	gap := NewSnapshot(nil, []SourceData{sourceData(t, "juju", p, []string{"3.1.0", "3.1.8", "3.4.0", "3.4.6", "3.5.5", "4.0.0"})}, nil, testTime)
+	withBeta := NewSnapshot(nil, []SourceData{sourceData(t, "juju", p, []string{"3.1.8", "3.2-beta1", "3.4.6"})}, nil, testTime)
+	cases := []struct {
+		name       string
+		snap       *Snapshot
+		q          Query
+		wantTarget string
+		wantPath   []string
+		wantErr    error
+	}{
+		{name: "3.1 goes to 3.4 when 3.2 and 3.3 never shipped", snap: gap, q: Query{Source: "juju", Current: "3.1.8"},
+			wantTarget: "3.4.6", wantPath: []string{"3.4.6", "3.5.5"}},
+		{name: "asking for 3.4 from 3.1 is not a skip", snap: gap, q: Query{Source: "juju", Current: "3.1.0", Target: "3.4.0"},
+			wantTarget: "3.4.0", wantPath: []string{"3.1.8", "3.4.0"}},
+		{name: "asking for 3.5 from 3.1 skips 3.4", snap: gap, q: Query{Source: "juju", Current: "3.1.8", Target: "3.5.5"}, wantErr: ErrUnprocessable},
+		{name: "a beta-only minor still has to be passed through", snap: withBeta, q: Query{Source: "juju", Current: "3.1.8"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := tc.snap.Resolve(tc.q)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := canon(a.Target); got != tc.wantTarget {
+				t.Errorf("target %q, want %q (reason %q)", got, tc.wantTarget, a.Reason)
+			}
+			if diff := cmp.Diff(tc.wantPath, tagCanons(a.Path)); diff != "" {
+				t.Errorf("path (-want +got):\n%s", diff)
+			}
+			checkAnswerInvariants(t, tc.snap, a)
+		})
 	}
 }
