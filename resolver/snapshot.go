@@ -227,6 +227,17 @@ func (s *Snapshot) Channel(name string) (ChannelAnswer, error) {
 	return s.answers[i], nil
 }
 
+// Unpinned is what channel would serve without its database pin: its
+// configured Latest, else its stream. It is what an unpin moves it to.
+func (s *Snapshot) Unpinned(name string) (ChannelAnswer, error) {
+	i, ok := s.byChannel[name]
+	if !ok {
+		return ChannelAnswer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, name)
+	}
+	c := s.answers[i].Channel
+	return s.answer(&c, ChannelState{}, s.filters[i]), nil
+}
+
 // Channels answers every channel, in configuration order.
 func (s *Snapshot) Channels() []ChannelAnswer { return s.answers }
 

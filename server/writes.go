@@ -25,8 +25,8 @@ type Store interface {
 	Authenticate(ctx context.Context, token string) (store.Token, error)
 	// Pin and Unpin check ifRevision (-1: no check) against the channel's
 	// revision inside the transaction: ErrConflict when it moved.
-	Pin(ctx context.Context, channel, version, digest, actor, reason string, ifRevision int64) (resolver.ChannelState, error)
-	Unpin(ctx context.Context, channel, actor, reason string, ifRevision int64) (resolver.ChannelState, error)
+	Pin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
+	Unpin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
 	History(ctx context.Context, channel string) ([]store.AuditEvent, error)
@@ -95,6 +95,11 @@ func (s *Server) pin(c echo.Context) error {
 	// force skips eligibility, never existence: a pin to a version the
 	// registry does not have would hand clients a tag they cannot pull.
 	vv, err := v.snap.Version(ch.Source, req.Version)
+	if errors.Is(err, resolver.ErrNotFound) {
+		// The body is well-formed; the version it names is not one the
+		// channel could serve: 422, as for an ineligible one.
+		return badParam("version", fmt.Errorf("%w: pin %q: version %q is not indexed in source %q", resolver.ErrUnprocessable, ch.Name, req.Version, ch.Source))
+	}
 	if err != nil {
 		return badParam("version", err)
 	}
@@ -109,7 +114,9 @@ func (s *Server) pin(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	if _, err := s.opts.Store.Pin(ctx, ch.Name, vv.Version.String(), vv.Digest, actor(c), req.Reason, ifRev); err != nil {
+	change := store.Change{Channel: ch.Name, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
+		Reason: req.Reason, IfRevision: ifRev, From: served(e.ans)}
+	if _, err := s.opts.Store.Pin(ctx, change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err)
 	}
 	return s.answerChannel(c, ch.Name, "pinned")
@@ -136,10 +143,24 @@ func (s *Server) unpin(c echo.Context) error {
 		return err
 	}
 	name := e.ans.Channel.Name
-	if _, err := s.opts.Store.Unpin(c.Request().Context(), name, actor(c), reason, ifRev); err != nil {
+	// What the channel serves once the pin is gone, for the audit trail.
+	after, err := v.snap.Unpinned(name)
+	if err != nil {
+		return err
+	}
+	change := store.Change{Channel: name, Actor: actor(c), Reason: reason, IfRevision: ifRev, From: served(e.ans), To: served(after)}
+	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("unpin %q: %w", name, err)
 	}
 	return s.answerChannel(c, name, "unpinned")
+}
+
+// served is the canonical version a channel answer serves, "" for none.
+func served(a resolver.ChannelAnswer) string {
+	if a.Tag == nil {
+		return ""
+	}
+	return a.Tag.Version.String()
 }
 
 func (s *Server) block(c echo.Context) error   { return s.setBlock(c, true) }

@@ -133,14 +133,14 @@ func TestWritesRateLimitedPerToken(t *testing.T) {
 			limited++
 			break
 		}
-		if res.StatusCode != http.StatusNotFound {
+		if res.StatusCode != http.StatusUnprocessableEntity {
 			t.Fatalf("request %d: %d %s", i, res.StatusCode, body)
 		}
 	}
 	if limited == 0 {
 		t.Fatal("20 writes in a burst of 10 at 5/s: none was limited")
 	}
-	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "root", `{"version":"v9.9.9"}`); res.StatusCode != http.StatusNotFound {
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "root", `{"version":"v9.9.9"}`); res.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("another token: %d %s, want its own budget", res.StatusCode, body)
 	}
 	if res, _ := get(t, env.ts, "/api/v1/channels/v1.33"); res.StatusCode != 200 {

@@ -87,8 +87,10 @@ func TestPromoteRollbackUnpin(t *testing.T) {
 		got = append(got, ev{e.Actor, e.Action, str(e.From), str(e.To), e.Reason})
 	}
 	want := []ev{
-		{"root", "unpin", "v1.33.5+k3s1", "<nil>", "fixed in k3s2"},
-		{"ci-promote", "pin", "<nil>", "v1.33.5+k3s1", "regression in 1.33.6"},
+		// from and to are what the channel served: a rollback from the
+		// stream's v1.33.6+k3s2 to v1.33.5+k3s1, and back.
+		{"root", "unpin", "v1.33.5+k3s1", "v1.33.6+k3s2", "fixed in k3s2"},
+		{"ci-promote", "pin", "v1.33.6+k3s2", "v1.33.5+k3s1", "regression in 1.33.6"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("history, newest first (-want +got):\n%s", diff)
@@ -167,9 +169,9 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		{"ineligible version is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.2+k3s2"}`, nil, 422, "v1.34.2+k3s2"},
 		{"pre-release excluded by the channel is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.3-rc1-k3s1"}`, nil, 422, ""},
 		{"blocked version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.4+k3s1","force":true}`, nil, 422, "CVE-2026-0001"},
-		{"unknown version is 404", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1"}`, nil, 404, "v1.33.99+k3s1"},
-		{"unknown version is 404 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1","force":true}`, nil, 404, ""},
-		{"unparsed tag is 404", "PUT", pin, "ci-promote", `{"version":"latest","force":true}`, nil, 404, ""},
+		{"unknown version is 422", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1"}`, nil, 422, "not indexed"},
+		{"unknown version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1","force":true}`, nil, 422, "not indexed"},
+		{"unparsed tag is 422", "PUT", pin, "ci-promote", `{"version":"latest","force":true}`, nil, 422, "not indexed"},
 		{"unknown channel is 404", "PUT", "/api/v1/channels/nope/pin", "ci-promote", `{"version":"v1.33.5+k3s1"}`, nil, 404, "nope"},
 		{"missing version is 400", "PUT", pin, "ci-promote", `{"reason":"x"}`, nil, 400, "version is required"},
 		{"misspelt field is 400", "PUT", pin, "ci-promote", `{"version":"v1.34.2+k3s2","forse":true}`, nil, 400, "forse"},

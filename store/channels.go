@@ -22,59 +22,82 @@ type AuditEvent struct {
 	Action  string // "pin", "unpin", "block", "unblock"
 	Channel string // "" for blocks
 	Source  string // "" for pins
-	From    string // pin: the previous pin ("" when the channel followed its stream)
-	To      string // pin: the new pin; block/unblock: the version
+	From    string // pin/unpin: the version served before (see Change)
+	To      string // pin: the new pin; unpin: the version served after; block/unblock: the version
 	Reason  string
 }
 
-// Pin pins channel to version (canonical) with the digest captured at
-// promotion, records an audit event and notifies, in one transaction.
-// ifRevision is the revision the caller saw (from the ETag); when it is not
-// AnyRevision and the channel has moved on, Pin returns ErrConflict and
-// changes nothing. Whether version exists and is eligible is the caller's
-// (the snapshot's) business.
-func (s *Store) Pin(ctx context.Context, channel, version, digest, actor, reason string, ifRevision int64) (resolver.ChannelState, error) {
-	if channel == "" || version == "" {
-		return resolver.ChannelState{}, fmt.Errorf("%w: pin: channel %q, version %q: both are required", resolver.ErrInvalid, channel, version)
+// Change is one pin or unpin of a channel.
+type Change struct {
+	Channel    string
+	Version    string // Pin: the canonical version; ignored by Unpin
+	Digest     string // Pin: the digest captured at promotion
+	Actor      string // the token's name
+	Reason     string
+	IfRevision int64 // the revision the caller saw (from the ETag); AnyRevision: no check
+	// From and To are the versions the channel served before and serves
+	// after, as the caller's snapshot sees them, so that the audit trail of
+	// a rollback reads "from X to Y" even when the channel was following its
+	// stream. "" when it served nothing. When From is "", the previous pin
+	// is recorded instead; Pin always records Version as To.
+	From, To string
+}
+
+// Pin pins c.Channel to c.Version with the digest captured at promotion,
+// records an audit event and notifies, in one transaction. When
+// c.IfRevision is not AnyRevision and the channel has moved on, Pin returns
+// ErrConflict and changes nothing. Whether the version exists and is
+// eligible is the caller's (the snapshot's) business.
+func (s *Store) Pin(ctx context.Context, c Change) (resolver.ChannelState, error) {
+	if c.Channel == "" || c.Version == "" {
+		return resolver.ChannelState{}, fmt.Errorf("%w: pin: channel %q, version %q: both are required", resolver.ErrInvalid, c.Channel, c.Version)
 	}
 	var st resolver.ChannelState
-	err := s.inTx(ctx, fmt.Sprintf("pin channel %q", channel), func(tx pgx.Tx) error {
-		old, err := lockState(ctx, tx, channel, ifRevision)
+	err := s.inTx(ctx, fmt.Sprintf("pin channel %q", c.Channel), func(tx pgx.Tx) error {
+		old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
 		if err != nil {
 			return err
 		}
-		st, err = setPin(ctx, tx, channel, version, digest, actor)
+		st, err = setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor)
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: actor, Action: "pin", Channel: channel, From: old.Pin, To: version, Reason: reason}); err != nil {
+		from := c.From
+		if from == "" {
+			from = old.Pin
+		}
+		if err := audit(ctx, tx, AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("pin", "", "channel", channel))
+		return notify(ctx, tx, payload("pin", "", "channel", c.Channel))
 	})
 	return st, err
 }
 
-// Unpin lets channel follow its stream again; ErrNotFound when it is not
-// pinned, ErrConflict when ifRevision is stale.
-func (s *Store) Unpin(ctx context.Context, channel, actor, reason string, ifRevision int64) (resolver.ChannelState, error) {
+// Unpin lets c.Channel follow its stream again; ErrNotFound when it is not
+// pinned, ErrConflict when c.IfRevision is stale.
+func (s *Store) Unpin(ctx context.Context, c Change) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
-	err := s.inTx(ctx, fmt.Sprintf("unpin channel %q", channel), func(tx pgx.Tx) error {
-		old, err := lockState(ctx, tx, channel, ifRevision)
+	err := s.inTx(ctx, fmt.Sprintf("unpin channel %q", c.Channel), func(tx pgx.Tx) error {
+		old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
 		if err != nil {
 			return err
 		}
 		if old.Pin == "" {
-			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, channel)
+			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
 		}
-		st, err = setPin(ctx, tx, channel, "", "", "")
+		st, err = setPin(ctx, tx, c.Channel, "", "", "")
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: actor, Action: "unpin", Channel: channel, From: old.Pin, Reason: reason}); err != nil {
+		from := c.From
+		if from == "" {
+			from = old.Pin
+		}
+		if err := audit(ctx, tx, AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("unpin", "", "channel", channel))
+		return notify(ctx, tx, payload("unpin", "", "channel", c.Channel))
 	})
 	return st, err
 }

@@ -27,25 +27,25 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 		wantRev int64
 	}{
 		{"first pin from revision 0", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, "stable", "2.9.1", "sha256:a", "alice", "promote", 0)
+			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.1", Digest: "sha256:a", Actor: "alice", Reason: "promote", IfRevision: 0, From: "2.9.0"})
 		}, nil, "2.9.1", 1},
 		{"stale revision is a conflict", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, "stable", "2.9.2", "sha256:b", "bob", "late", 0)
+			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "late", IfRevision: 0})
 		}, resolver.ErrConflict, "", 0},
 		{"current revision pins", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, "stable", "2.9.2", "sha256:b", "bob", "fix", 1)
+			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "fix", IfRevision: 1})
 		}, nil, "2.9.2", 2},
 		{"any revision pins", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, "stable", "2.9.3", "sha256:c", "carol", "", store.AnyRevision)
+			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.3", Digest: "sha256:c", Actor: "carol", Reason: "", IfRevision: store.AnyRevision})
 		}, nil, "2.9.3", 3},
 		{"unpin", func() (resolver.ChannelState, error) {
-			return st.Unpin(ctx, "stable", "alice", "follow the stream", 3)
+			return st.Unpin(ctx, store.Change{Channel: "stable", Actor: "alice", Reason: "follow the stream", IfRevision: 3, To: "2.9.4"})
 		}, nil, "", 4},
 		{"unpin of an unpinned channel is not found", func() (resolver.ChannelState, error) {
-			return st.Unpin(ctx, "stable", "alice", "", store.AnyRevision)
+			return st.Unpin(ctx, store.Change{Channel: "stable", Actor: "alice", Reason: "", IfRevision: store.AnyRevision})
 		}, resolver.ErrNotFound, "", 0},
 		{"empty version is invalid", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, "stable", "", "", "alice", "", store.AnyRevision)
+			return st.Pin(ctx, store.Change{Channel: "stable", Version: "", Digest: "", Actor: "alice", Reason: "", IfRevision: store.AnyRevision})
 		}, resolver.ErrInvalid, "", 0},
 	}
 	for _, s := range steps {
@@ -78,10 +78,12 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []store.AuditEvent{
-		{Actor: "alice", Action: "unpin", Channel: "stable", From: "2.9.3", Reason: "follow the stream"},
+		{Actor: "alice", Action: "unpin", Channel: "stable", From: "2.9.3", To: "2.9.4", Reason: "follow the stream"},
 		{Actor: "carol", Action: "pin", Channel: "stable", From: "2.9.2", To: "2.9.3"},
 		{Actor: "bob", Action: "pin", Channel: "stable", From: "2.9.1", To: "2.9.2", Reason: "fix"},
-		{Actor: "alice", Action: "pin", Channel: "stable", To: "2.9.1", Reason: "promote"},
+		// The caller's From (what the stream served) is recorded; without
+		// one, the previous pin is (the rows above).
+		{Actor: "alice", Action: "pin", Channel: "stable", From: "2.9.0", To: "2.9.1", Reason: "promote"},
 	}
 	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(store.AuditEvent{}, "ID", "At")); diff != "" {
 		t.Errorf("history, newest first (-want +got):\n%s", diff)
@@ -101,7 +103,7 @@ func TestConcurrentPinsWithOneRevisionExactlyOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = st.Pin(ctx, "stable", "1.0."+string(rune('a'+i)), "", "racer", "", 0)
+			_, errs[i] = st.Pin(ctx, store.Change{Channel: "stable", Version: "1.0." + string(rune('a'+i)), Digest: "", Actor: "racer", Reason: "", IfRevision: 0})
 		}()
 	}
 	wg.Wait()

@@ -236,7 +236,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 		!strings.HasPrefix(out, "CHANNEL") {
 		t.Errorf("channels table:\n%s", out)
 	}
-	if out := c.must("history", "v1.33"); !regexp.MustCompile(`(?m)^AT\s+ACTOR\s+ACTION\s+FROM\s+TO\s+REASON\n\S+\s+release-bot\s+pin\s+-\s+v1\.33\.5\+k3s1\s+regression in 1\.33\.6\n$`).MatchString(out) {
+	if out := c.must("history", "v1.33"); !regexp.MustCompile(`(?m)^AT\s+ACTOR\s+ACTION\s+FROM\s+TO\s+REASON\n\S+\s+release-bot\s+pin\s+v1\.33\.6\+k3s2\s+v1\.33\.5\+k3s1\s+regression in 1\.33\.6\n$`).MatchString(out) {
 		t.Errorf("history table:\n%s", out)
 	}
 
