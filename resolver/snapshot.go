@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -236,6 +237,23 @@ func (s *Snapshot) Unpinned(name string) (ChannelAnswer, error) {
 	}
 	c := s.answers[i].Channel
 	return s.answer(&c, ChannelState{}, s.filters[i]), nil
+}
+
+// Unparsed lists the present tags of source that are not versions under
+// its scheme, by name, each with why: kept and shown, never served.
+func (s *Snapshot) Unparsed(source string) ([]Tag, error) {
+	idx, err := s.source(source)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Tag, 0, idx.view.Unparsed)
+	for i := range idx.tags {
+		if !idx.tags[i].Valid {
+			out = append(out, idx.tags[i].Tag)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // Channels answers every channel, in configuration order.

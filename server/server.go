@@ -217,6 +217,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/v1/sources/:source", s.getSource)
 	e.GET("/api/v1/sources/:source/versions", s.listVersions)
 	e.GET("/api/v1/sources/:source/versions/:version", s.getVersion)
+	e.GET("/api/v1/sources/:source/unparsed", s.listUnparsed)
 	e.GET("/api/v1/resolve", s.resolve)
 
 	s.registerWrites(e)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,6 +41,33 @@ func (s *Server) getSource(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, sourceJSON(sv))
+}
+
+// UnparsedJSON is a tag that is not a version under its source's scheme.
+type UnparsedJSON struct {
+	Tag       string    `json:"tag"`
+	Error     string    `json:"error"`
+	Digest    *string   `json:"digest"`
+	FirstSeen time.Time `json:"first_seen"`
+}
+
+// listUnparsed shows the tags kept but never served, with why, so that an
+// operator can fix a build pattern or an exclude.
+func (s *Server) listUnparsed(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	tags, err := v.snap.Unparsed(pathParam(c, "source"))
+	if err != nil {
+		return paramIf("source", resolver.ErrNotFound, err)
+	}
+	out := make([]UnparsedJSON, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, UnparsedJSON{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) listVersions(c echo.Context) error {

@@ -1,0 +1,28 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+func TestUnparsedTagsAreListedWithWhy(t *testing.T) {
+	_, ts, _ := newTestServer(t, k3sSnapshot(t), "")
+	res, body := get(t, ts, "/api/v1/sources/k3s/unparsed")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	var tags []UnparsedJSON
+	if err := json.Unmarshal(body, &tags); err != nil {
+		t.Fatal(err)
+	}
+	if len(tags) != 2 || tags[0].Tag != "latest" || tags[1].Tag != "sha256-0123.sig" || tags[0].Error == "" || tags[1].Error == "" {
+		t.Errorf("unparsed %+v, want latest and sha256-0123.sig by name, each with why", tags)
+	}
+
+	res, body = get(t, ts, "/api/v1/sources/nope/unparsed")
+	var p Problem
+	if err := json.Unmarshal(body, &p); err != nil || res.StatusCode != http.StatusNotFound || p.Param != "source" {
+		t.Errorf("unknown source: %d %s, want 404 naming the source parameter", res.StatusCode, body)
+	}
+}
