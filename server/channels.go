@@ -135,8 +135,9 @@ func (v *view) channel(name string) (*channelEntry, error) {
 // wantsJSON reports whether a channel URL client asked for the channel
 // object instead of the redirect.
 func wantsJSON(r *http.Request) bool {
+	// Media types are case-insensitive (RFC 9110 8.3.1).
 	a := r.Header.Get("Accept")
-	return a != "" && strings.Contains(a, "application/json")
+	return a != "" && strings.Contains(strings.ToLower(a), "application/json")
 }
 
 // pathParam returns a path parameter decoded. Echo routes on the raw path

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // TestK3sChannelAnswers checks every channel of k3s's channel.yaml (plus a
@@ -192,5 +194,35 @@ func TestAccessLogRecordsUpgradeControllerHeaders(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("access log lacks %q:\n%s", want, line)
 		}
+	}
+}
+
+func TestPathRedirectIsAbsolute(t *testing.T) {
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	channels := append(k3sChannels(), resolver.Channel{Name: "dl", Source: "k3s", Stream: resolver.Released, Redirect: "/dl/"})
+	snap := resolver.NewSnapshot(channels, []resolver.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt)
+	for _, tt := range []struct{ external, want string }{
+		{"https://tm.example", "https://tm.example/dl/v1.34.2+k3s2"},
+		{"", "http://tidemark.internal/dl/v1.34.2+k3s2"},
+	} {
+		_, ts, _ := newTestServer(t, snap, tt.external)
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1-release/channels/dl", nil)
+		req.Host = "tidemark.internal"
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := res.Header.Get("Location"); res.StatusCode != http.StatusFound || got != tt.want {
+			t.Errorf("external_url %q: status %d Location %q, want 302 %q", tt.external, res.StatusCode, got, tt.want)
+		}
+	}
+}
+
+func TestAcceptIsCaseInsensitive(t *testing.T) {
+	_, ts, _ := newTestServer(t, k3sSnapshot(t), "")
+	res, body := get(t, ts, "/v1-release/channels/k3s-released", "Accept", "APPLICATION/JSON")
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"version"`) {
+		t.Errorf("Accept: APPLICATION/JSON got %d %s, want 200 and the channel object", res.StatusCode, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -128,16 +129,24 @@ func (s *Server) resolve(c echo.Context) error {
 		Channel: q.Get("channel"),
 		Target:  q.Get("target"),
 	}
-	if query.Source == "" && query.Channel != "" {
+	if query.Channel != "" {
 		// A channel names its source; asking for both is allowed but not needed.
 		e, err := v.channel(query.Channel)
 		if err != nil {
 			return badParam("channel", err)
 		}
-		query.Source = e.ans.Channel.Source
+		switch src := e.ans.Channel.Source; {
+		case query.Source == "":
+			query.Source = src
+		case query.Source != src:
+			return invalidParam("channel", "channel %q follows source %q, not %q", query.Channel, src, query.Source)
+		}
 	}
 	if query.Source == "" {
 		return invalidParam("source", "source is required (or a channel, which names its source)")
+	}
+	if _, err := v.snap.SourceInfo(query.Source); err != nil {
+		return badParam("source", err)
 	}
 	if query.Current == "" {
 		return invalidParam("current", "current is required")
@@ -160,7 +169,17 @@ func (s *Server) resolve(c echo.Context) error {
 		query.Builds = b
 	}
 	a, err := v.snap.Resolve(query)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, resolver.ErrNotFound): // source and channel are known: the target is not
+		return badParam("target", err)
+	case errors.Is(err, resolver.ErrInvalid):
+		if strings.Contains(query.Current, " ") {
+			// A raw "+" in a query string decodes as a space.
+			err = fmt.Errorf("%w (send a \"+\" in a query string as %%2B, or use the tag spelling with \"-\")", err)
+		}
+		return badParam("current", err)
+	default:
 		return fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
 	}
 	c.Response().Header().Set("Cache-Control", channelCacheControl)

@@ -38,6 +38,14 @@ func newView(snap *resolver.Snapshot, externalURL string) *view {
 		if a.Tag != nil {
 			e.version = a.Tag.Version.String()
 			switch {
+			case strings.HasPrefix(a.Channel.Redirect, "/") && !strings.HasPrefix(a.Channel.Redirect, "//"):
+				// A path on this service: absolute like every other link,
+				// from external_url or else the request.
+				if externalURL != "" {
+					e.location = externalURL + a.Channel.Redirect + e.version
+				} else {
+					e.suffix = a.Channel.Redirect + e.version
+				}
 			case a.Channel.Redirect != "":
 				e.location = a.Channel.Redirect + e.version
 			case externalURL != "":

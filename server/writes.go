@@ -149,7 +149,9 @@ func (s *Server) unpin(c echo.Context) error {
 		return err
 	}
 	change := store.Change{Channel: name, Actor: actor(c), Reason: reason, IfRevision: ifRev, From: served(e.ans), To: served(after)}
-	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); err != nil {
+	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); errors.Is(err, resolver.ErrNotFound) && e.ans.Channel.Latest != "" {
+		return fmt.Errorf("%w: channel %q has no pin to remove: it is fixed to %s by its configuration (latest:); change the configuration, or pin over it", resolver.ErrNotFound, name, e.ans.Channel.Latest)
+	} else if err != nil {
 		return fmt.Errorf("unpin %q: %w", name, err)
 	}
 	return s.answerChannel(c, name, "unpinned")

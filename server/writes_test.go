@@ -115,6 +115,11 @@ func TestPinOverridesConfigLatest(t *testing.T) {
 	if got, _ := channel(t, env.ts, "stable"); !got.Pinned || str(got.Version) != "v1.21.2+k3s1" {
 		t.Errorf("stable after unpin: pinned %v %s, want the configured v1.21.2+k3s1", got.Pinned, str(got.Version))
 	}
+	// The configured version is not a pin the API can remove; say where it is.
+	res, body = do(t, env, env.ts, http.MethodDelete, "/api/v1/channels/stable/pin", "ci-promote", "")
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "fixed to v1.21.2+k3s1 by its configuration") {
+		t.Errorf("unpin of a config-fixed channel: %d %s, want 404 pointing at the configuration", res.StatusCode, body)
+	}
 }
 
 // TestForceSkipsEligibilityOnly: force pins a version the channel's filters
