@@ -155,43 +155,53 @@ func parseConTerm(one *regexp.Regexp, s string) (t conTerm, printed string, ok b
 
 func isWild(s string) bool { return s == "x" || s == "X" || s == "*" }
 
-// constraintCacheSize bounds the compiled constraints kept across requests
-// and snapshots: enough for every configured channel and the constraints
-// clients actually send, while arbitrary user input cannot grow it.
+// constraintCacheSize bounds the compiled constraints a snapshot keeps for
+// requests: enough for the constraints clients actually send, while
+// arbitrary user input cannot grow it.
 const constraintCacheSize = 256
 
-var conCache = struct {
-	sync.Mutex
-	m map[string]conCacheEntry
-}{m: make(map[string]conCacheEntry)}
+// maxConstraintLen is Masterminds' own limit. Longer text is refused before
+// any work, and never cached: a flood of huge strings costs nothing kept.
+const maxConstraintLen = 512
+
+// constraintCache memoizes compileConstraint for one snapshot's requests.
+// Errors are cached too, so a client repeating a bad constraint costs a map
+// lookup. When full, an arbitrary entry (Go's map order) makes room: a
+// constraint in steady use survives a flood of one-off strings with high
+// probability, and losing it only costs one recompile.
+type constraintCache struct {
+	mu sync.Mutex
+	m  map[string]conCacheEntry
+}
 
 type conCacheEntry struct {
 	c   *constraint
 	err error
 }
 
-// cachedConstraint is compileConstraint memoized. Errors are cached too, so
-// a client repeating a bad constraint costs a map lookup. When full, an
-// arbitrary entry (Go's map order) makes room: a constraint in steady use
-// survives a flood of one-off strings with high probability, and losing it
-// only costs one recompile.
-func cachedConstraint(text string) (*constraint, error) {
-	conCache.Lock()
-	e, ok := conCache.m[text]
-	conCache.Unlock()
+func (cc *constraintCache) get(text string) (*constraint, error) {
+	if len(text) > maxConstraintLen {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalid, len(text), maxConstraintLen)
+	}
+	cc.mu.Lock()
+	e, ok := cc.m[text]
+	cc.mu.Unlock()
 	if ok {
 		return e.c, e.err
 	}
 	c, err := compileConstraint(text)
-	conCache.Lock()
-	defer conCache.Unlock()
-	if len(conCache.m) >= constraintCacheSize {
-		for k := range conCache.m {
-			delete(conCache.m, k)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.m == nil {
+		cc.m = make(map[string]conCacheEntry)
+	}
+	if len(cc.m) >= constraintCacheSize {
+		for k := range cc.m {
+			delete(cc.m, k)
 			break
 		}
 	}
-	conCache.m[text] = conCacheEntry{c, err}
+	cc.m[text] = conCacheEntry{c, err}
 	return c, err
 }
 
@@ -202,7 +212,7 @@ func channelConstraint(ch *Channel) *constraint {
 	if ch.Constraint == nil {
 		return nil
 	}
-	c, err := cachedConstraint(ch.ConstraintText)
+	c, err := compileConstraint(ch.ConstraintText)
 	switch {
 	case err != nil || c.fallback != nil || c.canonical != ch.Constraint.String():
 		return &constraint{fallback: ch.Constraint}

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -203,34 +204,41 @@ func TestChannelConstraint(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the shared cache is not modified by IncludePrerelease", func(t *testing.T) {
-		c, _ := cachedConstraint("~1.33")
+	t.Run("compiling for a channel does not share state with IncludePrerelease", func(t *testing.T) {
+		c, _ := compileConstraint("~1.33")
 		if c.includePre {
-			t.Error("cached ~1.33 has includePre set")
+			t.Error("compiled ~1.33 has includePre set")
 		}
 	})
 }
 
 func TestConstraintCacheIsBounded(t *testing.T) {
-	first, err := cachedConstraint(">=1.2.3")
+	var cc constraintCache
+	first, err := cc.get(">=1.2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := cachedConstraint(">=1.2.3"); again != first {
+	if again, _ := cc.get(">=1.2.3"); again != first {
 		t.Error("a repeated constraint was compiled again")
 	}
 	for i := range 3 * constraintCacheSize {
-		_, _ = cachedConstraint(fmt.Sprintf(">=%d.0.%d", i, i))
-		_, _ = cachedConstraint(fmt.Sprintf("bad %d", i))
+		_, _ = cc.get(fmt.Sprintf(">=%d.0.%d", i, i))
+		_, _ = cc.get(fmt.Sprintf("bad %d", i))
 	}
-	conCache.Lock()
-	n := len(conCache.m)
-	conCache.Unlock()
-	if n > constraintCacheSize {
+	if n := len(cc.m); n > constraintCacheSize {
 		t.Errorf("cache holds %d constraints, bound is %d", n, constraintCacheSize)
 	}
-	if _, err := cachedConstraint("bad 1"); err == nil {
+	if _, err := cc.get("bad 1"); err == nil {
 		t.Error("a bad constraint passed through the cache")
+	}
+	// Text over Masterminds' limit is refused up front and never kept.
+	huge := ">=1.0.0 " + strings.Repeat("|| >=1.0.0 ", 100)
+	before := len(cc.m)
+	if _, err := cc.get(huge); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a %d-byte constraint: err %v, want ErrInvalid", len(huge), err)
+	}
+	if _, ok := cc.m[huge]; ok || len(cc.m) > before {
+		t.Error("an over-long constraint was cached")
 	}
 }
 

@@ -22,6 +22,8 @@ type Snapshot struct {
 	answers   []ChannelAnswer
 	filters   []filter // answers[i]'s channel, constraint compiled
 	byChannel map[string]int
+	// constraints are the clients' ?constraint= values, compiled (Versions).
+	constraints constraintCache
 }
 
 // sourceIndex is one source, indexed.
@@ -328,7 +330,7 @@ func (s *Snapshot) Versions(source string, stream Stream, constraintText string)
 	}
 	var cons *constraint
 	if constraintText != "" {
-		cons, err = cachedConstraint(constraintText)
+		cons, err = s.constraints.get(constraintText)
 		if err != nil {
 			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraintText, err)
 		}
