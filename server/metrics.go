@@ -83,7 +83,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		d := time.Since(start)
 		code := statusText(res.Status)
-		s.metrics.requests.WithLabelValues(route, req.Method, code).Inc()
+		s.metrics.requests.WithLabelValues(route, methodLabel(req.Method), code).Inc()
 		s.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
 
 		ctx := req.Context()
@@ -108,6 +108,17 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		return nil
 	}
+}
+
+// methodLabel bounds the method label: the method is whatever the client
+// sent, and each new value would be a new series kept for the process's life.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPost,
+		http.MethodDelete, http.MethodPatch, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // statusText avoids an allocation per request for the common codes.

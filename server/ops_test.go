@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,6 +144,46 @@ func TestMetricsCountRoutesAndSnapshot(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestMetricsMethodLabelIsBounded: a client inventing methods must not
+// create a series per method.
+func TestMetricsMethodLabelIsBounded(t *testing.T) {
+	_, ts, _ := newTestServer(t, k3sSnapshot(t), "")
+	send := func(method string) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+"/api/v1/channels", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	series := func() []string {
+		t.Helper()
+		_, body := get(t, ts, "/metrics")
+		var out []string
+		for line := range strings.Lines(string(body)) {
+			if strings.HasPrefix(line, "tidemark_http_requests_total{") && strings.Contains(line, `route="/api/v1/channels"`) {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+		return out
+	}
+	send("FOO1")
+	before := series()
+	send("FOO2")
+	send("get") // methods are case-sensitive: this is not GET
+	after := series()
+	if len(after) != len(before) {
+		t.Errorf("request series grew from %d to %d with new methods: %q", len(before), len(after), after)
+	}
+	if want := `tidemark_http_requests_total{code="405",method="other",route="/api/v1/channels"} 3`; !slices.Contains(after, want) {
+		t.Errorf("series %q lack %s", after, want)
 	}
 }
 
