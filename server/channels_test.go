@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -127,6 +129,52 @@ func TestChannelJSONHasETagAndAnswers304(t *testing.T) {
 				t.Errorf("stale If-None-Match: status %d, want 200", res.StatusCode)
 			}
 		})
+	}
+}
+
+// TestReTagChangesETag: a tag re-pointed to another image leaves the
+// version (and the revision) as they were, yet the answer is a different
+// image, so a revalidating client must get it rather than 304.
+func TestReTagChangesETag(t *testing.T) {
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	const rebuilt = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
+	digests := map[string]string{}
+	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) {
+		states := map[string]resolver.ChannelState{"k3s-released": {Revision: 3, UpdatedAt: scanned}}
+		return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sourceData(src, k3sTags(), digests)}, states, loadedAt), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(validating(t, s.Handler()))
+	t.Cleanup(ts.Close)
+	const path = "/api/v1/channels/k3s-released"
+	res, _ := get(t, ts, path)
+	before := res.Header.Get("ETag")
+
+	digests["v1.34.2-k3s2"] = rebuilt
+	if err := s.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, body := get(t, ts, path, "If-None-Match", before)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), rebuilt) {
+		t.Fatalf("If-None-Match with the ETag from before the re-tag: %d %s; want 200 with digest %s", res.StatusCode, body, rebuilt)
+	}
+	after := res.Header.Get("ETag")
+	if after == before {
+		t.Errorf("ETag %s unchanged by a re-tag", after)
+	}
+	if res, _ := get(t, ts, path, "If-None-Match", after); res.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match with the current ETag: %d, want 304", res.StatusCode)
+	}
+	// If-Match still reads the revision the ETag starts with.
+	req := httptest.NewRequest(http.MethodPut, path+"/pin", nil)
+	req.Header.Set("If-Match", after)
+	if rev, err := ifMatchRevision(req); err != nil || rev != 3 {
+		t.Errorf("ifMatchRevision(%s) = %d, %v; want 3", after, rev, err)
 	}
 }
 

@@ -37,12 +37,7 @@ func channelJSON(e *channelEntry) ChannelJSON {
 	if a.Tag != nil {
 		j.Version = strOrNil(e.version)
 		j.Tag = strOrNil(a.Tag.Name)
-		j.Digest = strOrNil(a.Tag.Digest)
-		// A promotion is of an image, not of a tag name: if the tag has been
-		// re-pointed since, the digest promoted is the one to pull by.
-		if a.State.Pin != "" && a.State.PinDigest != "" {
-			j.Digest = &a.State.PinDigest
-		}
+		j.Digest = strOrNil(e.digest)
 	}
 	return j
 }

@@ -27,6 +27,7 @@ type channelEntry struct {
 	body     []byte
 	// suffix follows the request's base URL when location is "".
 	suffix string
+	digest string // the image to pull by; "" when nothing is eligible
 	etag   string
 }
 
@@ -57,7 +58,8 @@ func newView(snap *resolver.Snapshot, externalURL string) *view {
 				e.body = redirectBody(e.location)
 			}
 		}
-		e.etag = channelETag(a.State.Revision, e.version, a.Pinned)
+		e.digest = servedDigest(a)
+		e.etag = channelETag(a.State.Revision, e.version, a.Pinned, e.digest)
 		v.channels[a.Channel.Name] = e
 		v.list = append(v.list, e)
 	}
@@ -75,14 +77,29 @@ func redirectBody(location string) []byte {
 	return []byte(`<a href="` + html.EscapeString(location) + `">Found</a>.` + "\n")
 }
 
+// servedDigest is the digest a channel answer hands out. A promotion is of
+// an image, not of a tag name: if a pinned tag has been re-pointed since,
+// the digest promoted is the one to pull by.
+func servedDigest(a resolver.ChannelAnswer) string {
+	if a.Tag == nil {
+		return ""
+	}
+	if a.State.Pin != "" && a.State.PinDigest != "" {
+		return a.State.PinDigest
+	}
+	return a.Tag.Digest
+}
+
 // channelETag changes whenever the channel's answer can: its state revision
-// (pins) and its resolved version (scans, blocks).
-func channelETag(revision int64, version string, pinned bool) string {
+// (pins), its resolved version (scans, blocks) and the digest it serves (a
+// re-tag moves the image under an unchanged version). The revision comes
+// first: If-Match is checked on it alone (ifMatchRevision).
+func channelETag(revision int64, version string, pinned bool, digest string) string {
 	p := "f"
 	if pinned {
 		p = "p"
 	}
-	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + `"`
+	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + "-" + digest + `"`
 }
 
 // baseURL is the external URL, or the one the client used to reach us.
