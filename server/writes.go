@@ -38,6 +38,9 @@ type Store interface {
 // not tie the scan to ctx beyond starting it: the request ends at once.
 type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err error)
 
+// writeReloadTimeout bounds the snapshot reload after a write.
+const writeReloadTimeout = 10 * time.Second
+
 // maxWriteBody bounds request bodies of writes; theirs are a few fields.
 const maxWriteBody = 64 << 10
 
@@ -198,7 +201,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
 	}
-	if err := s.Reload(ctx); err != nil {
+	if err := s.reloadAfterWrite(ctx); err != nil {
 		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
 	}
 	v, err = s.view()
@@ -215,7 +218,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 // answerChannel reloads the snapshot after a committed write so that the
 // answer, and every read after it on this replica, shows the change.
 func (s *Server) answerChannel(c echo.Context, name, done string) error {
-	if err := s.Reload(c.Request().Context()); err != nil {
+	if err := s.reloadAfterWrite(c.Request().Context()); err != nil {
 		// The write is committed; saying 503 without saying so would invite
 		// a blind retry.
 		return fmt.Errorf("%w: channel %q %s, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, done, err)
@@ -231,6 +234,16 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 	c.Response().Header().Set("ETag", e.etag)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, channelJSON(e))
+}
+
+// reloadAfterWrite reloads once a write has committed. The reload is the
+// replica's business, not the request's: a client hanging up after its
+// write committed must not fail it (a degraded replica, an alert). It holds
+// reloadMu, so it is bounded: a hung database must not stall every reload.
+func (s *Server) reloadAfterWrite(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeReloadTimeout)
+	defer cancel()
+	return s.Reload(ctx)
 }
 
 // ScanJSON is the answer to POST .../scan.
