@@ -14,10 +14,9 @@ import (
 )
 
 func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
-	st, u := newStore(t, "src")
+	st, _ := newStore(t, "src")
 	ctx := context.Background()
 	got := listen(t, st)
-	waitListening(t, u)
 
 	steps := []struct {
 		name    string

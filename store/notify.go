@@ -7,56 +7,69 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ReconnectedPayload is passed to Listen's fn after the listening connection
-// came back: notifications sent while it was down are lost, so the listener
-// should reload everything.
+// ReconnectedPayload is passed to Listen's fn each time the listening
+// connection (re)starts listening: notifications sent while nobody listened
+// are lost, so the listener should reload everything.
 const ReconnectedPayload = `{"kind":"reconnected"}`
+
+// Reconnect backoff of Listen: doubled after each failed attempt, back to
+// the start once LISTEN succeeds, so one outage does not slow later ones.
+const (
+	listenBackoffStart = 100 * time.Millisecond
+	listenBackoffMax   = 10 * time.Second
+)
 
 // Listen calls fn with the payload of every change notification (from this
 // or any other replica) until ctx ends, reconnecting by itself.
 //
 // It uses its own connection (LISTEN is per session) outside the pool. After
-// a reconnect it calls fn(ReconnectedPayload). fn runs on Listen's goroutine;
-// a slow fn delays later notifications but loses none. Returns nil when ctx
-// ends.
+// every successful LISTEN, the first included, it calls fn(ReconnectedPayload):
+// a change committed before LISTEN took effect is never delivered, so a
+// caller that loaded before calling Listen must load again then. fn runs on
+// Listen's goroutine; a slow fn delays later notifications but loses none.
+// Returns nil when ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(payload string)) error {
-	backoff := 100 * time.Millisecond
+	backoff := listenBackoffStart
 	first := true
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, fn, !first)
+		listened, err := s.listenOnce(ctx, fn, !first)
 		if ctx.Err() != nil {
 			break
 		}
-		first = false
+		if listened {
+			first = false
+			backoff = listenBackoffStart
+		}
 		s.log.WarnContext(ctx, "change listener lost its connection; reconnecting",
 			"err", dbErr("listen", err), "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 10*time.Second)
+		backoff = min(backoff*2, listenBackoffMax)
 	}
 	return nil
 }
 
 // listenOnce connects, listens and delivers until the connection fails.
-func (s *Store) listenOnce(ctx context.Context, fn func(string), reconnected bool) error {
+// listened reports whether LISTEN took effect.
+func (s *Store) listenOnce(ctx context.Context, fn func(string), reconnect bool) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "listen "+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
-		return err
+		return false, err
 	}
-	if reconnected {
+	if reconnect {
 		s.log.InfoContext(ctx, "change listener reconnected")
-		fn(ReconnectedPayload)
 	}
+	fn(ReconnectedPayload)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		fn(n.Payload)
 	}

@@ -210,7 +210,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		}
 	})
 	// Changes made through other replicas (pins, blocks, their scans) arrive
-	// as notifications; each one reloads the snapshot.
+	// as notifications; each one reloads the snapshot. Listen's first call
+	// comes once it listens, so a change made since the Reload above is
+	// picked up rather than lost.
 	run(func() {
 		if err := st.Listen(ctx, func(string) { reload.poke() }); err != nil && ctx.Err() == nil {
 			log.Error("listening for changes stopped", "err", err)
