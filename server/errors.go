@@ -33,6 +33,7 @@ var errorTable = []problemKind{
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{errRateLimited, http.StatusTooManyRequests, "rate-limited"},
+	{errBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
 }
 
 const problemTypePrefix = "urn:tidemark:problem:"

@@ -44,6 +44,10 @@ const writeReloadTimeout = 10 * time.Second
 // maxWriteBody bounds request bodies of writes; theirs are a few fields.
 const maxWriteBody = 64 << 10
 
+// errBodyTooLarge is the server's own addition to the taxonomy, like
+// errRateLimited: only decodeBody produces it.
+var errBodyTooLarge = errors.New("too large")
+
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
 	promote := s.requireScope(ScopePromote)
@@ -369,7 +373,11 @@ func decodeBody(c echo.Context, dst any, required bool) error {
 		if errors.Is(err, io.EOF) && !required {
 			return nil
 		}
-		return fmt.Errorf("%w: request body: %s", resolver.ErrInvalid, err.Error())
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("%w: request body is over %d bytes: %w", errBodyTooLarge, tooLarge.Limit, err)
+		}
+		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
 	}
 	return nil
 }

@@ -155,6 +155,7 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 
 	pin := "/api/v1/channels/v1.33/pin"
 	block := "/api/v1/sources/k3s/versions/v1.33.5+k3s1/block"
+	huge := strings.Repeat("x", 70<<10)
 	tests := []struct {
 		name, method, path, token, body string
 		hdr                             []string
@@ -182,6 +183,9 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		{"misspelt field is 400", "PUT", pin, "ci-promote", `{"version":"v1.34.2+k3s2","forse":true}`, nil, 400, "forse"},
 		{"broken JSON is 400", "PUT", pin, "ci-promote", `{"version":`, nil, 400, ""},
 		{"no body is 400", "PUT", pin, "ci-promote", "", nil, 400, "body is required"},
+		{"pin body over 64 KiB is 413", "PUT", pin, "ci-promote", `{"version":"v1.33.5+k3s1","reason":"` + huge + `"}`, nil, 413, "over 65536 bytes"},
+		{"unpin body over 64 KiB is 413", "DELETE", pin, "ci-promote", `{"reason":"` + huge + `"}`, nil, 413, "over 65536 bytes"},
+		{"block body over 64 KiB is 413", "PUT", block, "ci-promote", `{"reason":"` + huge + `"}`, nil, 413, "over 65536 bytes"},
 		{"block of an unknown version is 404", "PUT", "/api/v1/sources/k3s/versions/v9.9.9/block", "ci-promote", `{"reason":"x"}`, nil, 404, "v9.9.9"},
 		{"block in an unknown source is 404", "PUT", "/api/v1/sources/nope/versions/v1.33.5+k3s1/block", "ci-promote", `{"reason":"x"}`, nil, 404, "nope"},
 		{"unblock of an unblocked version is 404", "DELETE", block, "ci-promote", "", nil, 404, "not blocked"},
