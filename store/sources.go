@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,5 +30,32 @@ func (s *Store) SyncSources(ctx context.Context, sources []resolver.Source) erro
 			where (sources.image, sources.scheme) is distinct from (excluded.image, excluded.scheme)`,
 			names, images, schemes)
 		return err
+	})
+}
+
+// RecheckedAt returns when the digests of every present tag of source were
+// last re-read (the indexer's re-tag check), or when the source was first
+// recorded if they never were. ErrNotFound for a source never recorded.
+func (s *Store) RecheckedAt(ctx context.Context, source string) (time.Time, error) {
+	var at time.Time
+	err := s.inTx(ctx, fmt.Sprintf("digest re-check time of source %q", source), func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `select rechecked_at from sources where name = $1`, source).Scan(&at)
+	})
+	return at, err
+}
+
+// SetRecheckedAt records that the digests of every present tag of source
+// were re-read at at. ErrNotFound for a source never recorded.
+func (s *Store) SetRecheckedAt(ctx context.Context, source string, at time.Time) error {
+	op := fmt.Sprintf("set digest re-check time of source %q", source)
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		res, err := tx.Exec(ctx, `update sources set rechecked_at = $2 where name = $1`, source, at)
+		if err != nil {
+			return err
+		}
+		if res.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %s: no such source", resolver.ErrNotFound, op)
+		}
+		return nil
 	})
 }
