@@ -42,7 +42,9 @@ func dbErr(op string, err error) error {
 		case pg.Code == "23503": // foreign_key_violation: a source that was never synced
 			return fmt.Errorf("%w: %s: %s", resolver.ErrNotFound, op, oneLine(pg.Detail))
 		case pg.Code == "40001" || pg.Code == "40P01": // serialization failure, deadlock
-			return fmt.Errorf("%w: %s: concurrent change, retry", resolver.ErrConflict, op)
+			// Transient, and not a stale If-Match (ErrConflict is 412 "channel
+			// changed"): the same request can succeed when sent again.
+			return fmt.Errorf("%w: %s: aborted by a concurrent transaction (SQLSTATE %s); retry", resolver.ErrUnavailable, op, pg.Code)
 		case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "57P"), strings.HasPrefix(pg.Code, "53"):
 			// connection exception, admin shutdown / crash recovery, out of resources
 			return fmt.Errorf("%w: %s: database: %s", resolver.ErrUnavailable, op, oneLine(pg.Message))
