@@ -35,7 +35,9 @@ type Source struct {
 	Timeout         time.Duration  // per registry request; <= 0: 30s
 	// Recheck is how often a scheduled scan also re-reads the digests of
 	// tags it already knows, to notice re-tags (a tag pointed at another
-	// image). Other scans never re-read a known digest. 0: 24h; < 0: never.
+	// image). Other scans never re-read a known digest. The time of the last
+	// re-check is kept in the store, so restarts and a change of leader do
+	// not put it off. 0: 24h; < 0: never.
 	Recheck  time.Duration
 	Username string
 	// Password is read at every scan so that a rotated password file is
@@ -51,6 +53,8 @@ type Store interface {
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error
+	RecheckedAt(ctx context.Context, source string) (time.Time, error)
+	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
 	TryIndexerLock(ctx context.Context) (lock *store.IndexerLock, held bool, err error)
 }
 
@@ -111,10 +115,9 @@ type source struct {
 	limiter  *rate.Limiter // shared per registry; nil: unlimited
 	base     http.RoundTripper
 
-	mu          sync.Mutex
-	running     *scanRun // nil when idle
-	progress    Progress
-	lastRecheck time.Time // last full digest recheck; process start before the first
+	mu       sync.Mutex
+	running  *scanRun // nil when idle
+	progress Progress
 }
 
 type scanRun struct {
@@ -190,7 +193,7 @@ func New(opts Options) (*Indexer, error) {
 		if s.Recheck == 0 {
 			s.Recheck = 24 * time.Hour
 		}
-		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base, lastRecheck: time.Now()}
+		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base}
 		ix.sources[s.Name] = src
 		ix.order = append(ix.order, src)
 	}

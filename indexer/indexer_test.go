@@ -304,3 +304,47 @@ func value(t *testing.T, c prometheus.Collector) float64 {
 	}
 	return m.Gauge.GetValue()
 }
+
+// The digest re-check is due by the time kept in the store, not by how long
+// this process has run: a freshly started indexer re-checks on its first
+// scheduled scan when the last re-check is older than Recheck, and not when
+// it is recent.
+func TestRecheckIsDueByTheStoredTimeAcrossRestarts(t *testing.T) {
+	tests := []struct {
+		name          string
+		lastRecheck   time.Duration // ago
+		wantManifests int64
+	}{
+		{"a re-check older than Recheck is done on the first scan", 25 * time.Hour, 3},
+		{"a recent re-check is not repeated", time.Minute, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := newTestRegistry(t)
+			reg.push("app", "v1.0.0", "v1.1.0", "v1.2.0")
+			st, first := newStoreIndexer(t, reg)
+			ctx := context.Background()
+			if err := first.ScanNow(ctx, "app"); err != nil {
+				t.Fatal(err)
+			}
+			last := time.Now().Add(-tc.lastRecheck)
+			if err := st.SetRecheckedAt(ctx, "app", last); err != nil {
+				t.Fatal(err)
+			}
+
+			reg.manifests.Store(0)
+			ix := newTestIndexer(t, st, reg, "app", func(s *Source) { s.Recheck = 24 * time.Hour })
+			ix.scheduled(ctx, ix.order[0])
+			if m := reg.manifests.Load(); m != tc.wantManifests {
+				t.Errorf("first scheduled scan made %d manifest requests, want %d", m, tc.wantManifests)
+			}
+			at, err := st.RecheckedAt(ctx, "app")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rechecked := at.After(last.Add(time.Second)); rechecked != (tc.wantManifests > 0) {
+				t.Errorf("rechecked_at = %v after the scan (was %v); want it moved only by a re-check", at, last)
+			}
+		})
+	}
+}

@@ -93,7 +93,9 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
 	}
 	if recheck && derr == nil {
-		src.setProgress(func(*Progress) { src.lastRecheck = time.Now() })
+		if err := ix.store.SetRecheckedAt(ctx, src.Name, time.Now()); err != nil {
+			log.WarnContext(ctx, "recording the digest re-check; the next scheduled scan re-checks again", "err", err)
+		}
 	}
 	// The scan was recorded before its digest requests were made.
 	if more := int(requests.Load()) - res.Requests; more > 0 {

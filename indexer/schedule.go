@@ -84,9 +84,19 @@ func (ix *Indexer) lead(ctx context.Context) error {
 }
 
 // scheduled is a scheduled scan; its error is logged and counted by scan.
+// It re-checks every digest when the last re-check (kept in the store) is
+// Recheck old.
 func (ix *Indexer) scheduled(ctx context.Context, src *source) {
-	src.mu.Lock()
-	recheck := src.Recheck > 0 && time.Since(src.lastRecheck) >= src.Recheck
-	src.mu.Unlock()
+	recheck := false
+	if src.Recheck > 0 {
+		at, err := ix.store.RecheckedAt(ctx, src.Name)
+		if err != nil && ctx.Err() == nil {
+			// The scan itself will say whether the database is there; the
+			// re-check waits for a scan that can tell when it is due.
+			ix.log.WarnContext(ctx, "reading when digests were last re-checked; not re-checking in this scan",
+				"source", src.Name, "err", err)
+		}
+		recheck = err == nil && time.Since(at) >= src.Recheck
+	}
 	_ = ix.scanOrJoin(ctx, src, recheck)
 }

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
@@ -23,6 +24,10 @@ func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) 
 }
 func (unusedStore) SetDigests(context.Context, string, map[string]string) error { return errUnused }
 func (unusedStore) AddScanRequests(context.Context, int64, int) error           { return errUnused }
+func (unusedStore) RecheckedAt(context.Context, string) (time.Time, error) {
+	return time.Time{}, errUnused
+}
+func (unusedStore) SetRecheckedAt(context.Context, string, time.Time) error { return errUnused }
 func (unusedStore) TryIndexerLock(context.Context) (*store.IndexerLock, bool, error) {
 	return nil, false, errUnused
 }
