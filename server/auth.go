@@ -66,10 +66,6 @@ func (s *Server) requireScope(need string) echo.MiddlewareFunc {
 			}
 			tok, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
 			if err != nil {
-				if errors.Is(err, resolver.ErrNotFound) {
-					// Unknown and revoked tokens look alike from outside.
-					return fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
-				}
 				return fmt.Errorf("authenticate: %w", err)
 			}
 			if wait, ok := s.limits.allow(tok.Name); !ok {

@@ -25,11 +25,7 @@ var (
 // Location ends in the version, or 404. It is the hot path, so everything
 // it sends is precomputed in the view when it can be.
 func (s *Server) releaseChannel(c echo.Context) error {
-	v, err := s.view()
-	if err != nil {
-		return err
-	}
-	e, err := v.channel(pathParam(c, "name"))
+	_, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
@@ -102,11 +98,7 @@ func (s *Server) listChannels(c echo.Context) error {
 }
 
 func (s *Server) getChannel(c echo.Context) error {
-	v, err := s.view()
-	if err != nil {
-		return err
-	}
-	e, err := v.channel(pathParam(c, "name"))
+	_, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
@@ -122,6 +114,20 @@ func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, channelJSON(e))
+}
+
+// channelParam is the current view and the channel its :name path
+// parameter names, taken from that one view.
+func (s *Server) channelParam(c echo.Context) (*view, *channelEntry, error) {
+	v, err := s.view()
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := v.channel(pathParam(c, "name"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, e, nil
 }
 
 func (v *view) channel(name string) (*channelEntry, error) {

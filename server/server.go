@@ -129,14 +129,6 @@ func (s *Server) Degrade(reason error) {
 	s.degraded.Store(&why)
 }
 
-// Degraded reports why the server is degraded, or "" when it is not.
-func (s *Server) Degraded() string {
-	if why := s.degraded.Load(); why != nil {
-		return *why
-	}
-	return ""
-}
-
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
 func (s *Server) swap(snap *resolver.Snapshot) {

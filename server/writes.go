@@ -22,9 +22,11 @@ import (
 // write runs in one store transaction that also appends its audit event, so
 // a change never lands without its record or the other way round.
 type Store interface {
+	// Authenticate answers ErrUnauthorized for unknown and revoked tokens
+	// alike, so that the two look the same from outside.
 	Authenticate(ctx context.Context, token string) (store.Token, error)
-	// Pin and Unpin check ifRevision (-1: no check) against the channel's
-	// revision inside the transaction: ErrConflict when it moved.
+	// Pin and Unpin check c.IfRevision (store.AnyRevision: no check) against
+	// the channel's revision inside the transaction: ErrConflict when it moved.
 	Pin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
 	Unpin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
@@ -79,11 +81,7 @@ type ReasonRequest struct {
 // snapshot this replica serves; the If-Match check is on the database, in
 // the store's transaction, so it holds across replicas and racing writers.
 func (s *Server) pin(c echo.Context) error {
-	v, err := s.view()
-	if err != nil {
-		return err
-	}
-	e, err := v.channel(pathParam(c, "name"))
+	v, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
@@ -133,11 +131,7 @@ func (s *Server) pin(c echo.Context) error {
 // `latest:` in configuration goes back to that version: a database pin
 // overrides the configured one, and unpinning removes only the database pin.
 func (s *Server) unpin(c echo.Context) error {
-	v, err := s.view()
-	if err != nil {
-		return err
-	}
-	e, err := v.channel(pathParam(c, "name"))
+	v, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
@@ -250,7 +244,7 @@ func (s *Server) reloadAfterWrite(ctx context.Context) error {
 	return s.Reload(ctx)
 }
 
-// ScanJSON is the answer to POST .../scan.
+// ScanStartedJSON is the answer to POST .../scan.
 type ScanStartedJSON struct {
 	Source string `json:"source"`
 	Status string `json:"status"` // started | running
@@ -296,11 +290,7 @@ func (s *Server) history(c echo.Context) error {
 	if s.opts.Store == nil {
 		return s.writeUnavailable(c)
 	}
-	v, err := s.view()
-	if err != nil {
-		return err
-	}
-	e, err := v.channel(pathParam(c, "name"))
+	_, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
@@ -336,14 +326,14 @@ func (s *Server) history(c echo.Context) error {
 }
 
 // ifMatchRevision reads If-Match as the channel state revision it was
-// issued for (the number an ETag starts with). Absent or "*": -1, no check
-// (last writer wins). The revision alone is compared, not the whole ETag:
+// issued for (the number an ETag starts with). Absent or "*":
+// store.AnyRevision, no check (last writer wins). The revision alone is compared, not the whole ETag:
 // a scan that moves a following channel's version is not a conflicting
 // write, and replicas that reloaded at different moments agree on revisions.
 func ifMatchRevision(r *http.Request) (int64, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
 	if h == "" || h == "*" {
-		return -1, nil
+		return store.AnyRevision, nil
 	}
 	bad := fmt.Errorf("%w: If-Match %q is not an ETag this server issued; GET the channel for a fresh one", resolver.ErrConflict, h)
 	if strings.HasPrefix(h, "W/") || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) || len(h) < 2 {
