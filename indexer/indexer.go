@@ -311,7 +311,7 @@ func (ix *Indexer) scanOrJoin(ctx context.Context, src *source, recheck bool) er
 	src.running = nil
 	src.progress.Running = false
 	src.progress.Phase = ""
-	if run.err != nil {
+	if run.err != nil && ctx.Err() == nil { // an interrupted scan says nothing about the source
 		src.progress.LastError = run.err.Error()
 	}
 	src.mu.Unlock()

@@ -30,6 +30,14 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	started := time.Now()
 	var requests atomic.Int64
 	rt, tags, err := ix.listTags(ctx, log, src, &requests)
+	if err != nil && ctx.Err() != nil {
+		// Shutdown or a lost lock cut the listing short. Nothing is wrong with
+		// the source, and recording a failure would make every deploy look
+		// like one; the next scan, here or on the next leader, lists again.
+		log.InfoContext(ctx, "scan interrupted", "cause", context.Cause(ctx),
+			"requests", requests.Load(), "duration", time.Since(started))
+		return fmt.Errorf("scan of %q interrupted: %w", src.Name, err)
+	}
 	res := store.ScanResult{
 		Source:   src.Name,
 		Started:  started,
@@ -54,8 +62,8 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 			res.Tags = append(res.Tags, ct)
 		}
 	}
-	// The record is written even when ctx ended, so that a listing that
-	// failed (or was cut short) is visible; a bounded context keeps shutdown short.
+	// A finished listing is recorded even when ctx ended meanwhile, rather
+	// than thrown away; a bounded context keeps shutdown short.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	rec, aerr := ix.store.ApplyScan(wctx, res)
 	cancel()
@@ -108,7 +116,10 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	ix.metrics.scans.WithLabelValues(src.Name, "ok").Inc()
 	ix.metrics.duration.WithLabelValues(src.Name).Observe(time.Since(started).Seconds())
 	ix.metrics.lastOK.WithLabelValues(src.Name).Set(float64(res.Finished.Unix()))
-	if derr != nil {
+	switch {
+	case derr != nil && ctx.Err() != nil:
+		log.InfoContext(ctx, "digests interrupted; resumed next scan", "cause", context.Cause(ctx))
+	case derr != nil:
 		log.WarnContext(ctx, "digests incomplete; retried next scan", "err", derr)
 	}
 	return nil

@@ -1,0 +1,89 @@
+package indexer
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects log lines written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// holdListing makes reg hold every tag list request until release is closed
+// or the client gives up; listing receives once per held request.
+func holdListing(reg *testRegistry) (listing <-chan struct{}, release func()) {
+	in := make(chan struct{}, 10)
+	stop := make(chan struct{})
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if !strings.HasSuffix(req.URL.Path, "/tags/list") {
+				return false
+			}
+			in <- struct{}{}
+			select {
+			case <-stop:
+				return false // answered by the registry
+			case <-req.Context().Done():
+				return true
+			}
+		}
+	})
+	var once sync.Once
+	return in, func() { once.Do(func() { close(stop) }) }
+}
+
+// A scan cut short by shutdown (or a lost lock) is not a failed scan: nothing
+// is recorded, scans_total{failed} stays 0, the log says "scan interrupted"
+// at INFO and nothing at ERROR, and the status shows no error.
+func TestScanInterruptedByShutdownIsNotAFailure(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	st, ix := newStoreIndexer(t, reg)
+	ix.retry.timeout = 10 * time.Second
+	var logs lockedBuffer
+	ix.log = slog.New(slog.NewTextHandler(&logs, nil))
+	listing, release := holdListing(reg)
+	defer release()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ix.ScanNow(ctx, "app") }()
+	<-listing
+	cancel()
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("ScanNow = %v, want an interrupted scan", err)
+	}
+	t.Log(logs.String())
+	if s := indexed(t, st, ix).LastScan; s != nil {
+		t.Errorf("interrupted scan recorded as %+v, want nothing recorded", s)
+	}
+	if n := value(t, ix.metrics.scans.WithLabelValues("app", "failed")); n != 0 {
+		t.Errorf("scans_total{failed} = %v, want 0", n)
+	}
+	if out := logs.String(); !strings.Contains(out, `level=INFO msg="scan interrupted"`) || strings.Contains(out, "level=ERROR") {
+		t.Errorf("log does not say the scan was interrupted at INFO without an ERROR:\n%s", out)
+	}
+	if p := ix.Status("app"); p.Running || p.LastError != "" {
+		t.Errorf("status = %+v, want idle without an error", p)
+	}
+}
