@@ -106,6 +106,46 @@ type Indexer struct {
 	progressEvery time.Duration
 	pageSize      int         // tags asked per page
 	leading       atomic.Bool // holds the indexer lock and runs the schedule
+	scans         scanGroup   // scans in flight, whoever started them
+}
+
+// scanGroup counts scans in flight so that Run can wait for them before it
+// returns (and its caller closes the store). Unlike a sync.WaitGroup it lets
+// a scan start while Run already waits: Trigger answers requests at any time.
+type scanGroup struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while nobody waits
+}
+
+func (g *scanGroup) add() {
+	g.mu.Lock()
+	g.n++
+	g.mu.Unlock()
+}
+
+func (g *scanGroup) done() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.n == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+func (g *scanGroup) wait() {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	<-idle
 }
 
 type source struct {
@@ -205,9 +245,12 @@ func New(opts Options) (*Indexer, error) {
 // source at once and then each on its interval. If the lock is lost (its
 // database session ended) it stops the schedule and its running scans at
 // once, since another replica may take over, and goes back to trying. It
-// returns nil when ctx ends; trouble with the database is logged and
-// retried, never fatal.
+// returns nil when ctx ends, and only once every scan in flight (scheduled,
+// or started by ScanNow, RecheckDigests or Trigger) has finished, so that
+// its caller may close the store then; trouble with the database is logged
+// and retried, never fatal.
 func (ix *Indexer) Run(ctx context.Context) error {
+	defer ix.scans.wait()
 	for {
 		lock, held, err := ix.store.TryIndexerLock(ctx)
 		switch {
@@ -271,7 +314,11 @@ func (ix *Indexer) Trigger(ctx context.Context, source string) error {
 	if !ok {
 		return fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
 	}
-	go func() { _ = ix.scanOrJoin(ctx, src, false) }()
+	ix.scans.add() // before the goroutine, so that Run cannot miss it
+	go func() {
+		defer ix.scans.done()
+		_ = ix.scanOrJoin(ctx, src, false)
+	}()
 	return nil
 }
 
@@ -290,6 +337,8 @@ func (ix *Indexer) Status(source string) Progress {
 // scanOrJoin runs a scan in the calling goroutine, or waits for the one
 // already running so that a source is never scanned twice at once.
 func (ix *Indexer) scanOrJoin(ctx context.Context, src *source, recheck bool) error {
+	ix.scans.add()
+	defer ix.scans.done()
 	src.mu.Lock()
 	if run := src.running; run != nil {
 		src.mu.Unlock()

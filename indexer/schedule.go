@@ -50,6 +50,8 @@ func (ix *Indexer) lead(ctx context.Context) error {
 	if err := ix.store.SyncSources(ctx, srcs); err != nil {
 		return fmt.Errorf("recording sources: %w", err)
 	}
+	// A job still running when the stop timeout passes is not lost track
+	// of: Run waits for every scan before it returns.
 	sched, err := gocron.NewScheduler(gocron.WithStopTimeout(10 * time.Second))
 	if err != nil {
 		return fmt.Errorf("starting scheduler: %w", err)
@@ -87,6 +89,8 @@ func (ix *Indexer) lead(ctx context.Context) error {
 // It re-checks every digest when the last re-check (kept in the store) is
 // Recheck old.
 func (ix *Indexer) scheduled(ctx context.Context, src *source) {
+	ix.scans.add()
+	defer ix.scans.done()
 	recheck := false
 	if src.Recheck > 0 {
 		at, err := ix.store.RecheckedAt(ctx, src.Name)

@@ -87,3 +87,49 @@ func TestScanInterruptedByShutdownIsNotAFailure(t *testing.T) {
 		t.Errorf("status = %+v, want idle without an error", p)
 	}
 }
+
+// Run's caller closes the store when Run returns, so Run must not return
+// under a scan still in flight: here one triggered by a request while
+// another replica leads.
+func TestRunReturnsOnlyAfterTheTriggeredScanFinished(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	st, ix := newStoreIndexer(t, reg)
+	ix.retry.timeout = 10 * time.Second
+	other, held, err := st.TryIndexerLock(context.Background())
+	if err != nil || !held {
+		t.Fatalf("lock: held=%v err=%v", held, err)
+	}
+	defer other.Release()
+	listing, release := holdListing(reg)
+	defer release()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ix.Run(ctx) }()
+	if err := ix.Trigger(context.Background(), "app"); err != nil {
+		t.Fatal(err)
+	}
+	<-listing
+	cancel()
+	select {
+	case <-done:
+		t.Fatal("Run returned while a triggered scan was still listing")
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil at shutdown", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the scan being let go")
+	}
+	if p := ix.Status("app"); p.Running {
+		t.Error("Run returned with the scan still running")
+	}
+	if s := indexed(t, st, ix).LastScan; s == nil || s.Outcome != "ok" {
+		t.Errorf("last scan = %+v, want the triggered scan recorded ok before Run returned", s)
+	}
+}

@@ -226,6 +226,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		})
 	}
 	err = srv.Serve(ctx, ln)
+	// ix.Run returns only after every scan in flight, so the deferred
+	// st.Close never runs under one.
 	wg.Wait()
 	log.Info("tidemark stopped")
 	return err
