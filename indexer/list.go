@@ -120,8 +120,8 @@ func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error
 }
 
 // nextLink parses `<URL>; rel="next"` relative to the page's URL and refuses
-// a link to another registry, so that a registry cannot send our credentials
-// elsewhere.
+// a link to another registry or scheme, so that a registry cannot send our
+// credentials elsewhere, nor in clear text (https to http on the same host).
 func nextLink(header string, base *url.URL, repo name.Repository) (*url.URL, error) {
 	if header == "" {
 		return nil, nil
@@ -141,6 +141,9 @@ func nextLink(header string, base *url.URL, repo name.Repository) (*url.URL, err
 	u = base.ResolveReference(u)
 	if u.Host != repo.RegistryStr() {
 		return nil, fmt.Errorf("link to %q leaves registry %q", u.Host, repo.RegistryStr())
+	}
+	if u.Scheme != repo.Scheme() {
+		return nil, fmt.Errorf("link %s changes the scheme of registry %q from %s", u.Redacted(), repo.RegistryStr(), repo.Scheme())
 	}
 	if !strings.HasSuffix(u.Path, "/tags/list") {
 		return nil, errors.New("link " + u.Redacted() + " is not a tag list")

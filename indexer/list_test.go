@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
@@ -276,6 +278,48 @@ func TestListRefusesLinkToAnotherHost(t *testing.T) {
 	_, _, err := list(t, newTestIndexer(t, nil, reg, "app"))
 	if err == nil || !strings.Contains(err.Error(), "leaves registry") {
 		t.Fatalf("err = %v, want a refusal to leave the registry", err)
+	}
+}
+
+func TestNextLinkStaysOnTheRegistryAndItsScheme(t *testing.T) {
+	repo, err := name.NewRepository("reg.example/team/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse("https://reg.example/v2/team/app/tags/list?n=2")
+	tests := []struct {
+		name    string
+		header  string
+		want    string // the next URL; "" with wantErr "" means no next page
+		wantErr string
+	}{
+		{"no header is the last page", "", "", ""},
+		{"a relative link resolves against the page", `</v2/team/app/tags/list?n=2&last=b>; rel="next"`, "https://reg.example/v2/team/app/tags/list?n=2&last=b", ""},
+		{"an absolute link on the same scheme and host is followed", `<https://reg.example/v2/team/app/tags/list?last=b>; rel="next"`, "https://reg.example/v2/team/app/tags/list?last=b", ""},
+		{"a link to plain http on the same host is refused", `<http://reg.example/v2/team/app/tags/list?last=b>; rel="next"`, "", "changes the scheme"},
+		{"a link to another host is refused", `<https://evil.example/v2/team/app/tags/list?last=b>; rel="next"`, "", "leaves registry"},
+		{"a link that is not a tag list is refused", `</v2/team/app/manifests/latest>; rel="next"`, "", "not a tag list"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := nextLink(tc.header, base, repo)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("nextLink = %v, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var next string // "" for no next page
+			if got != nil {
+				next = got.String()
+			}
+			if next != tc.want {
+				t.Errorf("next = %q, want %q", next, tc.want)
+			}
+		})
 	}
 }
 
