@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +42,7 @@ type Source struct {
 	Recheck  time.Duration
 	Username string
 	// Password is read at every scan so that a rotated password file is
-	// picked up. nil: no basic auth, the Docker keychain (config.json and
-	// credential helpers) then anonymous.
+	// picked up. nil: no basic auth; Options.Keychain, then anonymous.
 	Password func() (string, error)
 }
 
@@ -65,10 +65,14 @@ type Options struct {
 	Log     *slog.Logger          // nil: discard
 	Metrics prometheus.Registerer // nil: metrics are kept but not exposed
 	// RateLimits caps requests per second per registry host, shared by every
-	// source on that host. Docker Hub defaults to 10; other hosts are
-	// unlimited unless listed. Keys are spelled like image hosts
-	// ("docker.io", "ghcr.io", "127.0.0.1:5000").
+	// source on that host. Docker Hub without an entry gets
+	// DefaultDockerHubRate; other hosts are unlimited unless listed. Keys are
+	// spelled like image hosts ("docker.io", "ghcr.io", "127.0.0.1:5000").
 	RateLimits map[string]float64
+	// Keychain finds credentials for sources without a Password. nil:
+	// authn.DefaultKeychain, which reads Docker's config.json (found through
+	// DOCKER_CONFIG or HOME) and runs its credential helpers.
+	Keychain authn.Keychain
 	// OnChange is called after a scan or a digest batch changed what a
 	// client could be answered.
 	OnChange func(source string)
@@ -76,8 +80,10 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
-// DefaultDockerHubRate is the request rate used for Docker Hub unless
-// RateLimits says otherwise: well under its anonymous pull limits' burst.
+// DefaultDockerHubRate is the indexer's one fallback request rate for Docker
+// Hub, used when RateLimits has no entry for it: well under its anonymous
+// pull limits' burst. (cmd/tidemark always passes an entry: the
+// configuration's docker.io rate, whose default has the same value.)
 const DefaultDockerHubRate = 10
 
 // Progress is what a source's current or last scan has done so far.
@@ -101,6 +107,7 @@ type Indexer struct {
 	log           *slog.Logger
 	metrics       *metrics
 	onChng        func(string)
+	keychain      authn.Keychain
 	retry         retryPolicy
 	lockRetry     time.Duration // how often a standby replica tries the lock
 	progressEvery time.Duration
@@ -182,6 +189,10 @@ func New(opts Options) (*Indexer, error) {
 	if base == nil {
 		base = remote.DefaultTransport
 	}
+	keychain := opts.Keychain
+	if keychain == nil {
+		keychain = authn.DefaultKeychain
+	}
 	limits := map[string]float64{}
 	for host, rps := range opts.RateLimits {
 		key, err := registryKey(host)
@@ -200,6 +211,7 @@ func New(opts Options) (*Indexer, error) {
 		log:           log,
 		metrics:       m,
 		onChng:        opts.OnChange,
+		keychain:      keychain,
 		retry:         defaultRetry,
 		lockRetry:     15 * time.Second,
 		progressEvery: 5 * time.Second,

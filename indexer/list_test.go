@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -433,5 +434,31 @@ func TestListUsesTheDockerKeychain(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: anonymous, refused
 	if _, _, err := list(t, newTestIndexer(t, nil, reg, "app")); err == nil {
 		t.Fatal("listed anonymously from a registry that wants credentials")
+	}
+}
+
+// staticKeychain hands out one authenticator for every registry.
+type staticKeychain struct{ auth authn.Authenticator }
+
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.auth, nil }
+
+func TestListUsesTheGivenKeychainNotTheEnvironment(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	reg.set(func(r *testRegistry) { r.token, r.user, r.password = "tok-kc", "alice", "kc-pass" })
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // the default keychain would find nothing
+	src := testSource(t, "app", reg.host+"/app")
+	ix, err := New(Options{
+		Sources:  []Source{src},
+		Store:    unusedStore{},
+		Log:      testLog(t),
+		Keychain: staticKeychain{&authn.Basic{Username: "alice", Password: "kc-pass"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.retry = fastRetry
+	if got, _, err := list(t, ix); err != nil || len(got) != 1 {
+		t.Fatalf("got %v, %v; want the tag via the given keychain", got, err)
 	}
 }

@@ -157,9 +157,9 @@ func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int
 	if src.Password != nil {
 		auth = &basicAuth{username: src.Username, password: src.Password}
 	} else {
-		a, err := authn.Resolve(ctx, authn.DefaultKeychain, src.repo)
+		a, err := authn.Resolve(ctx, ix.keychain, src.repo)
 		if err != nil {
-			return nil, fmt.Errorf("credentials for %s from the docker keychain: %w", src.repo.RegistryStr(), err)
+			return nil, fmt.Errorf("credentials for %s from the keychain: %w", src.repo.RegistryStr(), err)
 		}
 		auth = a
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -176,6 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Log:        log,
 		Metrics:    reg,
 		RateLimits: rateLimits(cfg),
+		Keychain:   authn.DefaultKeychain, // as docker pull would
 		OnChange:   func(string) { reload.poke() },
 	})
 	if err != nil {
