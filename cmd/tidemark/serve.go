@@ -117,6 +117,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
+	ctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
@@ -228,8 +230,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		})
 	}
 	err = srv.Serve(ctx, ln)
-	// ix.Run returns only after every scan in flight, so the deferred
-	// st.Close never runs under one.
+	// If serving failed on its own, stop the rest too rather than wait for a
+	// signal that may never come. ix.Run returns only after every scan in
+	// flight, so the deferred st.Close never runs under one.
+	stopAll()
 	wg.Wait()
 	log.Info("tidemark stopped")
 	return err
