@@ -22,7 +22,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // Source is one source as the indexer needs it. cmd/ builds it from the
@@ -49,13 +48,13 @@ type Source struct {
 // Store is what the indexer needs of *store.Store.
 type Store interface {
 	SyncSources(ctx context.Context, sources []resolver.Source) error
-	ApplyScan(ctx context.Context, r store.ScanResult) (resolver.Scan, error)
+	ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.Scan, error)
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error
 	RecheckedAt(ctx context.Context, source string) (time.Time, error)
 	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
-	TryIndexerLock(ctx context.Context) (lock *store.IndexerLock, held bool, err error)
+	TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error)
 }
 
 // Options configure an Indexer.

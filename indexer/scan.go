@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 const (
@@ -38,7 +37,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 			"requests", requests.Load(), "duration", time.Since(started))
 		return fmt.Errorf("scan of %q interrupted: %w", src.Name, err)
 	}
-	res := store.ScanResult{
+	res := resolver.ScanResult{
 		Source:   src.Name,
 		Started:  started,
 		Finished: time.Now(),

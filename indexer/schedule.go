@@ -10,14 +10,13 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // errLockLost ends leading when the indexer lock's session ended.
 var errLockLost = errors.New("indexer lock lost (its database session ended); another replica may index now")
 
 // leadWhileHeld leads until ctx ends or the lock is lost, whichever is first.
-func (ix *Indexer) leadWhileHeld(ctx context.Context, lock *store.IndexerLock) error {
+func (ix *Indexer) leadWhileHeld(ctx context.Context, lock resolver.Lock) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // unusedStore stands in where a test exercises only the registry side; any
@@ -16,7 +15,7 @@ type unusedStore struct{}
 var errUnused = errors.New("test bug: this test does not use the store")
 
 func (unusedStore) SyncSources(context.Context, []resolver.Source) error { return errUnused }
-func (unusedStore) ApplyScan(context.Context, store.ScanResult) (resolver.Scan, error) {
+func (unusedStore) ApplyScan(context.Context, resolver.ScanResult) (resolver.Scan, error) {
 	return resolver.Scan{}, errUnused
 }
 func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) {
@@ -28,6 +27,6 @@ func (unusedStore) RecheckedAt(context.Context, string) (time.Time, error) {
 	return time.Time{}, errUnused
 }
 func (unusedStore) SetRecheckedAt(context.Context, string, time.Time) error { return errUnused }
-func (unusedStore) TryIndexerLock(context.Context) (*store.IndexerLock, bool, error) {
+func (unusedStore) TryIndexerLock(context.Context) (resolver.Lock, bool, error) {
 	return nil, false, errUnused
 }

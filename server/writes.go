@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // Store is what the write routes need of the database (*store.Store). Each
@@ -24,15 +23,15 @@ import (
 type Store interface {
 	// Authenticate answers ErrUnauthorized for unknown and revoked tokens
 	// alike, so that the two look the same from outside.
-	Authenticate(ctx context.Context, token string) (store.Token, error)
-	// Pin and Unpin check c.IfRevision (store.AnyRevision: no check) against
+	Authenticate(ctx context.Context, token string) (resolver.Token, error)
+	// Pin and Unpin check c.IfRevision (resolver.AnyRevision: no check) against
 	// the channel's revision inside the transaction: ErrConflict when it moved.
-	Pin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
-	Unpin(ctx context.Context, c store.Change) (resolver.ChannelState, error)
+	Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
+	Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
-	History(ctx context.Context, channel string) ([]store.AuditEvent, error)
-	SourceHistory(ctx context.Context, source string) ([]store.AuditEvent, error)
+	History(ctx context.Context, channel string) ([]resolver.AuditEvent, error)
+	SourceHistory(ctx context.Context, source string) ([]resolver.AuditEvent, error)
 }
 
 // ScanFunc starts indexing source in the background and reports whether a
@@ -119,7 +118,7 @@ func (s *Server) pin(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	change := store.Change{Channel: ch.Name, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
+	change := resolver.ChannelChange{Channel: ch.Name, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
 		Reason: req.Reason, IfRevision: ifRev, From: served(e.ans)}
 	if _, err := s.opts.Store.Pin(ctx, change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err)
@@ -149,7 +148,7 @@ func (s *Server) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	change := store.Change{Channel: name, Actor: actor(c), Reason: reason, IfRevision: ifRev, From: served(e.ans), To: served(after)}
+	change := resolver.ChannelChange{Channel: name, Actor: actor(c), Reason: reason, IfRevision: ifRev, From: served(e.ans), To: served(after)}
 	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); errors.Is(err, resolver.ErrNotFound) && e.ans.Channel.Latest != "" {
 		return fmt.Errorf("%w: channel %q has no pin to remove: it is fixed to %s by its configuration (latest:); change the configuration, or pin over it", resolver.ErrNotFound, name, e.ans.Channel.Latest)
 	} else if err != nil {
@@ -327,13 +326,13 @@ func (s *Server) history(c echo.Context) error {
 
 // ifMatchRevision reads If-Match as the channel state revision it was
 // issued for (the number an ETag starts with). Absent or "*":
-// store.AnyRevision, no check (last writer wins). The revision alone is compared, not the whole ETag:
+// resolver.AnyRevision, no check (last writer wins). The revision alone is compared, not the whole ETag:
 // a scan that moves a following channel's version is not a conflicting
 // write, and replicas that reloaded at different moments agree on revisions.
 func ifMatchRevision(r *http.Request) (int64, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
 	if h == "" || h == "*" {
-		return store.AnyRevision, nil
+		return resolver.AnyRevision, nil
 	}
 	bad := fmt.Errorf("%w: If-Match %q is not an ETag this server issued; GET the channel for a fresh one", resolver.ErrConflict, h)
 	if strings.HasPrefix(h, "W/") || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) || len(h) < 2 {

@@ -57,7 +57,7 @@ func newPGEnv(t *testing.T, opts Options) *pgEnv {
 		tags = append(tags, env.src.Classify(name))
 		digests[name] = tagDigest(name)
 	}
-	if _, err := env.st.ApplyScan(ctx, store.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
+	if _, err := env.st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
 		t.Fatalf("ApplyScan: %v", err)
 	}
 	if err := env.st.SetDigests(ctx, "k3s", digests); err != nil {

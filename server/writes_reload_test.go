@@ -19,7 +19,7 @@ type hangupStore struct {
 	hangup context.CancelFunc
 }
 
-func (h hangupStore) Pin(ctx context.Context, c store.Change) (resolver.ChannelState, error) {
+func (h hangupStore) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
 	defer h.hangup()
 	return h.Store.Pin(ctx, c)
 }

@@ -33,7 +33,7 @@ func (s *Store) Block(ctx context.Context, source, version, actor, reason string
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: actor, Action: "block", Source: source, To: version, Reason: reason}); err != nil {
+		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "block", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, payload("block", source, "version", version))
@@ -54,7 +54,7 @@ func (s *Store) Unblock(ctx context.Context, source, version, actor, reason stri
 		if res.RowsAffected() == 0 {
 			return fmt.Errorf("%w: version %q of source %q is not blocked", resolver.ErrNotFound, version, source)
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: actor, Action: "unblock", Source: source, To: version, Reason: reason}); err != nil {
+		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "unblock", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, payload("unblock", source, "version", version))

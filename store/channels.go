@@ -4,51 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// AnyRevision as ifRevision skips the optimistic-concurrency check.
-const AnyRevision int64 = -1
-
-// AuditEvent is one entry of the append-only audit trail.
-type AuditEvent struct {
-	ID      int64
-	At      time.Time
-	Actor   string // the token's name
-	Action  string // "pin", "unpin", "block", "unblock"
-	Channel string // "" for blocks
-	Source  string // "" for pins
-	From    string // pin/unpin: the version served before (see Change)
-	To      string // pin: the new pin; unpin: the version served after; block/unblock: the version
-	Reason  string
-}
-
-// Change is one pin or unpin of a channel.
-type Change struct {
-	Channel    string
-	Version    string // Pin: the canonical version; ignored by Unpin
-	Digest     string // Pin: the digest captured at promotion
-	Actor      string // the token's name
-	Reason     string
-	IfRevision int64 // the revision the caller saw (from the ETag); AnyRevision: no check
-	// From and To are the versions the channel served before and serves
-	// after, as the caller's snapshot sees them, so that the audit trail of
-	// a rollback reads "from X to Y" even when the channel was following its
-	// stream. "" when it served nothing. When From is "", the previous pin
-	// is recorded instead; Pin always records Version as To.
-	From, To string
-}
-
 // Pin pins c.Channel to c.Version with the digest captured at promotion,
 // records an audit event and notifies, in one transaction. When
-// c.IfRevision is not AnyRevision and the channel has moved on, Pin returns
+// c.IfRevision is not resolver.AnyRevision and the channel has moved on, Pin returns
 // ErrConflict and changes nothing. Whether the version exists and is
 // eligible is the caller's (the snapshot's) business.
-func (s *Store) Pin(ctx context.Context, c Change) (resolver.ChannelState, error) {
+func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
 	if c.Channel == "" || c.Version == "" {
 		return resolver.ChannelState{}, fmt.Errorf("%w: pin: channel %q, version %q: both are required", resolver.ErrInvalid, c.Channel, c.Version)
 	}
@@ -66,7 +33,7 @@ func (s *Store) Pin(ctx context.Context, c Change) (resolver.ChannelState, error
 		if from == "" {
 			from = old.Pin
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
+		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, payload("pin", "", "channel", c.Channel))
@@ -76,7 +43,7 @@ func (s *Store) Pin(ctx context.Context, c Change) (resolver.ChannelState, error
 
 // Unpin lets c.Channel follow its stream again; ErrNotFound when it is not
 // pinned, ErrConflict when c.IfRevision is stale.
-func (s *Store) Unpin(ctx context.Context, c Change) (resolver.ChannelState, error) {
+func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("unpin channel %q", c.Channel), func(tx pgx.Tx) error {
 		old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
@@ -94,7 +61,7 @@ func (s *Store) Unpin(ctx context.Context, c Change) (resolver.ChannelState, err
 		if from == "" {
 			from = old.Pin
 		}
-		if err := audit(ctx, tx, AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
+		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, payload("unpin", "", "channel", c.Channel))
@@ -133,7 +100,7 @@ func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64)
 	if err != nil {
 		return st, err
 	}
-	if ifRevision != AnyRevision && ifRevision != st.Revision {
+	if ifRevision != resolver.AnyRevision && ifRevision != st.Revision {
 		return st, fmt.Errorf("%w: channel %q changed: revision is %d, request was based on %d", resolver.ErrConflict, channel, st.Revision, ifRevision)
 	}
 	return st, nil
@@ -152,7 +119,7 @@ func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor stri
 	return normState(st), err
 }
 
-func audit(ctx context.Context, tx pgx.Tx, e AuditEvent) error {
+func audit(ctx context.Context, tx pgx.Tx, e resolver.AuditEvent) error {
 	_, err := tx.Exec(ctx, `
 		insert into audit (actor, action, channel, source, from_version, to_version, reason)
 		values ($1, $2, $3, $4, $5, $6, $7)`,
@@ -162,17 +129,17 @@ func audit(ctx context.Context, tx pgx.Tx, e AuditEvent) error {
 
 // History lists channel's audit events, newest first (empty for a channel
 // with none; the store does not know which channels are configured).
-func (s *Store) History(ctx context.Context, channel string) ([]AuditEvent, error) {
+func (s *Store) History(ctx context.Context, channel string) ([]resolver.AuditEvent, error) {
 	return s.history(ctx, fmt.Sprintf("history of channel %q", channel), `channel = $1`, channel)
 }
 
 // SourceHistory lists the block/unblock events of source, newest first.
-func (s *Store) SourceHistory(ctx context.Context, source string) ([]AuditEvent, error) {
+func (s *Store) SourceHistory(ctx context.Context, source string) ([]resolver.AuditEvent, error) {
 	return s.history(ctx, fmt.Sprintf("history of source %q", source), `source = $1`, source)
 }
 
-func (s *Store) history(ctx context.Context, op, where, arg string) ([]AuditEvent, error) {
-	events := []AuditEvent{}
+func (s *Store) history(ctx context.Context, op, where, arg string) ([]resolver.AuditEvent, error) {
+	events := []resolver.AuditEvent{}
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select id, at, actor, action, channel, source, from_version, to_version, reason
@@ -180,7 +147,7 @@ func (s *Store) history(ctx context.Context, op, where, arg string) ([]AuditEven
 		if err != nil {
 			return err
 		}
-		var e AuditEvent
+		var e resolver.AuditEvent
 		_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.At, &e.Actor, &e.Action, &e.Channel, &e.Source, &e.From, &e.To, &e.Reason}, func() error {
 			events = append(events, e)
 			return nil

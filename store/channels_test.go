@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
@@ -26,25 +25,25 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 		wantRev int64
 	}{
 		{"first pin from revision 0", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.1", Digest: "sha256:a", Actor: "alice", Reason: "promote", IfRevision: 0, From: "2.9.0"})
+			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.1", Digest: "sha256:a", Actor: "alice", Reason: "promote", IfRevision: 0, From: "2.9.0"})
 		}, nil, "2.9.1", 1},
 		{"stale revision is a conflict", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "late", IfRevision: 0})
+			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "late", IfRevision: 0})
 		}, resolver.ErrConflict, "", 0},
 		{"current revision pins", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "fix", IfRevision: 1})
+			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "fix", IfRevision: 1})
 		}, nil, "2.9.2", 2},
 		{"any revision pins", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, store.Change{Channel: "stable", Version: "2.9.3", Digest: "sha256:c", Actor: "carol", Reason: "", IfRevision: store.AnyRevision})
+			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.3", Digest: "sha256:c", Actor: "carol", Reason: "", IfRevision: resolver.AnyRevision})
 		}, nil, "2.9.3", 3},
 		{"unpin", func() (resolver.ChannelState, error) {
-			return st.Unpin(ctx, store.Change{Channel: "stable", Actor: "alice", Reason: "follow the stream", IfRevision: 3, To: "2.9.4"})
+			return st.Unpin(ctx, resolver.ChannelChange{Channel: "stable", Actor: "alice", Reason: "follow the stream", IfRevision: 3, To: "2.9.4"})
 		}, nil, "", 4},
 		{"unpin of an unpinned channel is not found", func() (resolver.ChannelState, error) {
-			return st.Unpin(ctx, store.Change{Channel: "stable", Actor: "alice", Reason: "", IfRevision: store.AnyRevision})
+			return st.Unpin(ctx, resolver.ChannelChange{Channel: "stable", Actor: "alice", Reason: "", IfRevision: resolver.AnyRevision})
 		}, resolver.ErrNotFound, "", 0},
 		{"empty version is invalid", func() (resolver.ChannelState, error) {
-			return st.Pin(ctx, store.Change{Channel: "stable", Version: "", Digest: "", Actor: "alice", Reason: "", IfRevision: store.AnyRevision})
+			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "", Digest: "", Actor: "alice", Reason: "", IfRevision: resolver.AnyRevision})
 		}, resolver.ErrInvalid, "", 0},
 	}
 	for _, s := range steps {
@@ -76,7 +75,7 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.AuditEvent{
+	want := []resolver.AuditEvent{
 		{Actor: "alice", Action: "unpin", Channel: "stable", From: "2.9.3", To: "2.9.4", Reason: "follow the stream"},
 		{Actor: "carol", Action: "pin", Channel: "stable", From: "2.9.2", To: "2.9.3"},
 		{Actor: "bob", Action: "pin", Channel: "stable", From: "2.9.1", To: "2.9.2", Reason: "fix"},
@@ -84,7 +83,7 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 		// one, the previous pin is (the rows above).
 		{Actor: "alice", Action: "pin", Channel: "stable", From: "2.9.0", To: "2.9.1", Reason: "promote"},
 	}
-	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(store.AuditEvent{}, "ID", "At")); diff != "" {
+	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(resolver.AuditEvent{}, "ID", "At")); diff != "" {
 		t.Errorf("history, newest first (-want +got):\n%s", diff)
 	}
 	if none, err := st.History(ctx, "other"); err != nil || none == nil || len(none) != 0 {
@@ -102,7 +101,7 @@ func TestConcurrentPinsWithOneRevisionExactlyOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = st.Pin(ctx, store.Change{Channel: "stable", Version: "1.0." + string(rune('a'+i)), Digest: "", Actor: "racer", Reason: "", IfRevision: 0})
+			_, errs[i] = st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "1.0." + string(rune('a'+i)), Digest: "", Actor: "racer", Reason: "", IfRevision: 0})
 		}()
 	}
 	wg.Wait()
@@ -164,11 +163,11 @@ func TestBlockUnblock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.AuditEvent{
+	want := []resolver.AuditEvent{
 		{Actor: "carol", Action: "unblock", Source: "src", To: "2.9.1", Reason: "fixed"},
 		{Actor: "alice", Action: "block", Source: "src", To: "2.9.1", Reason: "cve-1"},
 	}
-	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(store.AuditEvent{}, "ID", "At")); diff != "" {
+	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(resolver.AuditEvent{}, "ID", "At")); diff != "" {
 		t.Errorf("source history (-want +got):\n%s", diff)
 	}
 }

@@ -9,23 +9,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 	st, u := newStore(t, "a", "b", "unused")
 	ctx := context.Background()
 	t0 := time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)
-	apply := func(r store.ScanResult) {
+	apply := func(r resolver.ScanResult) {
 		t.Helper()
 		if _, err := st.ApplyScan(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply(store.ScanResult{Source: "a", Started: t0, Finished: t0, Complete: true, Tags: tags("2.9.1", "2.9.2", "3.0.0")})
-	apply(store.ScanResult{Source: "a", Started: t0.Add(time.Hour), Finished: t0.Add(time.Hour), Complete: true, Tags: tags("2.9.2", "3.0.0")})
-	apply(store.ScanResult{Source: "a", Started: t0.Add(2 * time.Hour), Finished: t0.Add(2 * time.Hour), Err: errShort("boom")})
-	apply(store.ScanResult{Source: "b", Started: t0, Finished: t0, Complete: true, Tags: tags("v1.0.0")})
+	apply(resolver.ScanResult{Source: "a", Started: t0, Finished: t0, Complete: true, Tags: tags("2.9.1", "2.9.2", "3.0.0")})
+	apply(resolver.ScanResult{Source: "a", Started: t0.Add(time.Hour), Finished: t0.Add(time.Hour), Complete: true, Tags: tags("2.9.2", "3.0.0")})
+	apply(resolver.ScanResult{Source: "a", Started: t0.Add(2 * time.Hour), Finished: t0.Add(2 * time.Hour), Err: errShort("boom")})
+	apply(resolver.ScanResult{Source: "b", Started: t0, Finished: t0, Complete: true, Tags: tags("v1.0.0")})
 	if err := st.SetDigests(ctx, "a", map[string]string{"3.0.0": "sha256:x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // indexerLockKey is the advisory lock the indexing replica holds.
@@ -26,23 +27,26 @@ type IndexerLock struct {
 }
 
 // TryIndexerLock tries to become the one indexing replica. held reports
-// whether this process now holds the lock; lock is nil when it does not.
+// whether this process now holds the lock; when it does not, lock is a nil
+// *IndexerLock (safe to Release).
 // If the holder dies, its session ends and the lock is free for the next
 // TryIndexerLock; if the holder's session ends under it (database restart,
 // pg_terminate_backend, a network cut), lock.Lost fires, so the holder stops
 // indexing before another replica takes over.
-func (s *Store) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
+func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error) {
+	// Not held: a nil *IndexerLock, whose methods are safe to call.
+	var none *IndexerLock
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, dbErr("indexer lock", err)
+		return none, false, dbErr("indexer lock", err)
 	}
 	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", indexerLockKey).Scan(&held); err != nil {
 		pc.Release()
-		return nil, false, dbErr("indexer lock", err)
+		return none, false, dbErr("indexer lock", err)
 	}
 	if !held {
 		pc.Release()
-		return nil, false, nil
+		return none, false, nil
 	}
 	// The connection leaves the pool for good: a lock-holding session must
 	// never be handed to an unrelated query, and closing it is the surest

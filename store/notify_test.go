@@ -57,7 +57,7 @@ func TestListenHearsChangesAndSurvivesLostConnection(t *testing.T) {
 	ctx := context.Background()
 	got := listen(t, st)
 
-	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(t, got); m["kind"] != "scan" || m["source"] != "src" {
@@ -75,7 +75,7 @@ func TestListenHearsChangesAndSurvivesLostConnection(t *testing.T) {
 	if m := next(t, got); m["kind"] != "reconnected" {
 		t.Errorf("after terminate: %v, want reconnected", m)
 	}
-	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Tags: tags("1.0.1")}); err != nil {
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Tags: tags("1.0.1")}); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(t, got); m["kind"] != "scan" {
@@ -114,7 +114,7 @@ func TestLostConnectionMidScanWritesNothing(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0", "1.1.0")})
+		_, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0", "1.1.0")})
 		errc <- err
 	}()
 	for i := 0; ; i++ {
@@ -137,7 +137,7 @@ func TestLostConnectionMidScanWritesNothing(t *testing.T) {
 	if n := query(t, u, `select (select count(*) from tags) + (select count(*) from scans)`)[0][0].(int64); n != 0 {
 		t.Fatalf("%d rows left behind by the failed transaction", n)
 	}
-	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
 		t.Fatalf("after reconnect: %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // xmins is each tag row's xmin: the transaction that last wrote it. A row a
@@ -51,7 +50,7 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 	src := source(t, "src")
 	got := listen(t, st)
 	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	scan := func(at time.Time, r store.ScanResult) resolver.Scan {
+	scan := func(at time.Time, r resolver.ScanResult) resolver.Scan {
 		t.Helper()
 		r.Source, r.Started, r.Finished = "src", at.Add(-time.Minute), at
 		sc, err := st.ApplyScan(ctx, r)
@@ -61,7 +60,7 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 		return sc
 	}
 
-	scan(t0, store.ScanResult{Complete: true, Tags: classified(src, "2.9.1", "2.9.2", "3.0-beta1", "junk")})
+	scan(t0, resolver.ScanResult{Complete: true, Tags: classified(src, "2.9.1", "2.9.2", "3.0-beta1", "junk")})
 	if m := next(t, got); m["kind"] != "scan" || m["tags"] != "" {
 		t.Errorf("first scan notification = %v, want a plain scan", m)
 	}
@@ -69,9 +68,9 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 
 	// The same listing in another order, with a duplicate, and a failed scan
 	// in between (which must not spoil the fingerprint).
-	scan(t0.Add(30*time.Minute), store.ScanResult{Err: errors.New("registry down")})
+	scan(t0.Add(30*time.Minute), resolver.ScanResult{Err: errors.New("registry down")})
 	next(t, got)
-	sc := scan(t0.Add(time.Hour), store.ScanResult{Complete: true, Tags: classified(src, "junk", "3.0-beta1", "2.9.2", "2.9.1", "2.9.2")})
+	sc := scan(t0.Add(time.Hour), resolver.ScanResult{Complete: true, Tags: classified(src, "junk", "3.0-beta1", "2.9.2", "2.9.1", "2.9.2")})
 	want := resolver.Scan{ID: sc.ID, Source: "src", Started: sc.Started, Finished: sc.Finished, Outcome: "ok", Complete: true, TagsSeen: 4}
 	if diff := cmp.Diff(want, sc); diff != "" {
 		t.Errorf("rescan (-want +got):\n%s", diff)
@@ -165,12 +164,12 @@ func TestRescanThatDiffersMergesOnlyWhatDiffers(t *testing.T) {
 			st, u := newStore(t, "src")
 			ctx := context.Background()
 			t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-			if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Finished: t0, Complete: true, Tags: classified(tt.first.src, tt.first.tags...)}); err != nil {
+			if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Finished: t0, Complete: true, Tags: classified(tt.first.src, tt.first.tags...)}); err != nil {
 				t.Fatal(err)
 			}
 			before := xmins(t, u)
 			second := classified(tt.second.src, tt.second.tags...)
-			got, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Finished: t0.Add(time.Hour), Complete: true, Tags: second})
+			got, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Finished: t0.Add(time.Hour), Complete: true, Tags: second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +202,7 @@ func TestRescanThatDiffersMergesOnlyWhatDiffers(t *testing.T) {
 			}
 			// And the same listing once more takes the fast path.
 			before = xmins(t, u)
-			if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Finished: t0.Add(2 * time.Hour), Complete: true, Tags: second}); err != nil {
+			if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Finished: t0.Add(2 * time.Hour), Complete: true, Tags: second}); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]string{}, rewritten(before, xmins(t, u))); diff != "" {
@@ -222,7 +221,7 @@ func TestPartialListingNeverTakesTheFastPath(t *testing.T) {
 		t.Helper()
 		before := xmins(t, u)
 		step++
-		sc, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Finished: t0.Add(time.Duration(step) * time.Hour), Complete: complete, Tags: tags(names...)})
+		sc, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Finished: t0.Add(time.Duration(step) * time.Hour), Complete: complete, Tags: tags(names...)})
 		if err != nil {
 			t.Fatal(err)
 		}

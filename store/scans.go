@@ -13,19 +13,6 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// ScanResult is what one indexing run of one source found.
-type ScanResult struct {
-	Source   string
-	Started  time.Time
-	Finished time.Time
-	// Complete is true when the whole tag list was read. Only a complete
-	// listing marks missing tags absent; an incomplete one changes no tags.
-	Complete bool
-	Tags     []resolver.Tag // classified tags from the listing (excluded tags already dropped)
-	Err      error          // non-nil: the scan failed; its text is recorded, tags are untouched
-	Requests int            // registry requests made
-}
-
 // scanTagColumns are the columns COPYed into the per-scan temp table.
 var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch", "pre",
 	"pre_number", "prerelease", "build", "build_meta", "canonical", "stream"}
@@ -47,7 +34,7 @@ var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch"
 // incomplete one adds and refreshes the tags it saw but marks nothing absent,
 // and never takes the fast path (nor lets the next listing take it).
 // The source must have been recorded by SyncSources (else ErrNotFound).
-func (s *Store) ApplyScan(ctx context.Context, r ScanResult) (resolver.Scan, error) {
+func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.Scan, error) {
 	if r.Source == "" {
 		return resolver.Scan{}, fmt.Errorf("%w: apply scan: empty source name", resolver.ErrInvalid)
 	}

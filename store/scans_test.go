@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // tagState is what the tags table says about one tag.
@@ -97,7 +96,7 @@ func TestApplyScan(t *testing.T) {
 			for i, s := range tt.steps {
 				at := base.Add(time.Duration(i) * time.Hour)
 				seenAt[at] = i
-				got, err := st.ApplyScan(ctx, store.ScanResult{
+				got, err := st.ApplyScan(ctx, resolver.ScanResult{
 					Source: "src", Started: at.Add(-time.Minute), Finished: at,
 					Complete: s.complete, Tags: tags(s.tags...), Err: s.err, Requests: 2,
 				})
@@ -134,11 +133,11 @@ func TestApplyScanRefusesBadInput(t *testing.T) {
 	st, _ := newStore(t, "src")
 	for _, tt := range []struct {
 		name string
-		r    store.ScanResult
+		r    resolver.ScanResult
 		want error
 	}{
-		{"no source is invalid", store.ScanResult{}, resolver.ErrInvalid},
-		{"unsynced source is not found", store.ScanResult{Source: "nope", Tags: tags("1.0.0")}, resolver.ErrNotFound},
+		{"no source is invalid", resolver.ScanResult{}, resolver.ErrInvalid},
+		{"unsynced source is not found", resolver.ScanResult{Source: "nope", Tags: tags("1.0.0")}, resolver.ErrNotFound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := st.ApplyScan(context.Background(), tt.r)
@@ -153,7 +152,7 @@ func TestApplyScanRefusesBadInput(t *testing.T) {
 func TestSetDigestsRecordsRetag(t *testing.T) {
 	st, u := newStore(t, "src")
 	ctx := context.Background()
-	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("a", "b", "c")}); err != nil {
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("a", "b", "c")}); err != nil {
 		t.Fatal(err)
 	}
 	missing := func() []string {
@@ -187,7 +186,7 @@ func TestSetDigestsRecordsRetag(t *testing.T) {
 func TestAddScanRequestsCountsDigestRequests(t *testing.T) {
 	st, _ := newStore(t, "src")
 	ctx := context.Background()
-	sc, err := st.ApplyScan(ctx, store.ScanResult{Source: "src", Complete: true, Tags: tags("a"), Requests: 3})
+	sc, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("a"), Requests: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // benchTags is n classified tags shaped like a busy juju source: releases,
@@ -51,7 +50,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			sc, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts})
+			sc, err := st.ApplyScan(ctx, resolver.ScanResult{Source: src.Name, Complete: true, Tags: ts})
 			if err != nil || sc.TagsNew != len(ts) {
 				b.Fatalf("scan %+v, %v", sc, err)
 			}
@@ -61,11 +60,11 @@ func BenchmarkApplyScan10k(b *testing.B) {
 		if err := st.SyncSources(ctx, []resolver.Source{base}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
+		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			sc, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: ts, Finished: time.Now()})
+			sc, err := st.ApplyScan(ctx, resolver.ScanResult{Source: base.Name, Complete: true, Tags: ts, Finished: time.Now()})
 			if err != nil || sc.TagsNew != 0 || sc.TagsGone != 0 {
 				b.Fatalf("scan %+v, %v", sc, err)
 			}
@@ -73,7 +72,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 	})
 	b.Run("rescan-one-changed", func(b *testing.B) {
 		i := 0
-		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
+		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
@@ -84,7 +83,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 				listing, gone = ts[1:], 1
 			}
 			i++
-			sc, err := st.ApplyScan(ctx, store.ScanResult{Source: base.Name, Complete: true, Tags: listing, Finished: time.Now()})
+			sc, err := st.ApplyScan(ctx, resolver.ScanResult{Source: base.Name, Complete: true, Tags: listing, Finished: time.Now()})
 			if err != nil || sc.TagsNew != 0 || sc.TagsGone != gone {
 				b.Fatalf("scan %+v, %v", sc, err)
 			}
@@ -106,11 +105,11 @@ func BenchmarkLoad100k(b *testing.B) {
 	}
 	for _, src := range srcs {
 		ts := benchTags(b, src, 27_500)
-		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts}); err != nil {
+		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: src.Name, Complete: true, Tags: ts}); err != nil {
 			b.Fatal(err)
 		}
 		// 2,500 of them gone again, so Load has absent rows to skip.
-		if _, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: ts[:25_000]}); err != nil {
+		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: src.Name, Complete: true, Tags: ts[:25_000]}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,21 +24,6 @@ var Scopes = []string{"promote", "scan", "admin"}
 // (secret scanners) and a wrong kind of credential is refused early.
 const TokenPrefix = "tdm_"
 
-// Token is an API token as stored; the plaintext is never kept.
-type Token struct {
-	ID        int64
-	Name      string
-	Scopes    []string
-	CreatedAt time.Time
-	LastUsed  time.Time // zero: never used
-	RevokedAt time.Time // zero: valid
-}
-
-// Has reports whether t grants scope (admin grants every scope).
-func (t Token) Has(scope string) bool {
-	return slices.Contains(t.Scopes, scope) || slices.Contains(t.Scopes, "admin")
-}
-
 // CreateToken makes a token named name with scopes and returns its
 // plaintext, which exists only in this return value: the database keeps its
 // SHA-256. ErrConflict when the name is taken (revoked tokens keep theirs).
@@ -73,14 +58,14 @@ func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (
 // Authenticate finds the valid token whose plaintext this is and records its
 // use. Unknown, malformed and revoked tokens are all ErrUnauthorized with
 // the same text, so a caller learns nothing from the difference.
-func (s *Store) Authenticate(ctx context.Context, plaintext string) (Token, error) {
+func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Token, error) {
 	denied := fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
 	if !strings.HasPrefix(plaintext, TokenPrefix) {
-		return Token{}, denied
+		return resolver.Token{}, denied
 	}
 	hash := sha256.Sum256([]byte(plaintext))
 	var (
-		t      Token
+		t      resolver.Token
 		stored []byte
 	)
 	err := s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
@@ -97,17 +82,17 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (Token, erro
 		return err
 	})
 	if err != nil {
-		return Token{}, err
+		return resolver.Token{}, err
 	}
 	if subtle.ConstantTimeCompare(stored, hash[:]) != 1 {
-		return Token{}, denied
+		return resolver.Token{}, denied
 	}
 	return t, nil
 }
 
 // ListTokens lists every token, revoked ones included, by name.
-func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
-	tokens := []Token{}
+func (s *Store) ListTokens(ctx context.Context) ([]resolver.Token, error) {
+	tokens := []resolver.Token{}
 	err := s.inTx(ctx, "list tokens", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select id, name, scopes, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
@@ -115,7 +100,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 		if err != nil {
 			return err
 		}
-		var t Token
+		var t resolver.Token
 		_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsed, &t.RevokedAt}, func() error {
 			c := t
 			c.LastUsed, c.RevokedAt = unEpoch(c.LastUsed), unEpoch(c.RevokedAt)

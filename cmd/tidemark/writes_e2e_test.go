@@ -179,7 +179,7 @@ func seed(t *testing.T, env map[string]string) {
 		tags = append(tags, src.Classify(name))
 		digests[name] = "sha256:" + strings.Repeat("ab", 32)
 	}
-	if _, err := st.ApplyScan(ctx, store.ScanResult{Source: src.Name, Complete: true, Tags: tags}); err != nil {
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: src.Name, Complete: true, Tags: tags}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SetDigests(ctx, src.Name, digests); err != nil {
