@@ -34,7 +34,9 @@ func main() {
 	conns := flag.Int("connections", 64, "wrk connections")
 	threads := flag.Int("threads", 2, "wrk threads")
 	wrk := flag.String("wrk", "wrk", "wrk binary")
+	wrkCPU := flag.String("wrk-cpu", "", "run wrk on these CPUs (taskset -c), apart from the servers")
 	flag.Parse()
+	wrkCPUs = *wrkCPU
 	if err := run(*wrk, *duration, *conns, *threads); err != nil {
 		fmt.Fprintln(os.Stderr, "benchserve:", err)
 		os.Exit(1)
@@ -148,9 +150,18 @@ var (
 	reSockErr = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
 )
 
+// wrkCPUs, when set, keeps the load generator off the servers' CPUs, so
+// that latency measures the server rather than the two fighting for cores.
+var wrkCPUs string
+
 func runWrk(wrk, u string, d time.Duration, conns, threads int) (result, error) {
-	out, err := exec.Command(wrk, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns),
-		"-d"+strconv.Itoa(int(d.Seconds()))+"s", "--latency", u).CombinedOutput()
+	args := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns),
+		"-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", u}
+	cmd := exec.Command(wrk, args...)
+	if wrkCPUs != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", wrkCPUs, wrk}, args...)...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %w: %s", err, out)
 	}
