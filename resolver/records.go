@@ -25,7 +25,11 @@ type AuditEvent struct {
 
 // ChannelChange is one pin or unpin of a channel.
 type ChannelChange struct {
-	Channel    string
+	Channel string
+	// Source is the channel's source. When set, Pin refuses a version that
+	// is blocked there, inside its transaction: a block made through another
+	// replica a moment ago still wins.
+	Source     string
 	Version    string // Pin: the canonical version; ignored by Unpin
 	Digest     string // Pin: the digest captured at promotion
 	Actor      string // the token's name

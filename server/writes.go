@@ -118,7 +118,7 @@ func (s *Server) pin(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	change := resolver.ChannelChange{Channel: ch.Name, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
+	change := resolver.ChannelChange{Channel: ch.Name, Source: ch.Source, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
 		Reason: req.Reason, IfRevision: ifRev, From: served(e.ans)}
 	if _, err := s.opts.Store.Pin(ctx, change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err)

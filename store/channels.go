@@ -25,6 +25,16 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err != nil {
 			return err
 		}
+		if c.Source != "" {
+			var reason string
+			err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
+			switch {
+			case err == nil:
+				return fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, c.Version, c.Source, reason)
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
 		st, err = setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor)
 		if err != nil {
 			return err

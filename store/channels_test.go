@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -169,5 +170,26 @@ func TestBlockUnblock(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, hist, cmpopts.IgnoreFields(resolver.AuditEvent{}, "ID", "At")); diff != "" {
 		t.Errorf("source history (-want +got):\n%s", diff)
+	}
+}
+
+// TestPinRefusesABlockedVersionInItsTransaction: a block recorded a moment
+// ago (say through another replica, whose snapshot this one has not seen)
+// still stops a pin, and the refused pin leaves no trace.
+func TestPinRefusesABlockedVersionInItsTransaction(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	if _, err := st.Block(ctx, "src", "2.9.1", "alice", "cve-1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Source: "src", Version: "2.9.1", Actor: "bob", IfRevision: resolver.AnyRevision})
+	if !errors.Is(err, resolver.ErrUnprocessable) || !strings.Contains(err.Error(), "cve-1") {
+		t.Fatalf("pin of a blocked version: %v, want ErrUnprocessable naming the block", err)
+	}
+	if hist, err := st.History(ctx, "stable"); err != nil || len(hist) != 0 {
+		t.Errorf("history after a refused pin: %+v, %v; want none", hist, err)
+	}
+	if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Source: "src", Version: "2.9.2", Actor: "bob", IfRevision: resolver.AnyRevision}); err != nil {
+		t.Errorf("pin of an unblocked version: %v", err)
 	}
 }
