@@ -56,14 +56,14 @@ func newResolveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if source == "" || current == "" {
-				return fmt.Errorf("resolve needs --source and --current")
+			if current == "" || (source == "" && channel == "") {
+				return fmt.Errorf("resolve needs --current and --source (or --channel, which names its source)")
 			}
 			if stream != "" && channel != "" {
 				return fmt.Errorf("--stream and --channel: give one, not both")
 			}
-			q := url.Values{"source": {source}, "current": {current}}
-			for k, v := range map[string]string{"stream": stream, "channel": channel, "target": target} {
+			q := url.Values{"current": {current}}
+			for k, v := range map[string]string{"source": source, "stream": stream, "channel": channel, "target": target} {
 				if v != "" {
 					q.Set(k, v)
 				}
@@ -88,7 +88,7 @@ func newResolveCmd(e *env) *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&source, "source", "", "source name (required)")
+	cmd.Flags().StringVar(&source, "source", "", "source name (required unless --channel is given)")
 	cmd.Flags().StringVar(&current, "current", "", "the version you run now (required)")
 	cmd.Flags().StringVar(&stream, "stream", "", "released, proposed, devel or testing (default: the channel's, else released)")
 	cmd.Flags().StringVar(&channel, "channel", "", "follow this channel's stream and filters")
@@ -165,13 +165,22 @@ func newChannelsCmd(e *env) *cobra.Command {
 				if ch.Pinned {
 					pinned = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, orDash(deref(ch.Version)), pinned, orDash(deref(ch.UpdatedAt)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, orDash(deref(ch.Version)), pinned, orDash(stampOf(deref(ch.UpdatedAt))))
 			}
 			return tw.Flush()
 		},
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// stampOf prints an RFC 3339 time to the second, like the history table.
+func stampOf(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func deref(s *string) string {

@@ -232,7 +232,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	if out := bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "regression in 1.33.6"); out != "v1.33: v1.33.6+k3s2 -> v1.33.5+k3s1 (pinned)\n" {
 		t.Errorf("promote printed %q", out)
 	}
-	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+v1\.33\.5\+k3s1\s+yes\s+\d{4}-`).MatchString(out) ||
+	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+v1\.33\.5\+k3s1\s+yes\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(out) ||
 		!strings.HasPrefix(out, "CHANNEL") {
 		t.Errorf("channels table:\n%s", out)
 	}
@@ -253,6 +253,11 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	out = c.must("resolve", "--source", "k3s", "--current", "v1.32.9-k3s1", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Target != "v1.33.6+k3s2" {
 		t.Errorf("resolve -o json: %v %+v from %s", err, ans, out)
+	}
+	// A channel names its source: --source is not needed with --channel.
+	out = c.must("resolve", "--channel", "latest", "--current", "v1.32.9-k3s1", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Target != "v1.33.6+k3s2" {
+		t.Errorf("resolve --channel -o json: %v %+v from %s", err, ans, out)
 	}
 
 	// Block the pinned version: the channel stops answering rather than
