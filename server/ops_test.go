@@ -101,6 +101,7 @@ func TestResolveParameters(t *testing.T) {
 		{"downgrade target is 422", "source=k3s&current=v1.33.0-k3s1&target=v1.32.9-k3s1", 422, ""},
 		{"skipping a minor is 422", "source=k3s&current=v1.31.0-k3s1&target=v1.33.6%2Bk3s2", 422, ""},
 		{"unknown parameters are ignored", "source=k3s&current=v1.33.0-k3s1&colour=blue", 200, ""},
+		{"empty stream and builds are unset", "source=k3s&current=v1.33.0-k3s1&stream=&builds=", 200, ""},
 		{"develop is devel", "source=k3s&current=v1.33.0-k3s1&stream=develop&builds=true", 200, ""},
 		{"channel answers", "source=k3s&current=v1.33.0-k3s1&channel=v1.33", 200, ""},
 		{"channel names its source", "current=v1.33.0-k3s1&channel=v1.33", 200, ""},

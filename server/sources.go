@@ -79,7 +79,8 @@ func (s *Server) listVersions(c echo.Context) error {
 	q := c.QueryParams()
 	// No stream asked: every version that parses, which is what testing serves.
 	stream := resolver.Testing
-	if q.Has("stream") {
+	// An empty value is no value: clients fill templates like ?stream=&constraint=.
+	if q.Get("stream") != "" {
 		if stream, err = resolver.ParseStream(q.Get("stream")); err != nil {
 			return badParam("stream", err)
 		}
@@ -151,7 +152,7 @@ func (s *Server) resolve(c echo.Context) error {
 	if query.Current == "" {
 		return invalidParam("current", "current is required")
 	}
-	if q.Has("stream") {
+	if q.Get("stream") != "" {
 		if query.Channel != "" {
 			return invalidParam("stream", "give stream or channel, not both")
 		}
@@ -161,7 +162,7 @@ func (s *Server) resolve(c echo.Context) error {
 		}
 		query.Stream = &st
 	}
-	if q.Has("builds") {
+	if q.Get("builds") != "" {
 		b, err := strconv.ParseBool(q.Get("builds"))
 		if err != nil {
 			return invalidParam("builds", "builds %q is not a boolean", q.Get("builds"))

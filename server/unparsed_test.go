@@ -26,3 +26,14 @@ func TestUnparsedTagsAreListedWithWhy(t *testing.T) {
 		t.Errorf("unknown source: %d %s, want 404 naming the source parameter", res.StatusCode, body)
 	}
 }
+
+// TestEmptyQueryValuesAreUnset: clients fill the contract's template
+// ?stream=&constraint= literally; empty means no filter, not a bad stream.
+func TestEmptyQueryValuesAreUnset(t *testing.T) {
+	_, ts, _ := newTestServer(t, k3sSnapshot(t), "")
+	_, all := get(t, ts, "/api/v1/sources/k3s/versions")
+	res, body := get(t, ts, "/api/v1/sources/k3s/versions?stream=&constraint=")
+	if res.StatusCode != http.StatusOK || string(body) != string(all) {
+		t.Errorf("?stream=&constraint=: %d, same list as no parameters: %v", res.StatusCode, string(body) == string(all))
+	}
+}

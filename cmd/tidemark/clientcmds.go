@@ -102,14 +102,17 @@ func newResolveCmd(e *env) *cobra.Command {
 func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
 	w := e.stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
+	if len(a.Available) > 0 {
+		fmt.Fprintln(w, "available versions:")
+		for _, v := range a.Available {
+			fmt.Fprintf(w, "    %s\n", v)
+		}
+	}
 	if a.Target == nil {
-		// The reason already starts "no upgrades available".
+		// The reason already starts "no upgrades available" and says why
+		// any available version above cannot be reached yet.
 		fmt.Fprintln(w, a.Reason)
 		return
-	}
-	fmt.Fprintln(w, "available versions:")
-	for _, v := range a.Available {
-		fmt.Fprintf(w, "    %s\n", v)
 	}
 	fmt.Fprintf(w, "best version:\n    %s\n", *a.Target)
 	if len(a.Path) > 0 {
