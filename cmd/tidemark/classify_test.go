@@ -12,19 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// The -update flag may be registered by another test file of this package;
-// registering it in init (which runs after every package-level variable)
-// and only when absent lets both coexist.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
+// update rewrites every golden file of this package's tests (go test -update).
+var update = flag.Bool("update", false, "rewrite golden files")
 
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
+func updateGolden() bool { return *update }
 
 func runMain(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

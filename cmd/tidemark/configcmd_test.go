@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,14 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// Another test file of this package may register -update too; only the
-// first registration happens.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
 
 func TestConfigCheckGolden(t *testing.T) {
 	tests := []struct {
@@ -45,7 +36,7 @@ func TestConfigCheckGolden(t *testing.T) {
 			}
 			got := "--- stdout\n" + stdout.String() + "--- stderr\n" + stderr.String()
 			file := filepath.Join("testdata", "config", tt.golden+".golden")
-			if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+			if updateGolden() {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
