@@ -105,7 +105,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if v := req.Header.Get("X-SUC-Latest-Version"); v != "" {
 			attrs = append(attrs, slog.String("suc_latest_version", v))
 		}
-		s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+		// A record without a caller PC: Logger.LogAttrs would walk the stack
+		// for every request (runtime.Callers was 7% of the hot path) to
+		// fill a source location the access log never shows.
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+		r.AddAttrs(attrs...)
+		_ = s.log.Handler().Handle(ctx, r)
 		return nil
 	}
 }
