@@ -1,12 +1,7 @@
 package resolver
 
 import (
-	"errors"
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var jujuParser = MustParser(SchemeJuju, "")
@@ -122,31 +117,7 @@ func TestJujuParse(t *testing.T) {
 			name += "_is_invalid"
 		}
 		t.Run(name, func(t *testing.T) {
-			got, err := jujuParser.Parse(tt.tag)
-			if tt.wantError != "" {
-				if err == nil {
-					t.Fatalf("Parse(%q) = %v, want error %q", tt.tag, got, tt.wantError)
-				}
-				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantError) || strings.Contains(err.Error(), "\n") {
-					t.Errorf("Parse(%q) error %q, want one line wrapping ErrInvalid containing %q", tt.tag, err, tt.wantError)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Parse(%q): %v", tt.tag, err)
-			}
-			want := tt.want
-			want.Scheme = SchemeJuju
-			if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Version{})); diff != "" {
-				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tt.tag, diff)
-			}
-			wantStr := tt.wantStr
-			if wantStr == "" {
-				wantStr = tt.tag
-			}
-			if got.String() != wantStr {
-				t.Errorf("Parse(%q).String() = %q, want %q", tt.tag, got.String(), wantStr)
-			}
+			checkParse(t, jujuParser, tt.tag, tt.want, tt.wantStr, tt.wantError)
 		})
 	}
 }

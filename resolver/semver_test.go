@@ -73,31 +73,7 @@ func TestSemverParse(t *testing.T) {
 			name += "_is_invalid"
 		}
 		t.Run(name, func(t *testing.T) {
-			got, err := tt.parser.Parse(tt.tag)
-			if tt.wantError != "" {
-				if err == nil {
-					t.Fatalf("Parse(%q) = %v, want error %q", tt.tag, got, tt.wantError)
-				}
-				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantError) || !strings.HasPrefix(err.Error(), `"`) {
-					t.Errorf("Parse(%q) error %q, want it to name the tag, wrap ErrInvalid and contain %q", tt.tag, err, tt.wantError)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Parse(%q): %v", tt.tag, err)
-			}
-			want := tt.want
-			want.Scheme = SchemeSemver
-			if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Version{})); diff != "" {
-				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tt.tag, diff)
-			}
-			wantStr := tt.wantStr
-			if wantStr == "" {
-				wantStr = tt.tag
-			}
-			if got.String() != wantStr {
-				t.Errorf("Parse(%q).String() = %q, want %q", tt.tag, got.String(), wantStr)
-			}
+			checkParse(t, tt.parser, tt.tag, tt.want, tt.wantStr, tt.wantError)
 		})
 	}
 }
@@ -172,5 +148,37 @@ func TestCompareIdentTransitive(t *testing.T) {
 	}
 	if compareIdent("rc1x", "rc9") >= 0 || compareIdent("rc9", "rc10") >= 0 {
 		t.Errorf("want rc1x < rc9 < rc10")
+	}
+}
+
+// checkParse is the one assertion of the parse tables of both schemes: a
+// version equal to want (its scheme filled in) printing as wantStr (default:
+// the tag), or a one-line error naming the tag, wrapping ErrInvalid and
+// containing wantError.
+func checkParse(t *testing.T, p *Parser, tag string, want Version, wantStr, wantError string) {
+	t.Helper()
+	got, err := p.Parse(tag)
+	if wantError != "" {
+		if err == nil {
+			t.Fatalf("Parse(%q) = %v, want error %q", tag, got, wantError)
+		}
+		msg := err.Error()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(msg, wantError) || !strings.HasPrefix(msg, `"`) || strings.Contains(msg, "\n") {
+			t.Errorf("Parse(%q) error %q, want one line naming the tag, wrapping ErrInvalid, containing %q", tag, err, wantError)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", tag, err)
+	}
+	want.Scheme = p.Scheme()
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Version{})); diff != "" {
+		t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tag, diff)
+	}
+	if wantStr == "" {
+		wantStr = tag
+	}
+	if got.String() != wantStr {
+		t.Errorf("Parse(%q).String() = %q, want %q", tag, got.String(), wantStr)
 	}
 }
