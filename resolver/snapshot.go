@@ -24,6 +24,10 @@ type Snapshot struct {
 	byChannel map[string]int
 	// constraints are the clients' ?constraint= values, compiled (Versions).
 	constraints constraintCache
+	// channels and states are what the answers were computed from, kept
+	// so that Apply can recompute them without the caller restating them.
+	channels []Channel
+	states   map[string]ChannelState
 }
 
 // sourceIndex is one source, indexed.
@@ -44,15 +48,22 @@ type sourceIndex struct {
 // channel name to its database state (missing: never pinned).
 func NewSnapshot(channels []Channel, data []SourceData, states map[string]ChannelState, loadedAt time.Time) *Snapshot {
 	s := &Snapshot{
-		LoadedAt:  loadedAt,
-		bySource:  make(map[string]*sourceIndex, len(data)),
-		byChannel: make(map[string]int, len(channels)),
+		LoadedAt: loadedAt,
+		bySource: make(map[string]*sourceIndex, len(data)),
 	}
 	for i := range data {
 		idx := indexSource(&data[i])
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
+	s.answerChannels(channels, states)
+	return s
+}
+
+// answerChannels computes every channel's answer from the indexed sources.
+func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelState) {
+	s.channels, s.states = channels, states
+	s.byChannel = make(map[string]int, len(channels))
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]filter, len(channels))
 	for i := range channels {
@@ -63,7 +74,6 @@ func NewSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 		s.filters[i] = f
 		s.byChannel[channels[i].Name] = i
 	}
-	return s
 }
 
 func indexSource(d *SourceData) *sourceIndex {

@@ -39,8 +39,13 @@ type Options struct {
 	// Metrics is where the server registers its collectors; /metrics serves
 	// this registry, so cmd can share one with the indexer. nil: a private one.
 	Metrics *prometheus.Registry
-	// Load builds a fresh snapshot (from the store, in production).
-	Load func(ctx context.Context) (*resolver.Snapshot, error)
+	// Data, Sources and Channels are where snapshots come from: with Data
+	// set, a change rebuilds only the part it touched (Notify). Without it,
+	// Load builds every snapshot whole (tests, benchmarks).
+	Data     Data
+	Sources  []resolver.Source
+	Channels []resolver.Channel
+	Load     func(ctx context.Context) (*resolver.Snapshot, error)
 	// ShutdownTimeout bounds how long Serve drains in-flight requests after
 	// its context ends. 0: 15s.
 	ShutdownTimeout time.Duration
@@ -69,13 +74,18 @@ type Server struct {
 	// notification may reload too, and an older load must never be swapped
 	// in after a newer one.
 	reloadMu sync.Mutex
+	channels atomic.Pointer[[]resolver.Channel] // the configured ones (SetChannels)
+	// pending collects Notify's changes until the reload loop takes them.
+	pendingMu sync.Mutex
+	pending   resolver.Changes
+	kick      chan struct{}
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
 // routes 503 until the first successful Reload.
 func New(opts Options) (*Server, error) {
-	if opts.Load == nil {
-		return nil, fmt.Errorf("%w: server options: Load is required", resolver.ErrInvalid)
+	if opts.Load == nil && opts.Data == nil {
+		return nil, fmt.Errorf("%w: server options: Data or Load is required", resolver.ErrInvalid)
 	}
 	opts.ExternalURL = strings.TrimRight(opts.ExternalURL, "/")
 	if opts.Log == nil {
@@ -87,7 +97,11 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 15 * time.Second
 	}
-	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst)}
+	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst), kick: make(chan struct{}, 1)}
+	s.channels.Store(&opts.Channels)
+	if opts.Data != nil && opts.Load == nil {
+		s.opts.Load = s.loadAll
+	}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)
 	if err != nil {
 		return nil, err
@@ -103,9 +117,21 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Reload loads a snapshot and swaps it in. On failure the previous snapshot
 // keeps being served and /readyz reports degraded until a reload succeeds.
 func (s *Server) Reload(ctx context.Context) error {
+	return s.update(ctx, resolver.Changes{All: true})
+}
+
+// update rebuilds the snapshot for cs: only the parts it names when the
+// server has Data and a snapshot to start from, everything otherwise.
+func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	snap, err := s.opts.Load(ctx)
+	var snap *resolver.Snapshot
+	var err error
+	if prev := s.cur.Load(); prev != nil && !cs.All && s.opts.Data != nil {
+		snap, err = s.loadDelta(ctx, prev.snap, cs)
+	} else {
+		snap, err = s.opts.Load(ctx)
+	}
 	if err == nil && snap == nil {
 		err = fmt.Errorf("%w: load returned no snapshot", resolver.ErrUnavailable)
 	}

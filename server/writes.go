@@ -198,7 +198,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
 	}
-	if err := s.reloadAfterWrite(ctx); err != nil {
+	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
 	}
 	v, err = s.view()
@@ -215,7 +215,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 // answerChannel reloads the snapshot after a committed write so that the
 // answer, and every read after it on this replica, shows the change.
 func (s *Server) answerChannel(c echo.Context, name, done string) error {
-	if err := s.reloadAfterWrite(c.Request().Context()); err != nil {
+	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
 		// The write is committed; saying 503 without saying so would invite
 		// a blind retry.
 		return fmt.Errorf("%w: channel %q %s, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, done, err)
@@ -237,10 +237,12 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 // replica's business, not the request's: a client hanging up after its
 // write committed must not fail it (a degraded replica, an alert). It holds
 // reloadMu, so it is bounded: a hung database must not stall every reload.
-func (s *Server) reloadAfterWrite(ctx context.Context) error {
+func (s *Server) reloadAfterWrite(ctx context.Context, c resolver.Change) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeReloadTimeout)
 	defer cancel()
-	return s.Reload(ctx)
+	var cs resolver.Changes
+	cs.Add(c)
+	return s.update(ctx, cs)
 }
 
 // ScanStartedJSON is the answer to POST .../scan.

@@ -91,8 +91,9 @@ func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Serve
 	logs := &logBuffer{}
 	opts.Log = slog.New(slog.NewTextHandler(logs, nil))
 	opts.Store = st
-	if opts.Load == nil {
-		opts.Load = loadFrom(st, env.src)
+	if opts.Load == nil && opts.Data == nil {
+		// As cmd/tidemark serve does: a change reads only what it touched.
+		opts.Data, opts.Sources, opts.Channels = st, []resolver.Source{env.src}, k3sChannels()
 	}
 	if opts.WriteRate == 0 {
 		opts.WriteRate, opts.WriteBurst = 1000, 1000
@@ -109,7 +110,7 @@ func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Serve
 	return srv, ts, logs
 }
 
-// loadFrom builds snapshots the way cmd/tidemark serve does.
+// loadFrom builds whole snapshots from st, for tests that replace Load.
 func loadFrom(st *store.Store, src resolver.Source) func(context.Context) (*resolver.Snapshot, error) {
 	return func(ctx context.Context) (*resolver.Snapshot, error) {
 		data, states, err := st.Load(ctx, []resolver.Source{src})

@@ -25,25 +25,24 @@ import (
 	"github.com/tidemark-dev/tidemark/store"
 )
 
-// listen wires st's notifications to srv.Reload the way cmd/tidemark serve
-// does, and returns once the listener provably hears notifications (a
+// listen wires st's changes to srv the way Run does, and returns once the
+// listener provably hears notifications (a
 // notification sent before LISTEN took effect would be lost, and the test
 // would wait for nothing).
 func listen(t *testing.T, env *pgEnv, st *store.Store, srv *Server) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var heard atomic.Int64
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
-		_ = st.Listen(ctx, func(payload string) {
+		defer func() { done <- struct{}{} }()
+		_ = st.ListenChanges(ctx, func(c resolver.Change) {
 			heard.Add(1)
-			if err := srv.Reload(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("reload on notification: %v", err)
-			}
+			srv.Notify(c)
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { defer func() { done <- struct{}{} }(); srv.applyChanges(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
 	conn, err := pgx.Connect(ctx, env.url)
 	if err != nil {
 		t.Fatal(err)

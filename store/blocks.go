@@ -36,7 +36,7 @@ func (s *Store) Block(ctx context.Context, source, version, actor, reason string
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "block", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("block", source, "version", version))
+		return s.notify(ctx, tx, "block", source, "version", version)
 	})
 	if err != nil {
 		return resolver.Block{}, err
@@ -57,6 +57,6 @@ func (s *Store) Unblock(ctx context.Context, source, version, actor, reason stri
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "unblock", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("unblock", source, "version", version))
+		return s.notify(ctx, tx, "unblock", source, "version", version)
 	})
 }

@@ -46,7 +46,7 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("pin", "", "channel", c.Channel))
+		return s.notify(ctx, tx, "pin", "", "channel", c.Channel)
 	})
 	return st, err
 }
@@ -74,7 +74,7 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, payload("unpin", "", "channel", c.Channel))
+		return s.notify(ctx, tx, "unpin", "", "channel", c.Channel)
 	})
 	return st, err
 }

@@ -18,24 +18,11 @@ import (
 // what a version is, and a changed parser takes effect without a rescan.
 // Sources not in sources are not read; a source never scanned has no tags.
 func (s *Store) Load(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, map[string]resolver.ChannelState, error) {
-	data := make([]resolver.SourceData, len(sources))
-	byName := make(map[string]int, len(sources))
-	names := make([]string, len(sources))
-	for i, src := range sources {
-		data[i].Source = src
-		byName[src.Name] = i
-		names[i] = src.Name
-	}
+	data, read := newSourceData(sources)
 	states := make(map[string]resolver.ChannelState)
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := s.inTxOpts(ctx, "load", opts, func(tx pgx.Tx) error {
-		if err := loadTags(ctx, tx, names, byName, data); err != nil {
-			return err
-		}
-		if err := loadBlocks(ctx, tx, names, byName, data); err != nil {
-			return err
-		}
-		if err := loadScans(ctx, tx, names, byName, data); err != nil {
+		if err := read(ctx, tx); err != nil {
 			return err
 		}
 		return loadStates(ctx, tx, states)
@@ -44,6 +31,52 @@ func (s *Store) Load(ctx context.Context, sources []resolver.Source) ([]resolver
 		return nil, nil, err
 	}
 	return data, states, nil
+}
+
+// LoadSources reads what Load reads for sources alone (tags, blocks, last
+// scans), in one consistent transaction: a reload after one source changed
+// reads that source, not the world.
+func (s *Store) LoadSources(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, error) {
+	data, read := newSourceData(sources)
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	if err := s.inTxOpts(ctx, "load sources", opts, func(tx pgx.Tx) error { return read(ctx, tx) }); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// LoadStates reads every channel's database state (pins, revisions).
+func (s *Store) LoadStates(ctx context.Context) (map[string]resolver.ChannelState, error) {
+	states := make(map[string]resolver.ChannelState)
+	err := s.inTxOpts(ctx, "load channel states", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return loadStates(ctx, tx, states)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// newSourceData makes one SourceData per source and the function that fills
+// them in a transaction: tags, blocks and last scans.
+func newSourceData(sources []resolver.Source) ([]resolver.SourceData, func(context.Context, pgx.Tx) error) {
+	data := make([]resolver.SourceData, len(sources))
+	byName := make(map[string]int, len(sources))
+	names := make([]string, len(sources))
+	for i, src := range sources {
+		data[i].Source = src
+		byName[src.Name] = i
+		names[i] = src.Name
+	}
+	return data, func(ctx context.Context, tx pgx.Tx) error {
+		if err := loadTags(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
+		if err := loadBlocks(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
+		return loadScans(ctx, tx, names, byName, data)
+	}
 }
 
 func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {

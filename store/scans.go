@@ -80,9 +80,9 @@ func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.
 			return err
 		}
 		if unchanged {
-			return notify(ctx, tx, payload("scan", r.Source, "tags", "unchanged"))
+			return s.notify(ctx, tx, "scan", r.Source, "tags", "unchanged")
 		}
-		return notify(ctx, tx, payload("scan", r.Source))
+		return s.notify(ctx, tx, "scan", r.Source)
 	})
 	if err != nil {
 		return resolver.Scan{}, err

@@ -30,6 +30,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	addr     string        // host:port, for error messages (never the password)
 	lockPing time.Duration // how often a held indexer lock's quiet connection is pinged
+	origin   string        // random per Store; marks the notifications it sends
 }
 
 // Open connects to url and checks the connection. The error is one line that
@@ -54,7 +55,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second}, nil
+	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, origin: newOrigin()}, nil
 }
 
 // Close releases the pool.
@@ -72,9 +73,12 @@ func (s *Store) inTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn 
 }
 
 // notify queues a change notification that Postgres delivers on commit, so
-// listeners never hear of a change that rolled back.
-func notify(ctx context.Context, tx pgx.Tx, payload string) error {
-	_, err := tx.Exec(ctx, "select pg_notify($1, $2)", NotifyChannel, payload)
+// listeners never hear of a change that rolled back. Its payload is a JSON
+// object: kind, source ("" for none), the pairs in kv, and this Store's
+// origin, so that ListenChanges can leave out what this process did itself.
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind, source string, kv ...string) error {
+	kv = append(kv, "origin", s.origin)
+	_, err := tx.Exec(ctx, "select pg_notify($1, $2)", NotifyChannel, payload(kind, source, kv...))
 	return err
 }
 

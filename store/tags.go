@@ -52,6 +52,6 @@ func (s *Store) SetDigests(ctx context.Context, source string, digests map[strin
 		if res.RowsAffected() == 0 {
 			return nil
 		}
-		return notify(ctx, tx, payload("digests", source))
+		return s.notify(ctx, tx, "digests", source)
 	})
 }

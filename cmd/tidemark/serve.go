@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -117,8 +115,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
-	ctx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
 	st, err := store.Open(ctx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
@@ -134,10 +130,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	// Channels can change on SIGHUP; sources need a restart (see reconfigure).
-	var channels atomic.Pointer[[]resolver.Channel]
-	channels.Store(&cfg.Channels)
 
 	var ix *indexer.Indexer
 	var scan server.ScanFunc
@@ -155,13 +147,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Metrics:     reg,
 		Store:       st,
 		Scan:        scan,
-		Load: func(ctx context.Context) (*resolver.Snapshot, error) {
-			data, states, err := st.Load(ctx, sources)
-			if err != nil {
-				return nil, err
-			}
-			return resolver.NewSnapshot(*channels.Load(), data, states, time.Now()), nil
-		},
+		Data:        st,
+		Sources:     sources,
+		Channels:    cfg.Channels,
 	})
 	if err != nil {
 		return err
@@ -171,7 +159,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if err := srv.Reload(ctx); err != nil {
 		return err
 	}
-	reload := newReloader(srv, log)
 
 	ix, err = indexer.New(indexer.Options{
 		Sources:    indexerSources(cfg, getenv),
@@ -180,7 +167,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Metrics:    reg,
 		RateLimits: rateLimits(cfg),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
-		OnChange:   func(string) { reload.poke() },
+		OnChange:   func(source string) { srv.Notify(resolver.Change{Source: source}) },
 	})
 	if err != nil {
 		return err
@@ -197,44 +184,26 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	log.Info("tidemark serving", "listen", ln.Addr().String(), "config", cfg.File,
 		"sources", len(cfg.Sources), "channels", len(cfg.Channels), "index", index)
 
-	var wg sync.WaitGroup
-	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
-	run(func() { reload.run(ctx) })
-	run(func() { watchDatabase(ctx, st, srv, log, dbCheckEvery, reload.poke) })
-	run(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if reconfigure(cfg, &channels, log, getenv) {
-					reload.poke()
-				}
-			}
-		}
-	})
-	// Changes made through other replicas (pins, blocks, their scans) arrive
-	// as notifications; each one reloads the snapshot. Listen's first call
-	// comes once it listens, so a change made since the Reload above is
-	// picked up rather than lost.
-	run(func() {
-		if err := st.Listen(ctx, func(string) { reload.poke() }); err != nil && ctx.Err() == nil {
-			log.Error("listening for changes stopped", "err", err)
-		}
-	})
+	ro := server.RunOptions{
+		// Changes made through other replicas (pins, blocks, their scans)
+		// arrive as notifications. The first comes once it listens, so a
+		// change made since the Reload above is picked up rather than lost.
+		Changes:     st.ListenChanges,
+		Ping:        st.Ping,
+		PingEvery:   dbCheckEvery,
+		Hangup:      hup,
+		Reconfigure: func() ([]resolver.Channel, error) { return reconfigure(cfg, log, getenv) },
+	}
 	if index {
-		run(func() {
+		ro.Background = append(ro.Background, func(ctx context.Context) {
 			if err := ix.Run(ctx); err != nil {
 				log.Error("indexer stopped", "err", err)
 			}
 		})
 	}
-	err = srv.Serve(ctx, ln)
-	// If serving failed on its own, stop the rest too rather than wait for a
-	// signal that may never come. ix.Run returns only after every scan in
-	// flight, so the deferred st.Close never runs under one.
-	stopAll()
-	wg.Wait()
+	// ix.Run returns only after every scan in flight, and Run waits for it,
+	// so the deferred st.Close never runs under one.
+	err = srv.Run(ctx, ln, ro)
 	log.Info("tidemark stopped")
 	return err
 }
@@ -242,49 +211,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 // dbCheckEvery is how often serve checks that the database still answers.
 const dbCheckEvery = 5 * time.Second
 
-// watchDatabase pings the database every so often. While it does not
-// answer, /readyz says degraded (reads go on from the snapshot); when it
-// answers again, recovered runs (serve reloads the snapshot, which also
-// clears the degraded state).
-func watchDatabase(ctx context.Context, st *store.Store, srv *server.Server, log *slog.Logger, every time.Duration, recovered func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	down := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := st.Ping(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			if !down {
-				log.Error("database unreachable; serving the last snapshot, writes fail", "err", err)
-			}
-			down = true
-			srv.Degrade(err)
-		case down:
-			down = false
-			log.Info("database reachable again; reloading the snapshot")
-			recovered()
-		}
-	}
-}
-
 // reconfigure re-reads the configuration file on SIGHUP and applies its
 // channels: a channel removed from the file stops being served at once (its
 // pins and audit history stay in the database). Sources are the indexer's
 // schedules, credentials and parsers; changing them takes a restart, and the
 // log says so rather than half-applying them. A file with problems changes
 // nothing.
-func reconfigure(running *config.Config, channels *atomic.Pointer[[]resolver.Channel], log *slog.Logger, getenv func(string) string) bool {
+func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) ([]resolver.Channel, error) {
 	next, err := config.Load(running.File, getenv)
 	if err != nil {
 		log.Error("configuration reload failed; keeping the running configuration", "err", err)
-		return false
+		return nil, err
 	}
 	for _, w := range next.Warnings {
 		log.Warn(w)
@@ -292,9 +229,8 @@ func reconfigure(running *config.Config, channels *atomic.Pointer[[]resolver.Cha
 	if sourcesKey(next) != sourcesKey(running) {
 		log.Warn("sources changed in the configuration; restart tidemark to apply them (channels were applied)", "config", next.File)
 	}
-	channels.Store(&next.Channels)
 	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
-	return true
+	return next.Channels, nil
 }
 
 // sourcesKey spells out everything about the sources that a running indexer
@@ -319,37 +255,4 @@ func rateLimits(cfg *config.Config) map[string]float64 {
 		out[host] = r.RateLimit
 	}
 	return out
-}
-
-// reloader coalesces change notifications: a burst of them (a digest batch,
-// several pins) costs one snapshot reload, not one each.
-type reloader struct {
-	srv  *server.Server
-	log  *slog.Logger
-	kick chan struct{}
-}
-
-func newReloader(srv *server.Server, log *slog.Logger) *reloader {
-	return &reloader{srv: srv, log: log, kick: make(chan struct{}, 1)}
-}
-
-func (r *reloader) poke() {
-	select {
-	case r.kick <- struct{}{}:
-	default: // a reload is already due; it will see this change too
-	}
-}
-
-func (r *reloader) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.kick:
-		}
-		if err := r.srv.Reload(ctx); err != nil && ctx.Err() == nil {
-			// The server keeps the last snapshot and reports degraded.
-			r.log.Warn("snapshot reload failed; serving the last one", "err", err)
-		}
-	}
 }

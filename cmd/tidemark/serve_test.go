@@ -1,24 +1,12 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/server"
-	"github.com/tidemark-dev/tidemark/store"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // TestSIGHUPAppliesChannels: a channel removed from the file stops being
@@ -77,80 +65,4 @@ func TestSIGHUPAppliesChannels(t *testing.T) {
 	if got := status("v1.33"); got != http.StatusOK {
 		t.Fatalf("after SIGHUP with a broken file: channel v1.33 answers %d, want 200", got)
 	}
-}
-
-// TestDatabaseOutageDegradesReadiness: while the database is gone /readyz
-// stays 200 but says degraded, and once it is back the snapshot reloads and
-// the degraded state clears. The outage is real: the test database is
-// dropped (connections terminated) and created again.
-func TestDatabaseOutageDegradesReadiness(t *testing.T) {
-	dbURL := storetest.URL(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, dbURL, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Options{Log: log, Load: func(context.Context) (*resolver.Snapshot, error) {
-		return resolver.NewSnapshot(nil, nil, nil, time.Now()), nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	recovered := make(chan struct{}, 1)
-	go watchDatabase(ctx, st, srv, log, 20*time.Millisecond, func() {
-		_ = srv.Reload(ctx)
-		recovered <- struct{}{}
-	})
-
-	admin, err := pgx.Connect(ctx, storetest.AdminURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	name := strings.TrimPrefix(mustParseURL(t, dbURL).Path, "/")
-	if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Fatal(err)
-	}
-	ready := func() string {
-		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-		if rec.Code != http.StatusOK {
-			t.Fatalf("/readyz answered %d during the outage; want 200 while a snapshot exists", rec.Code)
-		}
-		return rec.Body.String()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.HasPrefix(ready(), "degraded:") {
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still says %q 10s after the database was dropped", ready())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-recovered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("database came back but no recovery was seen within 10s")
-	}
-	if got := ready(); got != "ok\n" {
-		t.Fatalf("/readyz after recovery: %q, want ok", got)
-	}
-}
-
-func mustParseURL(t *testing.T, s string) *url.URL {
-	t.Helper()
-	u, err := url.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
 }

@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// newOrigin names one Store among the replicas sharing a database.
+func newOrigin() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// ListenChanges is Listen for consumers of the snapshot: each notification
+// comes as the resolver.Change it stands for, and those this Store sent
+// itself are left out, because the process that made a change applies it
+// when it makes it (a write reloads before it answers; the indexer calls its
+// OnChange). A replica thus rebuilds its snapshot once per write, not twice.
+// After every (re)connect fn gets Change{All: true}: what was sent while
+// nobody listened is lost, so everything must be read again.
+func (s *Store) ListenChanges(ctx context.Context, fn func(resolver.Change)) error {
+	return s.Listen(ctx, func(p string) {
+		c, own := s.changeOf(p)
+		if !own {
+			fn(c)
+		}
+	})
+}
+
+// changeOf decodes a notification payload; own reports that this Store sent it.
+func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
+	var m map[string]string
+	if err := json.Unmarshal([]byte(p), &m); err != nil {
+		// Not ours to understand (another version of Tidemark?): read everything.
+		return resolver.Change{All: true}, false
+	}
+	if m["origin"] != "" && m["origin"] == s.origin {
+		return resolver.Change{}, true
+	}
+	switch m["kind"] {
+	case "pin", "unpin":
+		return resolver.Change{Channel: m["channel"]}, false
+	case "block", "unblock", "scan", "digests":
+		if m["source"] != "" {
+			return resolver.Change{Source: m["source"]}, false
+		}
+	}
+	return resolver.Change{All: true}, false
+}
