@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tidemark-dev/tidemark/indexer/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )

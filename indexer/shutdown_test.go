@@ -1,7 +1,6 @@
 package indexer
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -9,25 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 )
-
-// lockedBuffer collects log lines written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // holdListing makes reg hold every tag list request until release is closed
 // or the client gives up; listing receives once per held request.
@@ -60,7 +43,7 @@ func TestScanInterruptedByShutdownIsNotAFailure(t *testing.T) {
 	reg.push("app", "v1.0.0")
 	st, ix := newStoreIndexer(t, reg)
 	ix.retry.timeout = 10 * time.Second
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	ix.log = slog.New(slog.NewTextHandler(&logs, nil))
 	listing, release := holdListing(reg)
 	defer release()

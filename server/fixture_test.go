@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -9,10 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -121,29 +120,11 @@ func k3sSnapshot(t testing.TB) *resolver.Snapshot {
 	return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, states, loadedAt)
 }
 
-// logBuffer is a concurrency-safe sink for the access log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newTestServer serves snap (loaded once) and returns the server and a
 // test server whose every response is validated against openapi.yaml.
-func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*Server, *httptest.Server, *logBuffer) {
+func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*Server, *httptest.Server, *testutil.LockedBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.LockedBuffer{}
 	s, err := New(Options{
 		ExternalURL: externalURL,
 		Log:         slog.New(slog.NewTextHandler(logs, nil)),

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -28,7 +29,7 @@ type pgEnv struct {
 	src    resolver.Source
 	srv    *Server
 	ts     *httptest.Server
-	logs   *logBuffer
+	logs   *testutil.LockedBuffer
 	tokens map[string]string // token name -> plaintext
 }
 
@@ -85,10 +86,10 @@ func openStore(t *testing.T, url string) *store.Store {
 }
 
 // serve starts another server (a replica) on st, loading from st.
-func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Server, *logBuffer) {
+func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Server, *testutil.LockedBuffer) {
 	t := env.t
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.LockedBuffer{}
 	opts.Log = slog.New(slog.NewTextHandler(logs, nil))
 	opts.Store = st
 	if opts.Load == nil && opts.Data == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func TestDemoServesSeededChannels(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	stderr := &lockedBuffer{}
+	stderr := &testutil.LockedBuffer{}
 	go func() {
 		getenv := func(k string) string {
 			if k == "DATABASE_URL" {

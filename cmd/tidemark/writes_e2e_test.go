@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,11 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/cmd/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -50,7 +49,7 @@ type cli struct {
 
 func (c *cli) run(args ...string) (code int, stdout, stderr string) {
 	c.t.Helper()
-	var out, errb lockedBuffer
+	var out, errb testutil.LockedBuffer
 	code = Main(context.Background(), args, strings.NewReader(""), &out, &errb, func(k string) string { return c.env[k] })
 	return code, out.String(), errb.String()
 }
@@ -75,23 +74,6 @@ func (c *cli) with(kv ...string) *cli {
 		env[kv[i]] = kv[i+1]
 	}
 	return &cli{t: c.t, env: env}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startServe seeds a fresh database with e2eTags and runs `tidemark serve
@@ -120,7 +102,7 @@ func startServe(t *testing.T) *cli {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	go func() {
 		done <- Main(ctx, []string{"serve", "--no-index"}, strings.NewReader(""), logs, logs, func(k string) string { return c.env[k] })
 	}()

@@ -24,7 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/indexer"
-	"github.com/tidemark-dev/tidemark/indexer/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
