@@ -54,7 +54,20 @@ type Options struct {
 	// size). 0: 5/s, burst 10.
 	WriteRate  float64
 	WriteBurst int
+	// ReadTimeout bounds reading a whole request, headers and body, so a
+	// client trickling its bytes cannot hold a connection. 0: 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. 0: 60s, above a write's database work and reload.
+	WriteTimeout time.Duration
 }
+
+// Defaults of the HTTP hygiene contract.
+const (
+	defaultReadTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	maxHeaderWait       = 10 * time.Second
+)
 
 // Server answers HTTP requests from the current snapshot.
 type Server struct {
@@ -86,6 +99,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 15 * time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = defaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = defaultWriteTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst)}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)
@@ -161,7 +180,9 @@ func (s *Server) view() (*view, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(maxHeaderWait, s.opts.ReadTimeout),
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
