@@ -66,7 +66,7 @@ func (s *Server) requireScope(need string) echo.MiddlewareFunc {
 			}
 			tok, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
 			if err != nil {
-				return fmt.Errorf("authenticate: %w", err)
+				return err // the store's error already says "authenticate"
 			}
 			if wait, ok := s.limits.allow(tok.Name); !ok {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
