@@ -58,14 +58,19 @@ type Options struct {
 	// client trickling its bytes cannot hold a connection. 0: 30s.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the end
-	// of its answer. 0: 60s, above a write's database work and reload.
+	// of its answer. 0: 60s, above DBTimeout plus a write's reload.
 	WriteTimeout time.Duration
+	// DBTimeout is the deadline of a request's database work (writes,
+	// tokens, history): a database that accepts connections but never
+	// answers costs a request this much and a 503. 0: 5s.
+	DBTimeout time.Duration
 }
 
 // Defaults of the HTTP hygiene contract.
 const (
 	defaultReadTimeout  = 30 * time.Second
 	defaultWriteTimeout = 60 * time.Second
+	defaultDBTimeout    = 5 * time.Second
 	maxHeaderWait       = 10 * time.Second
 )
 
@@ -105,6 +110,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = defaultWriteTimeout
+	}
+	if opts.DBTimeout <= 0 {
+		opts.DBTimeout = defaultDBTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst)}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)

@@ -52,12 +52,25 @@ var errBodyTooLarge = errors.New("too large")
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
 	promote := s.requireScope(ScopePromote)
-	e.PUT("/api/v1/channels/:name/pin", s.pin, promote)
-	e.DELETE("/api/v1/channels/:name/pin", s.unpin, promote)
-	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, promote)
-	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, promote)
-	e.POST("/api/v1/sources/:source/scan", s.scan, s.requireScope(ScopeScan))
-	e.GET("/api/v1/channels/:name/history", s.history)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, s.dbDeadline, promote)
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.dbDeadline, promote)
+	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.dbDeadline, promote)
+	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
+	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
+	e.GET("/api/v1/channels/:name/history", s.history, s.dbDeadline)
+}
+
+// dbDeadline bounds the database work of a request: a database that
+// accepts connections but never answers must cost a request DBTimeout and
+// a 503 (the store maps the expired deadline to ErrUnavailable), never a
+// hung client. The reload after a write has its own bound.
+func (s *Server) dbDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
 }
 
 func (s *Server) writeUnavailable(c echo.Context) error {
