@@ -224,23 +224,30 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
-	e.GET("/openapi.yaml", s.spec)
+	s.get(e, "/healthz", s.healthz)
+	s.get(e, "/readyz", s.readyz)
+	s.get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
+	s.get(e, "/openapi.yaml", s.spec)
 
-	e.GET("/v1-release/channels", s.releaseChannels)
-	e.GET("/v1-release/channels/:name", s.releaseChannel)
+	s.get(e, "/v1-release/channels", s.releaseChannels)
+	s.get(e, "/v1-release/channels/:name", s.releaseChannel)
 
-	e.GET("/api/v1/channels", s.listChannels)
-	e.GET("/api/v1/channels/:name", s.getChannel)
-	e.GET("/api/v1/sources", s.listSources)
-	e.GET("/api/v1/sources/:source", s.getSource)
-	e.GET("/api/v1/sources/:source/versions", s.listVersions)
-	e.GET("/api/v1/sources/:source/versions/:version", s.getVersion)
-	e.GET("/api/v1/sources/:source/unparsed", s.listUnparsed)
-	e.GET("/api/v1/resolve", s.resolve)
+	s.get(e, "/api/v1/channels", s.listChannels)
+	s.get(e, "/api/v1/channels/:name", s.getChannel)
+	s.get(e, "/api/v1/sources", s.listSources)
+	s.get(e, "/api/v1/sources/:source", s.getSource)
+	s.get(e, "/api/v1/sources/:source/versions", s.listVersions)
+	s.get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
+	s.get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
+	s.get(e, "/api/v1/resolve", s.resolve)
 
 	s.registerWrites(e)
 	return e
+}
+
+// get registers a read for GET and HEAD: monitors and `curl -I` ask with
+// HEAD, and net/http drops the body of a HEAD answer, so the status and
+// headers are exactly GET's.
+func (s *Server) get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	e.Match([]string{http.MethodGet, http.MethodHead}, path, h, m...)
 }

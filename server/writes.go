@@ -57,7 +57,7 @@ func (s *Server) registerWrites(e *echo.Echo) {
 	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.dbDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
 	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
-	e.GET("/api/v1/channels/:name/history", s.history, s.dbDeadline)
+	s.get(e, "/api/v1/channels/:name/history", s.history, s.dbDeadline)
 }
 
 // dbDeadline bounds the database work of a request: a database that
@@ -74,7 +74,11 @@ func (s *Server) dbDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) writeUnavailable(c echo.Context) error {
-	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, c.Request().Method, c.Path())
+	method := c.Request().Method
+	if method == http.MethodHead {
+		method = http.MethodGet // HEAD answers as GET does, to the byte count
+	}
+	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, method, c.Path())
 }
 
 // PinRequest is the body of PUT .../pin.
