@@ -229,8 +229,14 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
 	s.get(e, "/openapi.yaml", s.spec)
 
+	s.get(e, "/", s.root)
+	s.get(e, "/v1-release", s.root)
+	s.get(e, "/api/v1", s.root)
+
 	s.get(e, "/v1-release/channels", s.releaseChannels)
 	s.get(e, "/v1-release/channels/:name", s.releaseChannel)
+	// channelserver clients also ask for the singular.
+	s.get(e, "/v1-release/channel/:name", s.releaseChannel)
 
 	s.get(e, "/api/v1/channels", s.listChannels)
 	s.get(e, "/api/v1/channels/:name", s.getChannel)
