@@ -34,6 +34,7 @@ var errorTable = []problemKind{
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{errRateLimited, http.StatusTooManyRequests, "rate-limited"},
 	{errBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
+	{errNotJSON, http.StatusUnsupportedMediaType, "unsupported-media-type"},
 }
 
 const problemTypePrefix = "urn:tidemark:problem:"

@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -41,13 +39,6 @@ type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err
 
 // writeReloadTimeout bounds the snapshot reload after a write.
 const writeReloadTimeout = 10 * time.Second
-
-// maxWriteBody bounds request bodies of writes; theirs are a few fields.
-const maxWriteBody = 64 << 10
-
-// errBodyTooLarge is the server's own addition to the taxonomy, like
-// errRateLimited: only decodeBody produces it.
-var errBodyTooLarge = errors.New("too large")
 
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
@@ -361,44 +352,6 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 		return 0, bad
 	}
 	return rev, nil
-}
-
-// decodeBody reads a JSON body into dst. Unknown fields are an error: in a
-// write, a misspelt "force" must not silently mean false.
-func decodeBody(c echo.Context, dst any, required bool) error {
-	r := c.Request()
-	if r.Body == nil || r.ContentLength == 0 {
-		if required {
-			return fmt.Errorf("%w: a JSON body is required", resolver.ErrInvalid)
-		}
-		return nil
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		if errors.Is(err, io.EOF) && !required {
-			return nil
-		}
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("%w: request body is over %d bytes: %w", errBodyTooLarge, tooLarge.Limit, err)
-		}
-		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
-	}
-	return nil
-}
-
-// reasonOf takes the reason from the JSON body or, for clients that cannot
-// send a body with DELETE, from ?reason=.
-func reasonOf(c echo.Context) (string, error) {
-	var req ReasonRequest
-	if err := decodeBody(c, &req, false); err != nil {
-		return "", err
-	}
-	if req.Reason == "" {
-		req.Reason = c.QueryParam("reason")
-	}
-	return req.Reason, nil
 }
 
 func orNone(s string) string {
