@@ -46,7 +46,12 @@ func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (
 	plain := TokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	hash := sha256.Sum256([]byte(plain))
 	err := s.inTx(ctx, fmt.Sprintf("create token %q", name), func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `insert into tokens (name, hash, scopes) values ($1, $2, $3)`, name, hash[:], scopes)
+		var id int64
+		err := tx.QueryRow(ctx, `insert into tokens (name, hash, scopes) values ($1, $2, $3)
+			on conflict (name) do nothing returning id`, name, hash[:], scopes).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: token %q already exists (a revoked token keeps its name); choose another name", resolver.ErrConflict, name)
+		}
 		return err
 	})
 	if err != nil {

@@ -61,6 +61,10 @@ func TestTokens(t *testing.T) {
 		})
 	}
 
+	// The constraint's name is the database's business, not the user's.
+	if _, err := st.CreateToken(ctx, "ci", []string{"scan"}); err == nil || !strings.Contains(err.Error(), `token "ci" already exists`) || strings.Contains(err.Error(), "tokens_name_key") {
+		t.Errorf("duplicate name: %v, want it to say the token already exists", err)
+	}
 	if err := st.RevokeToken(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
