@@ -83,6 +83,8 @@ type Server struct {
 	cur      atomic.Pointer[view]
 	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
 	limits   *limiters
+	// authFails counts failed authentications per client address.
+	authFails *authFailures
 	// reloadMu orders reloads: a write reloads before answering while a
 	// notification may reload too, and an older load must never be swapped
 	// in after a newer one.
@@ -114,7 +116,7 @@ func New(opts Options) (*Server, error) {
 	if opts.DBTimeout <= 0 {
 		opts.DBTimeout = defaultDBTimeout
 	}
-	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst)}
+	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst), authFails: newAuthFailures(authFailRate, authFailBurst)}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)
 	if err != nil {
 		return nil, err
