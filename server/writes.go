@@ -121,7 +121,11 @@ func (s *Server) pin(c echo.Context) error {
 		return badParam("version", fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, vv.Version, ch.Source, orNone(vv.BlockReason)))
 	}
 	if !req.Force {
-		if _, err := v.snap.Eligible(ch.Name, req.Version); err != nil {
+		if _, err := v.snap.Eligible(ch.Name, req.Version); errors.Is(err, resolver.ErrUnprocessable) {
+			// Policy, which force is for: say so, or a build-numbered
+			// hotfix looks impossible to promote.
+			return badParam("version", fmt.Errorf(`pin %q to %s: %w; to pin it anyway, send "force": true (tidemark promote --force)`, ch.Name, vv.Version, err))
+		} else if err != nil {
 			return badParam("version", fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err))
 		}
 	}

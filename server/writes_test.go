@@ -173,7 +173,7 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		{"stale If-Match on unpin is 412", "DELETE", pin, "ci-promote", "", []string{"If-Match", stale}, 412, "changed"},
 		{"foreign If-Match is 412", "PUT", pin, "ci-promote", `{"version":"v1.33.5+k3s1"}`, []string{"If-Match", `W/"x"`}, 412, "not an ETag"},
 		{"ineligible version is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.2+k3s2"}`, nil, 422, "v1.34.2+k3s2"},
-		{"pre-release excluded by the channel is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.3-rc1-k3s1"}`, nil, 422, ""},
+		{"pre-release excluded by the channel is 422, hinting force", "PUT", pin, "ci-promote", `{"version":"v1.34.3-rc1-k3s1"}`, nil, 422, `send "force": true`},
 		{"blocked version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.4+k3s1","force":true}`, nil, 422, "CVE-2026-0001"},
 		{"unknown version is 422", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1"}`, nil, 422, "not indexed"},
 		{"unknown version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1","force":true}`, nil, 422, "not indexed"},
