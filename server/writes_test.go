@@ -349,3 +349,25 @@ func TestPinnedVersionBlockedLater(t *testing.T) {
 		t.Errorf("history %+v, want the block then the pin, newest first", events)
 	}
 }
+
+// TestPinToThePinnedVersionChangesNothing: promoting the version a channel
+// is already pinned to answers 200 with the same ETag and records nothing.
+func TestPinToThePinnedVersionChangesNothing(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	const pin = "/api/v1/channels/v1.33/pin"
+	res, body := do(t, env, env.ts, http.MethodPut, pin, "ci-promote", `{"version":"v1.33.5-k3s1"}`)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("pin: %d %s", res.StatusCode, body)
+	}
+	etag, events := res.Header.Get("ETag"), env.auditCount()
+	res, body = do(t, env, env.ts, http.MethodPut, pin, "ci-promote", `{"version":"v1.33.5+k3s1","reason":"again"}`)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"pinned":true`) {
+		t.Fatalf("pin again: %d %s, want 200 and the pinned channel", res.StatusCode, body)
+	}
+	if got := res.Header.Get("ETag"); got != etag {
+		t.Errorf("ETag %s -> %s: nothing changed, it should not move", etag, got)
+	}
+	if n := env.auditCount(); n != events {
+		t.Errorf("audit events %d -> %d: an unchanged pin must not be recorded", events, n)
+	}
+}
