@@ -170,7 +170,7 @@ func (idx *sourceIndex) lookup(versionOrTag string) (*VersionView, bool) {
 func (s *Snapshot) source(name string) (*sourceIndex, error) {
 	idx, ok := s.bySource[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: source %q not found", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: source %q", ErrNotFound, name)
 	}
 	return idx, nil
 }
@@ -235,7 +235,7 @@ func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 func (s *Snapshot) Channel(name string) (ChannelAnswer, error) {
 	i, ok := s.byChannel[name]
 	if !ok {
-		return ChannelAnswer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, name)
+		return ChannelAnswer{}, fmt.Errorf("%w: channel %q", ErrNotFound, name)
 	}
 	return s.answers[i], nil
 }
@@ -245,7 +245,7 @@ func (s *Snapshot) Channel(name string) (ChannelAnswer, error) {
 func (s *Snapshot) Unpinned(name string) (ChannelAnswer, error) {
 	i, ok := s.byChannel[name]
 	if !ok {
-		return ChannelAnswer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, name)
+		return ChannelAnswer{}, fmt.Errorf("%w: channel %q", ErrNotFound, name)
 	}
 	c := s.answers[i].Channel
 	return s.answer(&c, ChannelState{}, s.filters[i]), nil
@@ -278,7 +278,7 @@ func (s *Snapshot) Channels() []ChannelAnswer { return s.answers }
 func (s *Snapshot) Eligible(channel, version string) (VersionView, error) {
 	i, ok := s.byChannel[channel]
 	if !ok {
-		return VersionView{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, channel)
+		return VersionView{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
 	}
 	v, err := s.Version(s.answers[i].Channel.Source, version)
 	if err != nil {
@@ -394,7 +394,7 @@ func (s *Snapshot) Version(source, versionOrTag string) (VersionView, error) {
 	}
 	v, ok := idx.lookup(versionOrTag)
 	if !ok {
-		return VersionView{}, fmt.Errorf("%w: version %q of source %q not found", ErrNotFound, versionOrTag, source)
+		return VersionView{}, fmt.Errorf("%w: version %q of source %q", ErrNotFound, versionOrTag, source)
 	}
 	return *v, nil
 }

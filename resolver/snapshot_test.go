@@ -116,13 +116,13 @@ func TestSnapshotErrors(t *testing.T) {
 		wantErr error
 		wantMsg string
 	}{
-		{"unknown channel is not found", func() error { _, err := s.Channel("foo"); return err }, ErrNotFound, `channel "foo" not found`},
-		{"unknown source info is not found", func() error { _, err := s.SourceInfo("nope"); return err }, ErrNotFound, `source "nope" not found`},
-		{"versions of unknown source is not found", func() error { _, err := s.Versions("nope", Released, ""); return err }, ErrNotFound, `source "nope" not found`},
+		{"unknown channel is not found", func() error { _, err := s.Channel("foo"); return err }, ErrNotFound, `not found: channel "foo"`},
+		{"unknown source info is not found", func() error { _, err := s.SourceInfo("nope"); return err }, ErrNotFound, `not found: source "nope"`},
+		{"versions of unknown source is not found", func() error { _, err := s.Versions("nope", Released, ""); return err }, ErrNotFound, `not found: source "nope"`},
 		{"bad constraint is invalid", func() error { _, err := s.Versions("k3s-upgrade", Released, ">= banana"); return err }, ErrInvalid, `constraint ">= banana"`},
-		{"unknown version is not found", func() error { _, err := s.Version("k3s-upgrade", "v9.9.9"); return err }, ErrNotFound, `version "v9.9.9" of source "k3s-upgrade" not found`},
+		{"unknown version is not found", func() error { _, err := s.Version("k3s-upgrade", "v9.9.9"); return err }, ErrNotFound, `not found: version "v9.9.9" of source "k3s-upgrade"`},
 		{"unparsed tag is not a version", func() error { _, err := s.Version("k3s-upgrade", "latest"); return err }, ErrNotFound, `version "latest"`},
-		{"eligible on unknown channel is not found", func() error { _, err := s.Eligible("foo", "v1.33.6+k3s1"); return err }, ErrNotFound, `channel "foo" not found`},
+		{"eligible on unknown channel is not found", func() error { _, err := s.Eligible("foo", "v1.33.6+k3s1"); return err }, ErrNotFound, `not found: channel "foo"`},
 		{"eligible rejects an rc on released", func() error { _, err := s.Eligible("c", "v1.34.0-rc2+k3s1"); return err }, ErrUnprocessable, "not served on the released stream"},
 	}
 	for _, tc := range cases {
@@ -133,6 +133,9 @@ func TestSnapshotErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("err = %q, want it to mention %q", err, tc.wantMsg)
+			}
+			if strings.Count(err.Error(), "not found") > 1 {
+				t.Errorf("err = %q says \"not found\" twice", err)
 			}
 		})
 	}

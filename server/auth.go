@@ -60,13 +60,22 @@ func (s *Server) requireScope(need string) echo.MiddlewareFunc {
 			if s.opts.Store == nil {
 				return s.writeUnavailable(c)
 			}
+			addr := clientAddr(c.Request())
+			if wait, blocked := s.authFails.blocked(addr); blocked {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+				return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
+			}
 			secret, err := bearer(c.Request())
 			if err != nil {
+				s.authFails.failed(addr)
 				return err
 			}
 			tok, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
+			if errors.Is(err, resolver.ErrUnauthorized) {
+				s.authFails.failed(addr)
+			}
 			if err != nil {
-				return fmt.Errorf("authenticate: %w", err)
+				return err // the store's error already says "authenticate"
 			}
 			if wait, ok := s.limits.allow(tok.Name); !ok {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))

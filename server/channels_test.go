@@ -89,14 +89,16 @@ func TestChannelURLFailuresAreNever2xxOr3xx(t *testing.T) {
 			}
 		})
 	}
-	t.Run("HEAD is 405 as in channelserver", func(t *testing.T) {
-		res, err := noRedirects.Head(ts.URL + "/v1-release/channels/stable")
+	t.Run("HEAD of a failure is 404 too", func(t *testing.T) {
+		// channelserver answered HEAD 405; the contract has HEAD wherever
+		// GET is, so a monitor's HEAD must not look like a resolved channel.
+		res, err := noRedirects.Head(ts.URL + "/v1-release/channels/nope")
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("HEAD status %d, want 405", res.StatusCode)
+		if res.StatusCode != http.StatusNotFound || res.Header.Get("Location") != "" {
+			t.Errorf("HEAD status %d Location %q, want 404 and none", res.StatusCode, res.Header.Get("Location"))
 		}
 	})
 }

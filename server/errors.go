@@ -34,6 +34,7 @@ var errorTable = []problemKind{
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{errRateLimited, http.StatusTooManyRequests, "rate-limited"},
 	{errBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
+	{errNotJSON, http.StatusUnsupportedMediaType, "unsupported-media-type"},
 }
 
 const problemTypePrefix = "urn:tidemark:problem:"
@@ -90,7 +91,8 @@ func problemFor(err error) Problem {
 
 // handleError is echo's single HTTPErrorHandler. /v1-release answers in
 // channelserver's error shape so its clients see what they always saw;
-// everything else is application/problem+json.
+// everything else is application/problem+json. A HEAD answer gets the same
+// headers; net/http drops its body.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -111,10 +113,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status})
 	} else {
 		body, _ = json.Marshal(p)
-	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(p.Status)
-		return
 	}
 	_ = c.Blob(p.Status, ctype, body)
 }

@@ -59,7 +59,25 @@ type Options struct {
 	// size). 0: 5/s, burst 10.
 	WriteRate  float64
 	WriteBurst int
+	// ReadTimeout bounds reading a whole request, headers and body, so a
+	// client trickling its bytes cannot hold a connection. 0: 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. 0: 60s, above DBTimeout plus a write's reload.
+	WriteTimeout time.Duration
+	// DBTimeout is the deadline of a request's database work (writes,
+	// tokens, history): a database that accepts connections but never
+	// answers costs a request this much and a 503. 0: 5s.
+	DBTimeout time.Duration
 }
+
+// Defaults of the HTTP hygiene contract.
+const (
+	defaultReadTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	defaultDBTimeout    = 5 * time.Second
+	maxHeaderWait       = 10 * time.Second
+)
 
 // Server answers HTTP requests from the current snapshot.
 type Server struct {
@@ -70,6 +88,8 @@ type Server struct {
 	cur      atomic.Pointer[view]
 	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
 	limits   *limiters
+	// authFails counts failed authentications per client address.
+	authFails *authFailures
 	// reloadMu orders reloads: a write reloads before answering while a
 	// notification may reload too, and an older load must never be swapped
 	// in after a newer one.
@@ -97,7 +117,17 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 15 * time.Second
 	}
-	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst), kick: make(chan struct{}, 1)}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = defaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = defaultWriteTimeout
+	}
+	if opts.DBTimeout <= 0 {
+		opts.DBTimeout = defaultDBTimeout
+	}
+	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
+		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {
 		s.opts.Load = s.loadAll
@@ -187,7 +217,9 @@ func (s *Server) view() (*view, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(maxHeaderWait, s.opts.ReadTimeout),
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -221,23 +253,36 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.observe)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
-	e.GET("/openapi.yaml", s.spec)
+	s.get(e, "/healthz", s.healthz)
+	s.get(e, "/readyz", s.readyz)
+	s.get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
+	s.get(e, "/openapi.yaml", s.spec)
 
-	e.GET("/v1-release/channels", s.releaseChannels)
-	e.GET("/v1-release/channels/:name", s.releaseChannel)
+	s.get(e, "/", s.root)
+	s.get(e, "/v1-release", s.root)
+	s.get(e, "/api/v1", s.root)
 
-	e.GET("/api/v1/channels", s.listChannels)
-	e.GET("/api/v1/channels/:name", s.getChannel)
-	e.GET("/api/v1/sources", s.listSources)
-	e.GET("/api/v1/sources/:source", s.getSource)
-	e.GET("/api/v1/sources/:source/versions", s.listVersions)
-	e.GET("/api/v1/sources/:source/versions/:version", s.getVersion)
-	e.GET("/api/v1/sources/:source/unparsed", s.listUnparsed)
-	e.GET("/api/v1/resolve", s.resolve)
+	s.get(e, "/v1-release/channels", s.releaseChannels)
+	s.get(e, "/v1-release/channels/:name", s.releaseChannel)
+	// channelserver clients also ask for the singular.
+	s.get(e, "/v1-release/channel/:name", s.releaseChannel)
+
+	s.get(e, "/api/v1/channels", s.listChannels)
+	s.get(e, "/api/v1/channels/:name", s.getChannel)
+	s.get(e, "/api/v1/sources", s.listSources)
+	s.get(e, "/api/v1/sources/:source", s.getSource)
+	s.get(e, "/api/v1/sources/:source/versions", s.listVersions)
+	s.get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
+	s.get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
+	s.get(e, "/api/v1/resolve", s.resolve)
 
 	s.registerWrites(e)
 	return e
+}
+
+// get registers a read for GET and HEAD: monitors and `curl -I` ask with
+// HEAD, and net/http drops the body of a HEAD answer, so the status and
+// headers are exactly GET's.
+func (s *Server) get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	e.Match([]string{http.MethodGet, http.MethodHead}, path, h, m...)
 }

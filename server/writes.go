@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -42,26 +40,36 @@ type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err
 // writeReloadTimeout bounds the snapshot reload after a write.
 const writeReloadTimeout = 10 * time.Second
 
-// maxWriteBody bounds request bodies of writes; theirs are a few fields.
-const maxWriteBody = 64 << 10
-
-// errBodyTooLarge is the server's own addition to the taxonomy, like
-// errRateLimited: only decodeBody produces it.
-var errBodyTooLarge = errors.New("too large")
-
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
 	promote := s.requireScope(ScopePromote)
-	e.PUT("/api/v1/channels/:name/pin", s.pin, promote)
-	e.DELETE("/api/v1/channels/:name/pin", s.unpin, promote)
-	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, promote)
-	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, promote)
-	e.POST("/api/v1/sources/:source/scan", s.scan, s.requireScope(ScopeScan))
-	e.GET("/api/v1/channels/:name/history", s.history)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, s.dbDeadline, promote)
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.dbDeadline, promote)
+	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.dbDeadline, promote)
+	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
+	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
+	s.get(e, "/api/v1/channels/:name/history", s.history, s.dbDeadline)
+}
+
+// dbDeadline bounds the database work of a request: a database that
+// accepts connections but never answers must cost a request DBTimeout and
+// a 503 (the store maps the expired deadline to ErrUnavailable), never a
+// hung client. The reload after a write has its own bound.
+func (s *Server) dbDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
 }
 
 func (s *Server) writeUnavailable(c echo.Context) error {
-	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, c.Request().Method, c.Path())
+	method := c.Request().Method
+	if method == http.MethodHead {
+		method = http.MethodGet // HEAD answers as GET does, to the byte count
+	}
+	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, method, c.Path())
 }
 
 // PinRequest is the body of PUT .../pin.
@@ -113,7 +121,11 @@ func (s *Server) pin(c echo.Context) error {
 		return badParam("version", fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, vv.Version, ch.Source, orNone(vv.BlockReason)))
 	}
 	if !req.Force {
-		if _, err := v.snap.Eligible(ch.Name, req.Version); err != nil {
+		if _, err := v.snap.Eligible(ch.Name, req.Version); errors.Is(err, resolver.ErrUnprocessable) {
+			// Policy, which force is for: say so, or a build-numbered
+			// hotfix looks impossible to promote.
+			return badParam("version", fmt.Errorf(`pin %q to %s: %w; to pin it anyway, send "force": true (tidemark promote --force)`, ch.Name, vv.Version, err))
+		} else if err != nil {
 			return badParam("version", fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err))
 		}
 	}
@@ -346,44 +358,6 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 		return 0, bad
 	}
 	return rev, nil
-}
-
-// decodeBody reads a JSON body into dst. Unknown fields are an error: in a
-// write, a misspelt "force" must not silently mean false.
-func decodeBody(c echo.Context, dst any, required bool) error {
-	r := c.Request()
-	if r.Body == nil || r.ContentLength == 0 {
-		if required {
-			return fmt.Errorf("%w: a JSON body is required", resolver.ErrInvalid)
-		}
-		return nil
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		if errors.Is(err, io.EOF) && !required {
-			return nil
-		}
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("%w: request body is over %d bytes: %w", errBodyTooLarge, tooLarge.Limit, err)
-		}
-		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
-	}
-	return nil
-}
-
-// reasonOf takes the reason from the JSON body or, for clients that cannot
-// send a body with DELETE, from ?reason=.
-func reasonOf(c echo.Context) (string, error) {
-	var req ReasonRequest
-	if err := decodeBody(c, &req, false); err != nil {
-		return "", err
-	}
-	if req.Reason == "" {
-		req.Reason = c.QueryParam("reason")
-	}
-	return req.Reason, nil
 }
 
 func orNone(s string) string {

@@ -173,7 +173,7 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		{"stale If-Match on unpin is 412", "DELETE", pin, "ci-promote", "", []string{"If-Match", stale}, 412, "changed"},
 		{"foreign If-Match is 412", "PUT", pin, "ci-promote", `{"version":"v1.33.5+k3s1"}`, []string{"If-Match", `W/"x"`}, 412, "not an ETag"},
 		{"ineligible version is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.2+k3s2"}`, nil, 422, "v1.34.2+k3s2"},
-		{"pre-release excluded by the channel is 422", "PUT", pin, "ci-promote", `{"version":"v1.34.3-rc1-k3s1"}`, nil, 422, ""},
+		{"pre-release excluded by the channel is 422, hinting force", "PUT", pin, "ci-promote", `{"version":"v1.34.3-rc1-k3s1"}`, nil, 422, `send "force": true`},
 		{"blocked version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.4+k3s1","force":true}`, nil, 422, "CVE-2026-0001"},
 		{"unknown version is 422", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1"}`, nil, 422, "not indexed"},
 		{"unknown version is 422 even forced", "PUT", pin, "ci-promote", `{"version":"v1.33.99+k3s1","force":true}`, nil, 422, "not indexed"},
@@ -347,5 +347,27 @@ func TestPinnedVersionBlockedLater(t *testing.T) {
 	}
 	if len(events) != 2 || events[0].Action != "block" || str(events[0].To) != "v1.33.5+k3s1" || events[1].Action != "pin" {
 		t.Errorf("history %+v, want the block then the pin, newest first", events)
+	}
+}
+
+// TestPinToThePinnedVersionChangesNothing: promoting the version a channel
+// is already pinned to answers 200 with the same ETag and records nothing.
+func TestPinToThePinnedVersionChangesNothing(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	const pin = "/api/v1/channels/v1.33/pin"
+	res, body := do(t, env, env.ts, http.MethodPut, pin, "ci-promote", `{"version":"v1.33.5-k3s1"}`)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("pin: %d %s", res.StatusCode, body)
+	}
+	etag, events := res.Header.Get("ETag"), env.auditCount()
+	res, body = do(t, env, env.ts, http.MethodPut, pin, "ci-promote", `{"version":"v1.33.5+k3s1","reason":"again"}`)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"pinned":true`) {
+		t.Fatalf("pin again: %d %s, want 200 and the pinned channel", res.StatusCode, body)
+	}
+	if got := res.Header.Get("ETag"); got != etag {
+		t.Errorf("ETag %s -> %s: nothing changed, it should not move", etag, got)
+	}
+	if n := env.auditCount(); n != events {
+		t.Errorf("audit events %d -> %d: an unchanged pin must not be recorded", events, n)
 	}
 }

@@ -25,6 +25,12 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err != nil {
 			return err
 		}
+		if old.Pin == c.Version && old.PinDigest == c.Digest {
+			// Already pinned there (PUT is idempotent): nothing changes, so
+			// nothing is recorded and the revision, hence the ETag, stays.
+			st, err = readState(ctx, tx, c.Channel)
+			return err
+		}
 		if c.Source != "" {
 			var reason string
 			err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
@@ -84,17 +90,23 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 func (s *Store) ChannelState(ctx context.Context, channel string) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("read channel %q", channel), func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			select pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at
-			from channel_state where channel = $1`, channel).
-			Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		st = normState(st)
+		var err error
+		st, err = readState(ctx, tx, channel)
 		return err
 	})
 	return st, err
+}
+
+func readState(ctx context.Context, tx pgx.Tx, channel string) (resolver.ChannelState, error) {
+	var st resolver.ChannelState
+	err := tx.QueryRow(ctx, `
+		select pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at
+		from channel_state where channel = $1`, channel).
+		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return resolver.ChannelState{}, nil
+	}
+	return normState(st), err
 }
 
 // lockState creates the channel's row if needed, locks it for the rest of
@@ -106,7 +118,7 @@ func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64)
 		return resolver.ChannelState{}, err
 	}
 	var st resolver.ChannelState
-	err := tx.QueryRow(ctx, `select pin, revision from channel_state where channel = $1 for update`, channel).Scan(&st.Pin, &st.Revision)
+	err := tx.QueryRow(ctx, `select pin, pin_digest, revision from channel_state where channel = $1 for update`, channel).Scan(&st.Pin, &st.PinDigest, &st.Revision)
 	if err != nil {
 		return st, err
 	}

@@ -28,7 +28,12 @@ func dbErr(op string, err error) error {
 			return err // already classified by a helper
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The caller's deadline: a database that accepts connections but
+		// does not answer in time is as unavailable as one that refuses.
+		return fmt.Errorf("%w: %s: database did not answer in time: %w", resolver.ErrUnavailable, op, err)
+	}
+	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {

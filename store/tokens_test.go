@@ -3,9 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
@@ -58,6 +61,10 @@ func TestTokens(t *testing.T) {
 		})
 	}
 
+	// The constraint's name is the database's business, not the user's.
+	if _, err := st.CreateToken(ctx, "ci", []string{"scan"}); err == nil || !strings.Contains(err.Error(), `token "ci" already exists`) || strings.Contains(err.Error(), "tokens_name_key") {
+		t.Errorf("duplicate name: %v, want it to say the token already exists", err)
+	}
 	if err := st.RevokeToken(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,3 +81,43 @@ func TestTokens(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// TestAuthenticateWritesOnlyForAValidToken: guessed tokens must not cost a
+// database write each, nor a busy valid one a write per request. With the
+// database refusing writes (default_transaction_read_only, as on a hot
+// standby), a guess is still a plain 401 and a token used within the
+// minute still authenticates.
+func TestAuthenticateWritesOnlyForAValidToken(t *testing.T) {
+	st, u := newStore(t)
+	ctx := context.Background()
+	plain, err := st.CreateToken(ctx, "ci", []string{"promote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.Authenticate(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query(t, u, `alter database `+pgx.Identifier{strings.TrimPrefix(parsed.Path, "/")}.Sanitize()+` set default_transaction_read_only = on`)
+	ro, err := store.Open(ctx, u, nil) // new sessions pick the setting up
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for i := range 3 {
+		if _, err := ro.Authenticate(ctx, store.TokenPrefix+"guessed"+strings.Repeat("x", i)); !errors.Is(err, resolver.ErrUnauthorized) {
+			t.Fatalf("guessed token on a read-only database: %v, want ErrUnauthorized (a read, no write)", err)
+		}
+	}
+	again, err := ro.Authenticate(ctx, plain)
+	if err != nil {
+		t.Fatalf("valid token used a moment ago, on a read-only database: %v, want no write and success", err)
+	}
+	if !again.LastUsed.Equal(first.LastUsed) {
+		t.Errorf("last_used %s, then %s: want it kept within the minute", first.LastUsed, again.LastUsed)
+	}
+}

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// maxWriteBody bounds request bodies of writes; theirs are a few fields.
+const maxWriteBody = 64 << 10
+
+// errBodyTooLarge and errNotJSON are the server's own additions to the
+// taxonomy, like errRateLimited: only decodeBody produces them.
+var (
+	errBodyTooLarge = errors.New("too large")
+	errNotJSON      = errors.New("unsupported media type")
+)
+
+// decodeBody reads a JSON body into dst. Unknown fields are an error: in a
+// write, a misspelt "force" must not silently mean false. So is a body that
+// does not say it is JSON (415; curl -d sends a form type) and anything
+// after the JSON value (400): a body is one value, not a stream.
+func decodeBody(c echo.Context, dst any, required bool) error {
+	r := c.Request()
+	if r.Body == nil || r.ContentLength == 0 {
+		if required {
+			return fmt.Errorf("%w: a JSON body is required", resolver.ErrInvalid)
+		}
+		return nil
+	}
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return fmt.Errorf("%w: Content-Type %q: the body must be application/json", errNotJSON, ct)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		if errors.Is(err, io.EOF) && !required {
+			return nil
+		}
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("%w: request body is over %d bytes: %w", errBodyTooLarge, tooLarge.Limit, err)
+		}
+		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: request body: data after the JSON value", resolver.ErrInvalid)
+	}
+	return nil
+}
+
+// isJSON reports whether a Content-Type is application/json or a +json type.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// reasonOf takes the reason from the JSON body or, for clients that cannot
+// send a body with DELETE, from ?reason=.
+func reasonOf(c echo.Context) (string, error) {
+	var req ReasonRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return "", err
+	}
+	if req.Reason == "" {
+		req.Reason = c.QueryParam("reason")
+	}
+	return req.Reason, nil
+}
