@@ -98,7 +98,7 @@ func newResolveCmd(e *env) *cobra.Command {
 }
 
 // printResolve prints the answer the way `juju upgrade-controller --dry-run`
-// does: what is available, the best version, and how to apply it.
+// does: what is available, the next step, the path, and how to apply it.
 func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
 	w := e.stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
@@ -114,15 +114,14 @@ func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
 		fmt.Fprintln(w, a.Reason)
 		return
 	}
-	fmt.Fprintf(w, "best version:\n    %s\n", *a.Target)
-	if len(a.Path) > 0 {
-		steps := make([]string, 0, len(a.Path)+1)
-		steps = append(steps, string(a.Current))
-		for _, v := range a.Path {
-			steps = append(steps, string(v))
-		}
-		fmt.Fprintf(w, "upgrade path (one minor at a time):\n    %s\n", strings.Join(steps, " -> "))
+	// The path starts at the target; current is shown as where it leaves
+	// from, so the first hop and the target are visibly the same version.
+	fmt.Fprintf(w, "next step (target):\n    %s\n", *a.Target)
+	steps := []string{string(a.Current) + " (current)"}
+	for _, v := range a.Path {
+		steps = append(steps, string(v))
 	}
+	fmt.Fprintf(w, "upgrade path, one minor at a time:\n    %s\n", strings.Join(steps, " -> "))
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
 	ch := channel
 	if ch == "" {

@@ -241,7 +241,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	}
 
 	out := c.must("resolve", "--source", "k3s", "--current", "v1.32.9-k3s1")
-	for _, want := range []string{"current version: v1.32.9+k3s1", "best version:\n    v1.33.6+k3s2", "v1.32.9+k3s1 -> v1.32.10+k3s1 -> v1.33.6+k3s2 -> v1.34.1+k3s1", "tidemark promote --server"} {
+	for _, want := range []string{"current version: v1.32.9+k3s1", "next step (target):\n    v1.33.6+k3s2", "v1.32.9+k3s1 (current) -> v1.33.6+k3s2 -> v1.34.1+k3s1\n", "tidemark promote --server"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("resolve text lacks %q:\n%s", want, out)
 		}
