@@ -52,7 +52,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad scheme", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: calver\n", []string{
 			`t.yaml:4: source "a": scheme: unknown scheme "calver" (want juju or semver)`}},
 		{"build pattern on juju", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: juju\n    build: 'b(\\d+)'\n", []string{
-			`t.yaml:5: source "a": build: build pattern "b(\\d+)": only the semver scheme takes one`}},
+			"t.yaml:5: source \"a\": build: build pattern `b(\\d+)`: only the semver scheme takes one"}},
 		{"build pattern without a group", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: semver\n    build: 'k3s\\d+'\n", []string{
 			"t.yaml:5: source \"a\": build: `k3s\\d+` has no capture group for the build number, like `k3s(\\d+)`"}},
 		{"interval that is not a duration", base + "    interval: 15\n", []string{
