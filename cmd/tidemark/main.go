@@ -76,6 +76,9 @@ func newRootCmd(e *env) *cobra.Command {
 		newBlockCmd(e),
 		newUnblockCmd(e),
 		newHistoryCmd(e),
+		newSourcesCmd(e),
+		newVersionsCmd(e),
+		newScanCmd(e),
 		newDemoCmd(e),
 	)
 	return root
