@@ -4,13 +4,17 @@ GO        ?= go
 CONFIG    ?= deploy/examples/tidemark.yaml
 BIN       := bin/tidemark
 PKGS      := ./...
+# `tidemark version` prints these; make image and make release reuse them.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build run demo image test bench lint fmt vet clean
 
 all: lint test
 
 build:
-	$(GO) build -o $(BIN) ./cmd/tidemark
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tidemark
 
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.

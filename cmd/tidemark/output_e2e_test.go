@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -108,5 +109,26 @@ func TestSourcesVersionsScanCommands(t *testing.T) {
 	}
 	if out := c.must("token", "list", "-o", "json"); !strings.Contains(out, `"revoked_at": "`) || !strings.Contains(out, `"revoked_at": null`) {
 		t.Errorf("token list -o json:\n%s", out)
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	c := &cli{t: t}
+	line := regexp.MustCompile(`^tidemark \S+ \(commit \S+\)\n$`)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if out := c.must(args...); !line.MatchString(out) {
+			t.Errorf("tidemark %s printed %q", args[0], out)
+		}
+	}
+	// Unset by ldflags: the toolchain's stamp, else dev.
+	info := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	if v, c := buildVersion(info, true); v != "dev" || c != "0123456789ab-dirty" {
+		t.Errorf("buildVersion from vcs info = %q, %q", v, c)
+	}
+	version, commit = "v1.2.3", "abc1234"
+	t.Cleanup(func() { version, commit = "", "" })
+	if v, c := buildVersion(info, true); v != "v1.2.3" || c != "abc1234" {
+		t.Errorf("buildVersion with ldflags = %q, %q", v, c)
 	}
 }
