@@ -97,6 +97,10 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:12: channel "x": redirect: want an absolute http(s) URL or a path starting with /, got "github.com/x"`}},
 		{"two YAML documents", "listen: ':1'\n---\nlisten: ':2'\n", []string{
 			`t.yaml:2: more than one YAML document; put everything in one`}},
+		{"two YAML documents and a bad first one", "listen: '1'\nsources: [~]\n---\nlisten: ':2'\n", []string{
+			`t.yaml:1: listen: want host:port like ":8080", got "1"`,
+			`t.yaml:2: source #1: empty entry`,
+			`t.yaml:3: more than one YAML document; put everything in one`}},
 		{"empty list entries", "sources: [~]\nchannels:\n  -\n", []string{
 			`t.yaml:1: source #1: empty entry`,
 			`t.yaml:3: channel #1: empty entry`}},
