@@ -19,7 +19,7 @@ build:
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.
 run: build
-	scripts/with-pg --keep tmp/pg $(BIN) serve --config $(CONFIG)
+	scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
 
 # The same channels as make run, offline: an in-process registry seeded with
 # realistic juju and k3s tag histories, and a throwaway Postgres.
