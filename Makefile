@@ -4,18 +4,22 @@ GO        ?= go
 CONFIG    ?= deploy/examples/tidemark.yaml
 BIN       := bin/tidemark
 PKGS      := ./...
+# `tidemark version` prints these; make image and make release reuse them.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build run demo image test bench lint fmt vet clean
 
 all: lint test
 
 build:
-	$(GO) build -o $(BIN) ./cmd/tidemark
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tidemark
 
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.
 run: build
-	scripts/with-pg --keep tmp/pg $(BIN) serve --config $(CONFIG)
+	scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
 
 # The same channels as make run, offline: an in-process registry seeded with
 # realistic juju and k3s tag histories, and a throwaway Postgres.

@@ -16,9 +16,9 @@ type Query struct {
 	Builds  bool    // allow juju build-numbered versions even if Current has none
 }
 
-// Answer is the dry-run answer. Available is ascending; Path is one newest
-// version per minor from Current up to the newest candidate; Target is the
-// next step (nil when nothing newer).
+// Answer is the dry-run answer. Available is ascending; Target is the next
+// step (nil when nothing newer); Path starts at Target, then the newest
+// version of each following minor up to the newest candidate.
 type Answer struct {
 	Source    string
 	Current   Version
@@ -91,16 +91,14 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 		a.Reason = fmt.Sprintf("%s was asked for: a %s version of %s", t.Version, t.Stream, minorOf(t.Version))
 		return a, nil
 	}
-	var newest *VersionView
-	if n := len(r.cands); n > 0 {
-		newest = r.cands[n-1]
-	}
-	a.Path = r.path(newest)
+	target := r.newestIn(cur.Minor)
 	if next := r.nextMinor(cur.Minor); next >= 0 && r.newestIn(next) != nil {
-		a.Target = &r.newestIn(next).Tag
-	} else if t := r.newestIn(cur.Minor); t != nil {
-		a.Target = &t.Tag
+		target = r.newestIn(next)
 	}
+	if target != nil {
+		a.Target = &target.Tag
+	}
+	a.Path = r.path(target)
 	a.Reason = r.reason(a.Target, a.Path)
 	return a, nil
 }
@@ -220,36 +218,29 @@ func (r *resolution) newestIn(m int) *VersionView {
 	return nil
 }
 
-// path is one newest candidate per existing minor, ascending, from the
-// current minor up to upto's minor, upto itself ending it. It stops at an
-// existing minor with no candidate: a path may not skip a minor.
-func (r *resolution) path(upto *VersionView) []Tag {
-	if upto == nil {
+// path is the hops a client takes from target: target itself, then the
+// newest candidate of each following existing minor up to the newest
+// candidate (juju's upgrade-controller: 2.7.5 -> 2.8.11 -> 2.9.46). It stops
+// at an existing minor with no candidate: a path may not skip a minor.
+// Current is not on it, nor a newer patch of its minor when the target is
+// already in the next one.
+func (r *resolution) path(target *VersionView) []Tag {
+	if target == nil {
 		return nil
 	}
-	var p []Tag
-	for m := r.cur.Minor; m >= 0 && m < upto.Version.Minor; m = r.nextMinor(m) {
-		v := r.newestBelow(m, upto)
+	p := []Tag{target.Tag}
+	if len(r.cands) == 0 {
+		return p
+	}
+	newest := r.cands[len(r.cands)-1].Version.Minor
+	for m := r.nextMinor(target.Version.Minor); m >= 0 && m <= newest; m = r.nextMinor(m) {
+		v := r.newestIn(m)
 		if v == nil {
-			if m == r.cur.Minor {
-				continue // no newer patch of the current minor: start at the next
-			}
-			return p
+			break
 		}
 		p = append(p, v.Tag)
 	}
-	return append(p, upto.Tag)
-}
-
-// newestBelow is the newest candidate of minor m that is not above upto.
-func (r *resolution) newestBelow(m int, upto *VersionView) *VersionView {
-	var best *VersionView
-	for _, v := range r.cands {
-		if v.Version.Minor == m && Compare(v.Version, upto.Version) <= 0 {
-			best = v
-		}
-	}
-	return best
+	return p
 }
 
 // explicit checks an asked-for target; the error is the reason it is refused.

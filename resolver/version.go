@@ -63,7 +63,7 @@ func NewParser(scheme Scheme, buildPattern string) (*Parser, error) {
 	switch scheme {
 	case SchemeJuju:
 		if buildPattern != "" {
-			return nil, fmt.Errorf("%w: build pattern %q: only the semver scheme takes one", ErrInvalid, buildPattern)
+			return nil, fmt.Errorf("%w: build pattern `%s`: only the semver scheme takes one", ErrInvalid, buildPattern)
 		}
 	case SchemeSemver:
 		if buildPattern != "" {
@@ -200,25 +200,25 @@ type buildSuffix struct {
 func compileBuildSuffix(pattern string) (*buildSuffix, error) {
 	user, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("%w: build pattern %q: %w", ErrInvalid, pattern, err)
+		return nil, fmt.Errorf("%w: build pattern `%s`: %w", ErrInvalid, pattern, err)
 	}
 	if user.NumSubexp() == 0 {
-		return nil, fmt.Errorf("%w: build pattern %q: needs a capture group for the build number", ErrInvalid, pattern)
+		return nil, fmt.Errorf("%w: build pattern `%s`: needs a capture group for the build number", ErrInvalid, pattern)
 	}
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, fmt.Errorf("%w: build pattern %q: %w", ErrInvalid, pattern, err)
+		return nil, fmt.Errorf("%w: build pattern `%s`: %w", ErrInvalid, pattern, err)
 	}
 	group := findCapture(tree, 1)
 	if group == nil || !onlyDigits(group.Sub[0]) {
-		return nil, fmt.Errorf("%w: build pattern %q: the first capture group must match only digits", ErrInvalid, pattern)
+		return nil, fmt.Errorf("%w: build pattern `%s`: the first capture group must match only digits", ErrInvalid, pattern)
 	}
 	if regexp.MustCompile(`^(?:` + group.Sub[0].String() + `)$`).MatchString("") {
-		return nil, fmt.Errorf("%w: build pattern %q: the first capture group must not match an empty string", ErrInvalid, pattern)
+		return nil, fmt.Errorf("%w: build pattern `%s`: the first capture group must not match an empty string", ErrInvalid, pattern)
 	}
 	re, err := regexp.Compile(`^[-+](` + pattern + `)$`)
 	if err != nil {
-		return nil, fmt.Errorf("%w: build pattern %q: %w", ErrInvalid, pattern, err)
+		return nil, fmt.Errorf("%w: build pattern `%s`: %w", ErrInvalid, pattern, err)
 	}
 	b := &buildSuffix{pattern: pattern, re: re}
 	b.prefix, _ = user.LiteralPrefix()

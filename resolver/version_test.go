@@ -48,7 +48,7 @@ func TestNewParser(t *testing.T) {
 			}
 			msg := err.Error()
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(msg, tt.wantError) || strings.Contains(msg, "\n") ||
-				(tt.pattern != "" && !strings.Contains(msg, strconv.Quote(tt.pattern))) {
+				(tt.pattern != "" && !strings.Contains(msg, "`"+tt.pattern+"`")) {
 				t.Errorf("error %q: want one line wrapping ErrInvalid, naming the pattern, containing %q", msg, tt.wantError)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // TestFailedAuthenticationsAreRateLimitedPerAddress: a client guessing
@@ -37,7 +39,7 @@ func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
 	if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || n < 1 {
 		t.Errorf("Retry-After %q, want whole seconds", res.Header.Get("Retry-After"))
 	}
-	var p Problem
+	var p openapi.Problem
 	if err := json.Unmarshal(body, &p); err != nil || !strings.Contains(p.Detail, "too many failed authentications") {
 		t.Errorf("detail %q (%v)", p.Detail, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -66,7 +67,7 @@ func isJSON(ct string) bool {
 // reasonOf takes the reason from the JSON body or, for clients that cannot
 // send a body with DELETE, from ?reason=.
 func reasonOf(c echo.Context) (string, error) {
-	var req ReasonRequest
+	var req openapi.ReasonRequest
 	if err := decodeBody(c, &req, false); err != nil {
 		return "", err
 	}

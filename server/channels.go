@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -57,15 +58,15 @@ func (s *Server) releaseChannels(c echo.Context) error {
 		return err
 	}
 	base := baseURL(s.opts.ExternalURL, c.Request()) + "/v1-release/channels"
-	out := releaseCollection{
+	out := openapi.ReleaseCollection{
 		Type:         "collection",
 		Links:        map[string]string{"self": base},
 		ResourceType: "channels",
-		Data:         make([]releaseChannel, 0, len(v.list)),
+		Data:         make([]openapi.ReleaseChannel, 0, len(v.list)),
 	}
 	for _, e := range v.list {
 		ch := e.ans.Channel
-		rc := releaseChannel{
+		rc := openapi.ReleaseChannel{
 			ID:     ch.Name,
 			Type:   "channel",
 			Links:  map[string]string{"self": base + "/" + url.PathEscape(ch.Name)},
@@ -89,7 +90,7 @@ func (s *Server) listChannels(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]ChannelJSON, 0, len(v.list))
+	out := make([]openapi.Channel, 0, len(v.list))
 	for _, e := range v.list {
 		out = append(out, channelJSON(e))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -111,7 +112,7 @@ func TestChannelJSONHasETagAndAnswers304(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("status %d, want 200; body %s", res.StatusCode, body)
 			}
-			var ch ChannelJSON
+			var ch openapi.Channel
 			if err := json.Unmarshal(body, &ch); err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +189,7 @@ func TestVersionPathAcceptsPlusRawEscapedAndTag(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("status %d, want 200; body %s", res.StatusCode, body)
 			}
-			var got VersionJSON
+			var got openapi.Version
 			if err := json.Unmarshal(body, &got); err != nil {
 				t.Fatal(err)
 			}

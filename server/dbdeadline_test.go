@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // freezer is a TCP proxy in front of Postgres that can freeze: from then
@@ -128,7 +130,7 @@ func TestFrozenDatabaseCostsARequestItsDeadline(t *testing.T) {
 			if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Content-Type") != "application/problem+json" {
 				t.Fatalf("%d %s %s, want 503 problem+json", res.StatusCode, res.Header.Get("Content-Type"), body)
 			}
-			var p Problem
+			var p openapi.Problem
 			if err := json.Unmarshal(body, &p); err != nil || !strings.Contains(p.Detail, "did not answer in time") {
 				t.Errorf("detail %q (%v): want it to say the database did not answer in time", p.Detail, err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -39,16 +40,6 @@ var errorTable = []problemKind{
 
 const problemTypePrefix = "urn:tidemark:problem:"
 
-// Problem is an RFC 9457 problem details body.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// Param names the query or path parameter that was wrong.
-	Param string `json:"param,omitempty"`
-}
-
 // paramError marks err as caused by one request parameter.
 type paramError struct {
 	param string
@@ -68,17 +59,17 @@ func invalidParam(param, format string, args ...any) error {
 }
 
 // problemFor maps err through the table.
-func problemFor(err error) Problem {
+func problemFor(err error) openapi.Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		// Echo's own errors: unknown route (404), wrong method (405).
 		slug := "http-" + strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "-"))
-		return Problem{Type: problemTypePrefix + slug, Title: http.StatusText(he.Code), Status: he.Code, Detail: fmt.Sprint(he.Message)}
+		return openapi.Problem{Type: problemTypePrefix + slug, Title: http.StatusText(he.Code), Status: he.Code, Detail: fmt.Sprint(he.Message)}
 	}
-	p := Problem{Type: problemTypePrefix + "internal", Title: http.StatusText(500), Status: 500, Detail: "internal error"}
+	p := openapi.Problem{Type: problemTypePrefix + "internal", Title: http.StatusText(500), Status: 500, Detail: "internal error"}
 	for _, k := range errorTable {
 		if errors.Is(err, k.err) {
-			p = Problem{Type: problemTypePrefix + k.slug, Title: http.StatusText(k.status), Status: k.status, Detail: err.Error()}
+			p = openapi.Problem{Type: problemTypePrefix + k.slug, Title: http.StatusText(k.status), Status: k.status, Detail: err.Error()}
 			break
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -116,7 +117,7 @@ func TestResolveParameters(t *testing.T) {
 			if tt.status == 200 {
 				return
 			}
-			var p Problem
+			var p openapi.Problem
 			if err := json.Unmarshal(body, &p); err != nil {
 				t.Fatal(err)
 			}

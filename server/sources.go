@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -23,7 +23,7 @@ func (s *Server) listSources(c echo.Context) error {
 		return err
 	}
 	views := v.snap.Sources()
-	out := make([]SourceJSON, 0, len(views))
+	out := make([]openapi.Source, 0, len(views))
 	for _, sv := range views {
 		out = append(out, sourceJSON(sv))
 	}
@@ -44,14 +44,6 @@ func (s *Server) getSource(c echo.Context) error {
 	return c.JSON(http.StatusOK, sourceJSON(sv))
 }
 
-// UnparsedJSON is a tag that is not a version under its source's scheme.
-type UnparsedJSON struct {
-	Tag       string    `json:"tag"`
-	Error     string    `json:"error"`
-	Digest    *string   `json:"digest"`
-	FirstSeen time.Time `json:"first_seen"`
-}
-
 // listUnparsed shows the tags kept but never served, with why, so that an
 // operator can fix a build pattern or an exclude.
 func (s *Server) listUnparsed(c echo.Context) error {
@@ -63,9 +55,9 @@ func (s *Server) listUnparsed(c echo.Context) error {
 	if err != nil {
 		return paramIf("source", resolver.ErrNotFound, err)
 	}
-	out := make([]UnparsedJSON, 0, len(tags))
+	out := make([]openapi.Unparsed, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, UnparsedJSON{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -93,7 +85,7 @@ func (s *Server) listVersions(c echo.Context) error {
 		}
 		return paramIf("source", resolver.ErrNotFound, err)
 	}
-	out := make([]VersionJSON, 0, len(vs))
+	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
 		out = append(out, versionJSON(vv))
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 func TestUnparsedTagsAreListedWithWhy(t *testing.T) {
@@ -12,7 +14,7 @@ func TestUnparsedTagsAreListedWithWhy(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
-	var tags []UnparsedJSON
+	var tags []openapi.Unparsed
 	if err := json.Unmarshal(body, &tags); err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func TestUnparsedTagsAreListedWithWhy(t *testing.T) {
 	}
 
 	res, body = get(t, ts, "/api/v1/sources/nope/unparsed")
-	var p Problem
+	var p openapi.Problem
 	if err := json.Unmarshal(body, &p); err != nil || res.StatusCode != http.StatusNotFound || p.Param != "source" {
 		t.Errorf("unknown source: %d %s, want 404 naming the source parameter", res.StatusCode, body)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -72,18 +73,6 @@ func (s *Server) writeUnavailable(c echo.Context) error {
 	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, method, c.Path())
 }
 
-// PinRequest is the body of PUT .../pin.
-type PinRequest struct {
-	Version string `json:"version"`
-	Reason  string `json:"reason"`
-	Force   bool   `json:"force"`
-}
-
-// ReasonRequest is the (optional) body of unpin, block and unblock.
-type ReasonRequest struct {
-	Reason string `json:"reason"`
-}
-
 // pin promotes (or rolls back) a channel to a version. The checks are on the
 // snapshot this replica serves; the If-Match check is on the database, in
 // the store's transaction, so it holds across replicas and racing writers.
@@ -96,7 +85,7 @@ func (s *Server) pin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req PinRequest
+	var req openapi.PinRequest
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
@@ -257,12 +246,6 @@ func (s *Server) reloadAfterWrite(ctx context.Context, c resolver.Change) error 
 	return s.update(ctx, cs)
 }
 
-// ScanStartedJSON is the answer to POST .../scan.
-type ScanStartedJSON struct {
-	Source string `json:"source"`
-	Status string `json:"status"` // started | running
-}
-
 func (s *Server) scan(c echo.Context) error {
 	v, err := s.view()
 	if err != nil {
@@ -284,17 +267,7 @@ func (s *Server) scan(c echo.Context) error {
 	if running {
 		status = "running"
 	}
-	return c.JSON(http.StatusAccepted, ScanStartedJSON{Source: source, Status: status})
-}
-
-// AuditEventJSON is one entry of a channel's history.
-type AuditEventJSON struct {
-	At     time.Time `json:"at"`
-	Actor  string    `json:"actor"`
-	Action string    `json:"action"`
-	From   *string   `json:"from"`
-	To     *string   `json:"to"`
-	Reason string    `json:"reason"`
+	return c.JSON(http.StatusAccepted, openapi.ScanStarted{Source: source, Status: status})
 }
 
 // history reads the audit log from the database rather than the snapshot:
@@ -329,9 +302,9 @@ func (s *Server) history(c echo.Context) error {
 		}
 		return events[i].ID > events[j].ID
 	})
-	out := make([]AuditEventJSON, 0, len(events))
+	out := make([]openapi.AuditEvent, 0, len(events))
 	for _, ev := range events {
-		out = append(out, AuditEventJSON{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
+		out = append(out, openapi.AuditEvent{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
 			From: strOrNil(ev.From), To: strOrNil(ev.To), Reason: ev.Reason})
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // TestWriteBodiesAreOneJSONValue: a write body that is not declared JSON is
@@ -29,7 +31,7 @@ func TestWriteBodiesAreOneJSONValue(t *testing.T) {
 			if res.StatusCode != tc.want || res.Header.Get("Content-Type") != "application/problem+json" {
 				t.Fatalf("%d %s %s, want %d problem+json", res.StatusCode, res.Header.Get("Content-Type"), body, tc.want)
 			}
-			var p Problem
+			var p openapi.Problem
 			if err := json.Unmarshal(body, &p); err != nil || !strings.Contains(p.Detail, tc.detail) {
 				t.Errorf("detail %q (%v), want it to say %q", p.Detail, err, tc.detail)
 			}

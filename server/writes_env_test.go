@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -163,13 +164,13 @@ func do(t *testing.T, env *pgEnv, ts *httptest.Server, method, path, token, body
 }
 
 // channel reads a channel object and its ETag from ts.
-func channel(t *testing.T, ts *httptest.Server, name string) (ChannelJSON, string) {
+func channel(t *testing.T, ts *httptest.Server, name string) (openapi.Channel, string) {
 	t.Helper()
 	res, body := get(t, ts, "/api/v1/channels/"+name)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET channel %s: %d %s", name, res.StatusCode, body)
 	}
-	var ch ChannelJSON
+	var ch openapi.Channel
 	if err := json.Unmarshal(body, &ch); err != nil {
 		t.Fatalf("channel %s: %v", name, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -189,7 +190,7 @@ func TestScanTriggersRealIndexer(t *testing.T) {
 		}
 	}
 	res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/sources/k3s/scan", "scanner", "")
-	var ans ScanStartedJSON
+	var ans openapi.ScanStarted
 	if res.StatusCode != http.StatusAccepted || json.Unmarshal(body, &ans) != nil || ans.Source != "k3s" || (ans.Status != "started" && ans.Status != "running") {
 		t.Fatalf("scan: %d %s, want 202 started", res.StatusCode, body)
 	}

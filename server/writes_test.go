@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // TestPromoteRollbackUnpin follows a release engineer: pin a following
@@ -27,7 +29,7 @@ func TestPromoteRollbackUnpin(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("pin: %d %s", res.StatusCode, body)
 	}
-	var pinned ChannelJSON
+	var pinned openapi.Channel
 	if err := json.Unmarshal(body, &pinned); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestPromoteRollbackUnpin(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("history: %d %s", res.StatusCode, body)
 	}
-	var events []AuditEventJSON
+	var events []openapi.AuditEvent
 	if err := json.Unmarshal(body, &events); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 			if res.StatusCode != tt.status {
 				t.Fatalf("%d %s, want %d", res.StatusCode, body, tt.status)
 			}
-			var p Problem
+			var p openapi.Problem
 			if err := json.Unmarshal(body, &p); err != nil || res.Header.Get("Content-Type") != "application/problem+json" {
 				t.Fatalf("not a problem+json body (%v): %s", err, body)
 			}
@@ -280,7 +282,7 @@ func TestBlockAndUnblock(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("block: %d %s", res.StatusCode, body)
 	}
-	var v VersionJSON
+	var v openapi.Version
 	if err := json.Unmarshal(body, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +343,7 @@ func TestPinnedVersionBlockedLater(t *testing.T) {
 	}
 	// The block shows in the channel's history, newest first, after the pin.
 	res, body = get(t, env.ts, "/api/v1/channels/v1.33/history")
-	var events []AuditEventJSON
+	var events []openapi.AuditEvent
 	if err := json.Unmarshal(body, &events); err != nil || res.StatusCode != 200 {
 		t.Fatalf("history: %d %s %v", res.StatusCode, body, err)
 	}

@@ -75,7 +75,7 @@ func TestClassifyUsageErrorsExit2(t *testing.T) {
 		{"missing scheme", []string{"classify"}, "tidemark classify: --scheme is required (juju or semver)\n"},
 		{"unknown scheme", []string{"classify", "--scheme", "calver"}, `unknown scheme "calver"`},
 		{"juju with build", []string{"sort", "--scheme", "juju", "--build", `k3s(\d+)`}, "only the semver scheme takes one"},
-		{"bad build regexp", []string{"classify", "--scheme", "semver", "--build", `k3s(\d+`}, `build pattern "k3s(\\d+"`},
+		{"bad build regexp", []string{"classify", "--scheme", "semver", "--build", `k3s(\d+`}, "build pattern `k3s(\\d+`"},
 		{"build without group", []string{"sort", "--scheme", "semver", "--build", `k3s\d+`}, "needs a capture group"},
 		{"unknown flag", []string{"sort", "--scheme", "semver", "--bogus"}, "tidemark sort: unknown flag: --bogus\n"},
 		{"stray argument", []string{"classify", "--scheme", "semver", "x"}, `unexpected argument "x"`},

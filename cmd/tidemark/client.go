@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // apiClient talks to a Tidemark server for the commands people run:
-// resolve, channels, promote, unpin, block, unblock, history.
+// resolve, channels, sources, versions, history, promote, unpin, block,
+// unblock, scan. It speaks the wire types of package openapi.
 type apiClient struct {
 	base  *url.URL
 	token string
@@ -26,17 +29,17 @@ type apiClient struct {
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
 	server string
-	output string
+	output outputFlag
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "Tidemark server URL (default $TIDEMARK_SERVER, else http://localhost:8080)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	f.output.register(cmd)
 }
 
 func (f *clientFlags) client(e *env) (*apiClient, error) {
-	if f.output != "text" && f.output != "json" {
-		return nil, fmt.Errorf("--output %q: want text or json", f.output)
+	if err := f.output.check(); err != nil {
+		return nil, err
 	}
 	server := f.server
 	if server == "" {
@@ -56,51 +59,53 @@ func (f *clientFlags) client(e *env) (*apiClient, error) {
 	}, nil
 }
 
-// problem is an RFC 9457 error body.
-type problem struct {
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-}
-
 // apiError is a non-2xx answer, turned into a line that says what to do.
 type apiError struct {
-	status int
-	detail string
-	scope  string // the scope the call needed, for 401/403 advice
+	status  int
+	detail  string
+	scope   string // the scope the call needed, for 401/403 advice
+	noToken bool   // TIDEMARK_TOKEN was not set
 }
 
 func (e *apiError) Error() string {
 	switch e.status {
 	case http.StatusUnauthorized:
-		return fmt.Sprintf("401: set TIDEMARK_TOKEN to a token with scope %s (tidemark token create --name NAME --scope %s)", e.scope, e.scope)
+		if e.noToken {
+			return fmt.Sprintf("401: TIDEMARK_TOKEN is not set: set it to a token with scope %s (tidemark token create --name NAME --scope %s)", e.scope, e.scope)
+		}
+		// The server's reason (unknown, revoked) says which fix applies.
+		return fmt.Sprintf("401: %s: set TIDEMARK_TOKEN to a token with scope %s (tidemark token create --name NAME --scope %s)", e.reason(), e.scope, e.scope)
 	case http.StatusForbidden:
-		return fmt.Sprintf("403: the token in TIDEMARK_TOKEN lacks scope %s: %s", e.scope, e.detail)
+		return fmt.Sprintf("403: the token in TIDEMARK_TOKEN lacks scope %s: %s", e.scope, e.reason())
 	case http.StatusPreconditionFailed:
 		return "412: the channel changed while you were working; look again (tidemark channels) and retry"
 	}
-	if e.detail == "" {
-		e.detail = http.StatusText(e.status)
-	}
-	return fmt.Sprintf("%d: %s", e.status, e.detail)
+	return fmt.Sprintf("%d: %s", e.status, e.reason())
 }
 
-// call sends a request and decodes a JSON answer into out (unless nil). It
-// returns the response headers for ETag handling.
-func (c *apiClient) call(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any, scope string) (http.Header, error) {
+func (e *apiError) reason() string {
+	if e.detail == "" {
+		return strings.ToLower(http.StatusText(e.status))
+	}
+	return e.detail
+}
+
+// call sends a request and returns the answer's JSON body, as sent, and its
+// headers (for ETag handling). A non-2xx answer is an *apiError.
+func (c *apiClient) call(ctx context.Context, method, path string, query url.Values, header http.Header, body any, scope string) ([]byte, http.Header, error) {
 	u := c.base.JoinPath(path)
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -114,28 +119,42 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %w", c.base.Redacted(), unwrapURLError(err))
+		return nil, nil, fmt.Errorf("cannot reach %s: %w", c.base.Redacted(), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading answer: %w", method, u.Path, err)
+		return nil, nil, fmt.Errorf("%s %s: reading answer: %w", method, u.Path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var p problem
+		var p openapi.Problem
 		_ = json.Unmarshal(data, &p)
 		detail := p.Detail
 		if detail == "" {
 			detail = p.Title
 		}
-		return resp.Header, &apiError{status: resp.StatusCode, detail: detail, scope: scope}
+		return nil, resp.Header, &apiError{status: resp.StatusCode, detail: detail, scope: scope, noToken: c.token == ""}
 	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return nil, fmt.Errorf("%s %s: answer is not the JSON expected: %w", method, u.Path, err)
+	return data, resp.Header, nil
+}
+
+// get calls and decodes the answer into out, returning the raw JSON too.
+func (c *apiClient) get(ctx context.Context, path string, query url.Values, out any) ([]byte, http.Header, error) {
+	return c.do(ctx, http.MethodGet, path, query, nil, nil, out, "")
+}
+
+// do calls and decodes the answer into out (unless nil).
+func (c *apiClient) do(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any, scope string) ([]byte, http.Header, error) {
+	raw, hdr, err := c.call(ctx, method, path, query, header, body, scope)
+	if err != nil {
+		return nil, hdr, err
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, hdr, fmt.Errorf("%s %s: answer is not the JSON expected: %w", method, path, err)
 		}
 	}
-	return resp.Header, nil
+	return raw, hdr, nil
 }
 
 func unwrapURLError(err error) error {
@@ -146,16 +165,25 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // orDash prints "-" for empty cells so table columns stay readable.
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "-"
 	}
 	return s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// stampPtr is stamp for the API's nullable times.
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
 }

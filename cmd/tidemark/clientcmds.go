@@ -1,54 +1,25 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
-// versionRef decodes a version given either as a string or as a version
-// object, so the CLI reads both shapes the API uses.
-type versionRef string
-
-func (v *versionRef) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*v = versionRef(s)
-		return nil
-	}
-	var o struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(b, &o); err != nil {
-		return err
-	}
-	*v = versionRef(o.Version)
-	return nil
-}
-
-type resolveAnswer struct {
-	Source    string       `json:"source"`
-	Current   versionRef   `json:"current"`
-	Stream    string       `json:"stream"`
-	Channel   string       `json:"channel,omitempty"`
-	Available []versionRef `json:"available"`
-	Target    *versionRef  `json:"target"`
-	Path      []versionRef `json:"path"`
-	Reason    string       `json:"reason"`
-}
+// The read commands: each prints one API answer, as a table for people or
+// (-o json|yaml) as the API's own JSON.
 
 func newResolveCmd(e *env) *cobra.Command {
 	var f clientFlags
 	var source, current, stream, channel, target string
 	var builds bool
 	cmd := &cobra.Command{
-		Use:   "resolve --source S --current V [--stream X | --channel C] [--target T]",
+		Use:   "resolve (--source S | --channel C) --current V [--stream X] [--target T] [--builds]",
 		Short: "Ask a server what to upgrade to, and by what path (a dry run)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,20 +42,12 @@ func newResolveCmd(e *env) *cobra.Command {
 			if builds {
 				q.Set("builds", "true")
 			}
-			var raw json.RawMessage
-			if _, err := c.call(cmd.Context(), http.MethodGet, "/api/v1/resolve", q, nil, nil, &raw, ""); err != nil {
+			var a openapi.ResolveAnswer
+			raw, _, err := c.get(cmd.Context(), "/api/v1/resolve", q, &a)
+			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				_, err := fmt.Fprintf(e.stdout, "%s\n", raw)
-				return err
-			}
-			var a resolveAnswer
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return fmt.Errorf("resolve: answer is not the JSON expected: %w", err)
-			}
-			printResolve(e, c, a, channel)
-			return nil
+			return f.output.print(e.stdout, raw, func() error { printResolve(e, c, a); return nil })
 		},
 	}
 	f.register(cmd)
@@ -98,8 +61,8 @@ func newResolveCmd(e *env) *cobra.Command {
 }
 
 // printResolve prints the answer the way `juju upgrade-controller --dry-run`
-// does: what is available, the best version, and how to apply it.
-func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
+// does: what is available, the next step, the path, and how to apply it.
+func printResolve(e *env, c *apiClient, a openapi.ResolveAnswer) {
 	w := e.stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
 	if len(a.Available) > 0 {
@@ -114,213 +77,151 @@ func printResolve(e *env, c *apiClient, a resolveAnswer, channel string) {
 		fmt.Fprintln(w, a.Reason)
 		return
 	}
-	fmt.Fprintf(w, "best version:\n    %s\n", *a.Target)
-	if len(a.Path) > 0 {
-		steps := make([]string, 0, len(a.Path)+1)
-		steps = append(steps, string(a.Current))
-		for _, v := range a.Path {
-			steps = append(steps, string(v))
-		}
-		fmt.Fprintf(w, "upgrade path (one minor at a time):\n    %s\n", strings.Join(steps, " -> "))
-	}
+	// The path starts at the target; current is shown as where it leaves
+	// from, so the first hop and the target are visibly the same version.
+	fmt.Fprintf(w, "next step (target):\n    %s\n", *a.Target)
+	steps := append([]string{a.Current + " (current)"}, a.Path...)
+	fmt.Fprintf(w, "upgrade path, one minor at a time:\n    %s\n", strings.Join(steps, " -> "))
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
-	ch := channel
+	ch := deref(a.Channel)
 	if ch == "" {
 		ch = "CHANNEL"
 	}
 	fmt.Fprintf(w, "promote it with:\n    tidemark promote --server %s %s %s --reason \"...\"\n", c.base.Redacted(), ch, *a.Target)
 }
 
-type channelObject struct {
-	Name       string  `json:"name"`
-	Source     string  `json:"source"`
-	Stream     string  `json:"stream"`
-	Constraint string  `json:"constraint"`
-	Pinned     bool    `json:"pinned"`
-	Version    *string `json:"version"`
-	Tag        *string `json:"tag"`
-	Digest     *string `json:"digest"`
-	UpdatedAt  *string `json:"updated_at"`
-}
-
 func newChannelsCmd(e *env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "channels",
-		Short: "List channels and the version each serves",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
-			var list []channelObject
-			if _, err := c.call(cmd.Context(), http.MethodGet, "/api/v1/channels", nil, nil, nil, &list, ""); err != nil {
-				return err
-			}
-			if f.output == "json" {
-				return writeJSON(e.stdout, list)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHANNEL\tSOURCE\tSTREAM\tVERSION\tPINNED\tUPDATED")
-			for _, ch := range list {
-				pinned := "no"
-				if ch.Pinned {
-					pinned = "yes"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, orDash(deref(ch.Version)), pinned, orDash(stampOf(deref(ch.UpdatedAt))))
-			}
-			return tw.Flush()
-		},
-	}
-	f.register(cmd)
-	return cmd
-}
-
-// stampOf prints an RFC 3339 time to the second, like the history table.
-func stampOf(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func newPromoteCmd(e *env) *cobra.Command {
-	var f clientFlags
-	var reason string
-	var force bool
-	cmd := &cobra.Command{
-		Use:   "promote CHANNEL VERSION --reason R",
-		Short: "Pin a channel to a version (a promotion or a rollback); needs TIDEMARK_TOKEN with scope promote",
-		Args:  cobra.ExactArgs(2),
+		Use:   "channels [CHANNEL]",
+		Short: "List channels and the version each serves (or one channel)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client(e)
 			if err != nil {
 				return err
 			}
-			if strings.TrimSpace(reason) == "" {
-				return fmt.Errorf("promote needs --reason: it goes in the channel's audit history")
+			var list []openapi.Channel
+			var raw []byte
+			if len(args) == 1 {
+				var one openapi.Channel
+				raw, _, err = c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0]), nil, &one)
+				list = append(list, one)
+			} else {
+				raw, _, err = c.get(cmd.Context(), "/api/v1/channels", nil, &list)
 			}
-			name, version := args[0], args[1]
-			// Read first so the write is conditional on what we saw: a
-			// concurrent change makes the server answer 412, not overwrite it.
-			var before channelObject
-			hdr, err := c.call(cmd.Context(), http.MethodGet, "/api/v1/channels/"+url.PathEscape(name), nil, nil, nil, &before, "")
 			if err != nil {
 				return err
 			}
-			var after channelObject
-			body := map[string]any{"version": version, "reason": reason}
-			if force {
-				body["force"] = true
-			}
-			h := http.Header{}
-			if etag := hdr.Get("ETag"); etag != "" {
-				h.Set("If-Match", etag)
-			}
-			if _, err := c.call(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote"); err != nil {
-				return err
-			}
-			if f.output == "json" {
-				return writeJSON(e.stdout, after)
-			}
-			fmt.Fprintf(e.stdout, "%s: %s -> %s (pinned)\n", name, orDash(deref(before.Version)), orDash(deref(after.Version)))
-			return nil
+			return f.output.print(e.stdout, raw, func() error { return channelTable(e, list) })
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
-	cmd.Flags().BoolVar(&force, "force", false, "pin even if the version is not eligible for the channel's stream and filters")
 	return cmd
 }
 
-func newUnpinCmd(e *env) *cobra.Command {
+func channelTable(e *env, list []openapi.Channel) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANNEL\tSOURCE\tSTREAM\tVERSION\tPINNED\tUPDATED")
+	for _, ch := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, orDash(deref(ch.Version)), yesNo(ch.Pinned), stampPtr(ch.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func newSourcesCmd(e *env) *cobra.Command {
 	var f clientFlags
-	var reason string
 	cmd := &cobra.Command{
-		Use:   "unpin CHANNEL --reason R",
-		Short: "Let a channel follow its stream again; needs TIDEMARK_TOKEN with scope promote",
+		Use:   "sources [SOURCE]",
+		Short: "List sources and how their indexing went (or one source)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			var list []openapi.Source
+			var raw []byte
+			if len(args) == 1 {
+				var one openapi.Source
+				raw, _, err = c.get(cmd.Context(), "/api/v1/sources/"+url.PathEscape(args[0]), nil, &one)
+				list = append(list, one)
+			} else {
+				raw, _, err = c.get(cmd.Context(), "/api/v1/sources", nil, &list)
+			}
+			if err != nil {
+				return err
+			}
+			return f.output.print(e.stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SOURCE\tSCHEME\tTAGS\tUNPARSED\tVERSIONS\tLAST SCAN\tOUTCOME\tIMAGE")
+				for _, s := range list {
+					versions := 0
+					for _, n := range s.Versions {
+						versions += n
+					}
+					last, outcome := "-", "never"
+					if s.LastScan != nil {
+						last, outcome = stamp(s.LastScan.Started), s.LastScan.Outcome
+						if s.LastScan.Error != nil {
+							outcome += ": " + *s.LastScan.Error
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, orDash(s.Scheme), s.Tags, s.Unparsed, versions, last, outcome, s.Image)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newVersionsCmd(e *env) *cobra.Command {
+	var f clientFlags
+	var stream, constraint string
+	cmd := &cobra.Command{
+		Use:   "versions SOURCE [--stream X] [--constraint C]",
+		Short: "List a source's versions, ascending",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client(e)
 			if err != nil {
 				return err
 			}
-			var after channelObject
 			q := url.Values{}
-			if reason != "" {
-				q.Set("reason", reason)
+			if stream != "" {
+				q.Set("stream", stream)
 			}
-			if _, err := c.call(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", q, nil, map[string]string{"reason": reason}, &after, "promote"); err != nil {
-				return err
+			if constraint != "" {
+				q.Set("constraint", constraint)
 			}
-			if f.output == "json" {
-				return writeJSON(e.stdout, after)
-			}
-			fmt.Fprintf(e.stdout, "%s: following its stream, now %s\n", args[0], orDash(deref(after.Version)))
-			return nil
-		},
-	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history)")
-	return cmd
-}
-
-func newBlockCmd(e *env) *cobra.Command   { return blockCmd(e, true) }
-func newUnblockCmd(e *env) *cobra.Command { return blockCmd(e, false) }
-
-func blockCmd(e *env, block bool) *cobra.Command {
-	var f clientFlags
-	var reason string
-	use, short, method := "block", "Block a version: no channel serves it, no resolve answer offers it", http.MethodPut
-	if !block {
-		use, short, method = "unblock", "Unblock a version", http.MethodDelete
-	}
-	cmd := &cobra.Command{
-		Use:   use + " SOURCE VERSION --reason R",
-		Short: short + "; needs TIDEMARK_TOKEN with scope promote",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
+			var list []openapi.Version
+			raw, _, err := c.get(cmd.Context(), "/api/v1/sources/"+url.PathEscape(args[0])+"/versions", q, &list)
 			if err != nil {
 				return err
 			}
-			if block && strings.TrimSpace(reason) == "" {
-				return fmt.Errorf("block needs --reason: it goes in the audit history")
-			}
-			path := "/api/v1/sources/" + url.PathEscape(args[0]) + "/versions/" + url.PathEscape(args[1]) + "/block"
-			var out json.RawMessage
-			if _, err := c.call(cmd.Context(), method, path, nil, nil, map[string]string{"reason": reason}, &out, "promote"); err != nil {
-				return err
-			}
-			if f.output == "json" {
-				_, err := fmt.Fprintf(e.stdout, "%s\n", out)
-				return err
-			}
-			fmt.Fprintf(e.stdout, "%s %s: %sed\n", args[0], args[1], use)
-			return nil
+			return f.output.print(e.stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "VERSION\tTAG\tSTREAM\tBLOCKED\tDIGEST")
+				for _, v := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Version, v.Tag, v.Stream, yesNo(v.Blocked), orDash(deref(v.Digest)))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history)")
+	cmd.Flags().StringVar(&stream, "stream", "", "only versions served on this stream (streams nest: devel includes released)")
+	cmd.Flags().StringVar(&constraint, "constraint", "", "only versions matching this semver constraint, e.g. '~2.9'")
 	return cmd
-}
-
-type auditEvent struct {
-	At     time.Time `json:"at"`
-	Actor  string    `json:"actor"`
-	Action string    `json:"action"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Reason string    `json:"reason"`
 }
 
 func newHistoryCmd(e *env) *cobra.Command {
@@ -334,19 +235,19 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var events []auditEvent
-			if _, err := c.call(cmd.Context(), http.MethodGet, "/api/v1/channels/"+url.PathEscape(args[0])+"/history", nil, nil, nil, &events, ""); err != nil {
+			var events []openapi.AuditEvent
+			raw, _, err := c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0])+"/history", nil, &events)
+			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return writeJSON(e.stdout, events)
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AT\tACTOR\tACTION\tFROM\tTO\tREASON")
-			for _, ev := range events {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ev.At.UTC().Format(time.RFC3339), ev.Actor, ev.Action, orDash(ev.From), orDash(ev.To), orDash(ev.Reason))
-			}
-			return tw.Flush()
+			return f.output.print(e.stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "AT\tACTOR\tACTION\tFROM\tTO\tREASON")
+				for _, ev := range events {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(ev.At), ev.Actor, ev.Action, orDash(deref(ev.From)), orDash(deref(ev.To)), orDash(ev.Reason))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	f.register(cmd)

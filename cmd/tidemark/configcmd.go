@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -51,9 +52,15 @@ func newConfigCmd(e *env) *cobra.Command {
 
 func checkConfig(e *env, file string) error {
 	cfg, err := config.Load(file, e.getenv)
-	if err != nil {
+	var problems *config.Error
+	if errors.As(err, &problems) {
+		// One line per problem, each naming file and line, as an editor
+		// or CI log wants them.
 		fmt.Fprintln(e.stderr, err)
 		return exitError{code: 1}
+	}
+	if err != nil {
+		return err // an unreadable file: one line, tidemark: first
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(e.stderr, "warning: "+w)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,8 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
-
-	"github.com/tidemark-dev/tidemark/cmd/internal/config"
 )
 
 func newDemoCmd(e *env) *cobra.Command {
@@ -57,8 +54,8 @@ starts a throwaway Postgres) and no network.`,
 			if err != nil {
 				return err
 			}
-			printDemoHelp(e.stderr, cfg)
-			return serve(ctx, cfg, logger, true, e.getenv)
+			h := hints{w: e.stderr, demo: true, now: time.Now}
+			return serve(ctx, cfg, logger, true, e.getenv, func(a net.Addr) { h.print(a, cfg.DatabaseURL) })
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to serve on")
@@ -156,18 +153,4 @@ channels:
   - {name: v1.32, source: k3s-upgrade, latestRegexp: 'v1\.32\..*', excludeRegexp: '^[^+]+-'}
   - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-'}
 `, listen, host, host)
-}
-
-func printDemoHelp(w io.Writer, cfg *config.Config) {
-	base := "http://localhost" + cfg.Listen
-	if !strings.HasPrefix(cfg.Listen, ":") {
-		base = "http://" + cfg.Listen
-	}
-	fmt.Fprintf(w, `demo: try
-  curl -si %[1]s/v1-release/channels/stable | grep Location
-  curl -s  %[1]s/v1-release/channels
-  curl -s  %[1]s/api/v1/channels/released
-  curl -s '%[1]s/api/v1/resolve?source=jujud-operator&current=2.9.33&stream=released'
-  go run ./cmd/tidemark resolve --server %[1]s --source k3s-upgrade --current v1.31.4+k3s1
-`, base)
 }

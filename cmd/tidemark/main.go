@@ -61,8 +61,12 @@ func newRootCmd(e *env) *cobra.Command {
 		Short:         "Release channels and version resolution from registry tags",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	// --version prints the same line as the version command.
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
+		newVersionCmd(e),
 		newServeCmd(e),
 		newMigrateCmd(e),
 		newConfigCmd(e),
@@ -76,6 +80,9 @@ func newRootCmd(e *env) *cobra.Command {
 		newBlockCmd(e),
 		newUnblockCmd(e),
 		newHistoryCmd(e),
+		newSourcesCmd(e),
+		newVersionsCmd(e),
+		newScanCmd(e),
 		newDemoCmd(e),
 	)
 	return root

@@ -25,7 +25,7 @@ import (
 
 func newServeCmd(e *env) *cobra.Command {
 	var cf configFlags
-	var noIndex bool
+	var noIndex, printHints bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: index registries, answer channel URLs and the API",
@@ -35,11 +35,17 @@ func newServeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg, log, !noIndex, e.getenv)
+			var ready func(net.Addr)
+			if printHints {
+				h := hints{w: e.stderr, now: time.Now}
+				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
+			}
+			return serve(cmd.Context(), cfg, log, !noIndex, e.getenv, ready)
 		},
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "serve only; never index (another replica or process indexes)")
+	cmd.Flags().BoolVar(&printHints, "hints", false, "once serving, print the URL and a token command for a person (make run sets it)")
 	return cmd
 }
 
@@ -111,7 +117,9 @@ func indexerSources(cfg *config.Config, getenv func(string) string) []indexer.So
 }
 
 // serve wires store, indexer and server together and runs until ctx ends.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool, getenv func(string) string) error {
+// serve runs the service until ctx ends; ready, when set, is called once it
+// listens.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool, getenv func(string) string, ready func(net.Addr)) error {
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
@@ -183,6 +191,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	log.Info("tidemark serving", "listen", ln.Addr().String(), "config", cfg.File,
 		"sources", len(cfg.Sources), "channels", len(cfg.Channels), "index", index)
+	if ready != nil {
+		ready(ln.Addr())
+	}
 
 	ro := server.RunOptions{
 		// Changes made through other replicas (pins, blocks, their scans)

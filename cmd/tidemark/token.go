@@ -65,29 +65,58 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// tokenJSON is a token as token list -o json|yaml prints it.
+type tokenJSON struct {
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	CreatedAt time.Time  `json:"created_at"`
+	LastUsed  *time.Time `json:"last_used"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 func newTokenListCmd(e *env) *cobra.Command {
 	var cf configFlags
+	var out outputFlag
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tokens (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
 				tokens, err := st.ListTokens(cmd.Context())
 				if err != nil {
 					return fmt.Errorf("token list: %w", err)
 				}
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+				list := make([]tokenJSON, 0, len(tokens))
 				for _, t := range tokens {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","),
-						stamp(t.CreatedAt), stamp(t.LastUsed), stamp(t.RevokedAt))
+					list = append(list, tokenJSON{Name: t.Name, Scopes: t.Scopes, CreatedAt: t.CreatedAt.UTC(),
+						LastUsed: timeOrNil(t.LastUsed), RevokedAt: timeOrNil(t.RevokedAt)})
 				}
-				return tw.Flush()
+				return out.printValue(e.stdout, list, func() error {
+					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+					for _, t := range tokens {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","),
+							stamp(t.CreatedAt), stamp(t.LastUsed), stamp(t.RevokedAt))
+					}
+					return tw.Flush()
+				})
 			})
 		},
 	}
 	cf.registerPath(cmd)
+	out.register(cmd)
 	return cmd
 }
 
@@ -109,8 +138,20 @@ func newTokenRevokeCmd(e *env) *cobra.Command {
 				return errors.New("token revoke needs a name: tidemark token revoke --name NAME")
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				// The store keeps the first revocation time; read it first so
+				// a second revoke says it changed nothing.
+				tokens, err := st.ListTokens(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("token revoke: %w", err)
+				}
 				if err := st.RevokeToken(cmd.Context(), name); err != nil {
 					return fmt.Errorf("token revoke: %w", err)
+				}
+				for _, t := range tokens {
+					if t.Name == name && !t.RevokedAt.IsZero() {
+						fmt.Fprintf(e.stderr, "token %q was already revoked at %s\n", name, stamp(t.RevokedAt))
+						return nil
+					}
 				}
 				fmt.Fprintf(e.stderr, "token %q revoked\n", name)
 				return nil

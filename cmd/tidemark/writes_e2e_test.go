@@ -199,7 +199,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 
 	// Without a token, and with one lacking the scope: advice, nothing pinned.
 	code, _, errs := c.run("promote", "v1.33", "v1.33.5+k3s1", "--reason", "rollback")
-	if code != 1 || !strings.Contains(errs, "401: set TIDEMARK_TOKEN to a token with scope promote") {
+	if code != 1 || !strings.Contains(errs, "401: TIDEMARK_TOKEN is not set: set it to a token with scope promote") {
 		t.Errorf("promote without a token: exit %d, stderr %q", code, errs)
 	}
 	code, _, errs = c.with("TIDEMARK_TOKEN", strings.TrimSpace(scanTok)).run("promote", "v1.33", "v1.33.5+k3s1", "--reason", "rollback")
@@ -223,7 +223,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	}
 
 	out := c.must("resolve", "--source", "k3s", "--current", "v1.32.9-k3s1")
-	for _, want := range []string{"current version: v1.32.9+k3s1", "best version:\n    v1.33.6+k3s2", "v1.32.9+k3s1 -> v1.32.10+k3s1 -> v1.33.6+k3s2 -> v1.34.1+k3s1", "tidemark promote --server"} {
+	for _, want := range []string{"current version: v1.32.9+k3s1", "next step (target):\n    v1.33.6+k3s2", "v1.32.9+k3s1 (current) -> v1.33.6+k3s2 -> v1.34.1+k3s1\n", "tidemark promote --server"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("resolve text lacks %q:\n%s", want, out)
 		}
@@ -250,7 +250,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+-\s+yes`).MatchString(out) {
 		t.Errorf("channels with the pinned version blocked:\n%s", out)
 	}
-	if out := bot.must("unblock", "k3s", "v1.33.5-k3s1", "--reason", "rebuilt"); out != "k3s v1.33.5-k3s1: unblocked\n" {
+	if out := bot.must("unblock", "k3s", "v1.33.5-k3s1", "--reason", "rebuilt"); out != "k3s v1.33.5+k3s1: unblocked\n" {
 		t.Errorf("unblock printed %q", out)
 	}
 	if out := bot.must("unpin", "v1.33", "--reason", "fixed"); out != "v1.33: following its stream, now v1.33.6+k3s2\n" {
@@ -279,7 +279,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	}
 	c.must("token", "revoke", "release-bot")
 	code, _, errs = bot.run("unpin", "v1.33")
-	if code != 1 || !strings.Contains(errs, "401: set TIDEMARK_TOKEN") {
+	if code != 1 || !regexp.MustCompile(`^tidemark: 401: .*unknown or revoked token: set TIDEMARK_TOKEN to a token with scope promote`).MatchString(errs) {
 		t.Errorf("unpin with a revoked token: exit %d, stderr %q", code, errs)
 	}
 	if out := c.must("token", "list"); !regexp.MustCompile(`(?m)^release-bot\s+promote\s+\S+\s+\S+\s+\d{4}-`).MatchString(out) {

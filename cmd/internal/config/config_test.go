@@ -158,7 +158,8 @@ func TestPasswordFileIsReadAtUseTime(t *testing.T) {
 }
 
 func TestEnvOverridesTheFile(t *testing.T) {
-	yaml := "listen: ':9000'\ndatabase_url: postgres://file/db\nexternal_url: https://tm.example.com/\n"
+	yaml := "listen: ':9000'\ndatabase_url: postgres://file/db\nexternal_url: https://tm.example.com/\n" +
+		"sources:\n  - name: k3s\n    image: rancher/k3s-upgrade\n    scheme: semver\n"
 	tests := []struct {
 		name          string
 		env           map[string]string
@@ -276,13 +277,14 @@ func TestDeployedConfigsLoad(t *testing.T) {
 	}
 }
 
-func TestEmptyFileLoadsWithAWarning(t *testing.T) {
-	cfg, err := Parse("t.yaml", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"t.yaml: no sources: nothing will be indexed"}, cfg.Warnings); diff != "" {
-		t.Errorf("warnings (-want +got):\n%s", diff)
+// TestEmptyConfigurationIsRefused: a file that declares nothing would
+// serve nothing while /readyz says ready.
+func TestEmptyConfigurationIsRefused(t *testing.T) {
+	for _, data := range []string{"", "# nothing yet\n", "listen: ':8080'\n", "sources: []\nchannels: []\n"} {
+		_, err := Parse("t.yaml", []byte(data), nil)
+		if want := "t.yaml: no sources and no channels: nothing to serve (is this the right file?)"; err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, want %q", data, err, want)
+		}
 	}
 }
 

@@ -52,7 +52,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad scheme", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: calver\n", []string{
 			`t.yaml:4: source "a": scheme: unknown scheme "calver" (want juju or semver)`}},
 		{"build pattern on juju", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: juju\n    build: 'b(\\d+)'\n", []string{
-			`t.yaml:5: source "a": build: build pattern "b(\\d+)": only the semver scheme takes one`}},
+			"t.yaml:5: source \"a\": build: build pattern `b(\\d+)`: only the semver scheme takes one"}},
 		{"build pattern without a group", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: semver\n    build: 'k3s\\d+'\n", []string{
 			"t.yaml:5: source \"a\": build: `k3s\\d+` has no capture group for the build number, like `k3s(\\d+)`"}},
 		{"interval that is not a duration", base + "    interval: 15\n", []string{
@@ -97,6 +97,10 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:12: channel "x": redirect: want an absolute http(s) URL or a path starting with /, got "github.com/x"`}},
 		{"two YAML documents", "listen: ':1'\n---\nlisten: ':2'\n", []string{
 			`t.yaml:2: more than one YAML document; put everything in one`}},
+		{"two YAML documents and a bad first one", "listen: '1'\nsources: [~]\n---\nlisten: ':2'\n", []string{
+			`t.yaml:1: listen: want host:port like ":8080", got "1"`,
+			`t.yaml:2: source #1: empty entry`,
+			`t.yaml:3: more than one YAML document; put everything in one`}},
 		{"empty list entries", "sources: [~]\nchannels:\n  -\n", []string{
 			`t.yaml:1: source #1: empty entry`,
 			`t.yaml:3: channel #1: empty entry`}},

@@ -41,7 +41,8 @@ func (p *parser) parse(data []byte) *Config {
 		p.syntax(err)
 		return cfg
 	}
-	// A second document would be silently ignored: say so instead.
+	// A second document would be silently ignored: say so, and still
+	// check the first, so one run reports every problem.
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
 		line := 0
@@ -49,7 +50,6 @@ func (p *parser) parse(data []byte) *Config {
 			line = extra.Line
 		}
 		p.problems = append(p.problems, Problem{Line: line, Msg: "more than one YAML document; put everything in one"})
-		return cfg
 	}
 	var root *yaml.Node
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
@@ -81,8 +81,10 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.Sources = p.sources(top["sources"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
-	if len(cfg.Sources) == 0 && len(p.problems) == 0 {
-		p.warnings = append(p.warnings, p.file+": no sources: nothing will be indexed")
+	// A file with nothing in it (empty, or the wrong file) would serve
+	// nothing while /readyz says ready: refuse it.
+	if len(cfg.Sources) == 0 && len(cfg.Channels) == 0 && len(p.problems) == 0 {
+		p.problems = append(p.problems, Problem{Msg: "no sources and no channels: nothing to serve (is this the right file?)"})
 	}
 	cfg.Warnings = p.warnings
 	return cfg

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/testutil"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// TestServeHintsWorkAsPasted: serve --hints (make run) prints, once it
+// listens, its URL, a token command for its own database that works, and
+// the make demo way out.
+func TestServeHintsWorkAsPasted(t *testing.T) {
+	dbURL := storetest.URL(t)
+	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
+	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_LISTEN": ":" + port}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	logs := &testutil.LockedBuffer{}
+	go func() {
+		done <- Main(ctx, []string{"serve", "--no-index", "--hints", "--config", cfgPath}, strings.NewReader(""), logs, logs, func(k string) string { return env[k] })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	tokenCmd := regexp.MustCompile(`(?m)^    export TIDEMARK_TOKEN=\$\(DATABASE_URL='([^']+)' (\S+) (token create --name dev-\d+ --scope promote)\)$`)
+	deadline := time.Now().Add(15 * time.Second)
+	for !tokenCmd.MatchString(logs.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no token command in serve's output:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		"tidemark: serving at http://localhost:" + port + "\n",
+		"    export TIDEMARK_SERVER=http://localhost:" + port + "\n",
+		"make demo serves the same channels",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hints lack %q:\n%s", want, out)
+		}
+	}
+	// The command as printed, against the database it names.
+	m := tokenCmd.FindStringSubmatch(out)
+	if m[1] != dbURL {
+		t.Errorf("token command names database %q, serve uses %q", m[1], dbURL)
+	}
+	c := &cli{t: t, env: map[string]string{"DATABASE_URL": m[1]}}
+	tok := c.must(strings.Fields(m[3])...)
+	if !tokenLine.MatchString(tok) {
+		t.Errorf("token create printed %q", tok)
+	}
+	c = c.with("TIDEMARK_SERVER", "http://localhost:"+port)
+	if out := c.must("channels"); !strings.Contains(out, "v1.33") {
+		t.Errorf("channels against the hinted URL:\n%s", out)
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+)
+
+// The write commands send TIDEMARK_TOKEN. The API records a missing reason
+// as "no reason given"; the CLI insists on one for promote and block, the
+// two writes that change what clients get for a reason someone must later
+// read, and leaves it optional for unpin and unblock, which undo them.
+
+func newPromoteCmd(e *env) *cobra.Command {
+	var f clientFlags
+	var reason string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "promote CHANNEL VERSION --reason R [--force]",
+		Short: "Pin a channel to a version (a promotion or a rollback); needs TIDEMARK_TOKEN with scope promote",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return fmt.Errorf("promote needs --reason: it goes in the channel's audit history")
+			}
+			name, version := args[0], args[1]
+			// Read first so the write is conditional on what we saw: a
+			// concurrent change makes the server answer 412, not overwrite it.
+			var before openapi.Channel
+			_, hdr, err := c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(name), nil, &before)
+			if err != nil {
+				return err
+			}
+			h := http.Header{}
+			if etag := hdr.Get("ETag"); etag != "" {
+				h.Set("If-Match", etag)
+			}
+			var after openapi.Channel
+			body := openapi.PinRequest{Version: version, Reason: reason, Force: force}
+			raw, _, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote")
+			if err != nil {
+				return err
+			}
+			return f.output.print(e.stdout, raw, func() error {
+				_, err := fmt.Fprintf(e.stdout, "%s: %s -> %s (pinned)\n", name, orDash(deref(before.Version)), orDash(deref(after.Version)))
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
+	cmd.Flags().BoolVar(&force, "force", false, "pin even if the version is not eligible for the channel's stream and filters")
+	return cmd
+}
+
+func newUnpinCmd(e *env) *cobra.Command {
+	var f clientFlags
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "unpin CHANNEL [--reason R]",
+		Short: "Let a channel follow its stream again; needs TIDEMARK_TOKEN with scope promote",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			var after openapi.Channel
+			raw, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", nil, nil, reasonBody(reason), &after, "promote")
+			if err != nil {
+				return err
+			}
+			return f.output.print(e.stdout, raw, func() error {
+				_, err := fmt.Fprintf(e.stdout, "%s: following its stream, now %s\n", args[0], orDash(deref(after.Version)))
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; optional)")
+	return cmd
+}
+
+func reasonBody(reason string) any {
+	if reason == "" {
+		return nil
+	}
+	return openapi.ReasonRequest{Reason: reason}
+}
+
+func newBlockCmd(e *env) *cobra.Command   { return blockCmd(e, true) }
+func newUnblockCmd(e *env) *cobra.Command { return blockCmd(e, false) }
+
+func blockCmd(e *env, block bool) *cobra.Command {
+	var f clientFlags
+	var reason string
+	use, short, method := "block SOURCE VERSION --reason R", "Block a version: no channel serves it, no resolve answer offers it", http.MethodPut
+	reasonHelp := "why (recorded in the audit history; required)"
+	if !block {
+		use, short, method = "unblock SOURCE VERSION [--reason R]", "Unblock a version", http.MethodDelete
+		reasonHelp = "why (recorded in the audit history; optional)"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short + "; needs TIDEMARK_TOKEN with scope promote",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			if block && strings.TrimSpace(reason) == "" {
+				return fmt.Errorf("block needs --reason: it goes in the audit history")
+			}
+			path := "/api/v1/sources/" + url.PathEscape(args[0]) + "/versions/" + url.PathEscape(args[1])
+			// Read first to say when the write changes nothing.
+			var before openapi.Version
+			if _, _, err := c.get(cmd.Context(), path, nil, &before); err != nil {
+				return err
+			}
+			var after openapi.Version
+			raw, _, err := c.do(cmd.Context(), method, path+"/block", nil, nil, reasonBody(reason), &after, "promote")
+			if err != nil {
+				return err
+			}
+			return f.output.print(e.stdout, raw, func() error {
+				state := "unblocked"
+				if after.Blocked {
+					state = "blocked"
+				}
+				if before.Blocked == after.Blocked {
+					state = "already " + state
+				}
+				_, err := fmt.Fprintf(e.stdout, "%s %s: %s\n", args[0], after.Version, state)
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", reasonHelp)
+	return cmd
+}
+
+func newScanCmd(e *env) *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "scan SOURCE",
+		Short: "Index a source now; needs TIDEMARK_TOKEN with scope scan or promote",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			var s openapi.ScanStarted
+			raw, _, err := c.do(cmd.Context(), http.MethodPost, "/api/v1/sources/"+url.PathEscape(args[0])+"/scan", nil, nil, nil, &s, "scan")
+			if err != nil {
+				return err
+			}
+			return f.output.print(e.stdout, raw, func() error {
+				msg := "scan started"
+				if s.Status == "running" {
+					msg = "a scan is already running"
+				}
+				_, err := fmt.Fprintf(e.stdout, "%s: %s; see tidemark sources %s\n", s.Source, msg, s.Source)
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,146 @@
+package openapi
+
+import "time"
+
+// The wire types of the API: the Go shape of each schema in openapi.yaml
+// (components/schemas/<Name> for type <Name>). The server encodes them and
+// the CLI decodes them, so both speak one contract; TestTypesMatchSchemas
+// keeps each field list equal to its schema's properties.
+
+// Channel is the channel object of /api/v1/channels and of a channel URL
+// asked with Accept: application/json. Version, Tag and Digest are null when
+// nothing is eligible; Constraint is null when the channel has none.
+type Channel struct {
+	Name       string     `json:"name"`
+	Source     string     `json:"source"`
+	Stream     string     `json:"stream"`
+	Constraint *string    `json:"constraint"`
+	Pinned     bool       `json:"pinned"`
+	Version    *string    `json:"version"`
+	Tag        *string    `json:"tag"`
+	Digest     *string    `json:"digest"`
+	UpdatedAt  *time.Time `json:"updated_at"`
+}
+
+// ReleaseCollection is channelserver's (rancher/apiserver) collection.
+type ReleaseCollection struct {
+	Type         string            `json:"type"`
+	Links        map[string]string `json:"links"`
+	Actions      struct{}          `json:"actions"`
+	ResourceType string            `json:"resourceType"`
+	Data         []ReleaseChannel  `json:"data"`
+}
+
+// ReleaseChannel is one channelserver channel. Latest is the resolved
+// version (omitted when nothing is eligible, as channelserver does).
+type ReleaseChannel struct {
+	ID            string            `json:"id"`
+	Type          string            `json:"type"`
+	Links         map[string]string `json:"links"`
+	Name          string            `json:"name"`
+	Latest        string            `json:"latest,omitempty"`
+	LatestRegexp  string            `json:"latestRegexp,omitempty"`
+	ExcludeRegexp string            `json:"excludeRegexp,omitempty"`
+}
+
+// Version is one indexed version of a source.
+type Version struct {
+	Tag       string  `json:"tag"`
+	Version   string  `json:"version"`
+	Major     int     `json:"major"`
+	Minor     int     `json:"minor"`
+	Patch     int     `json:"patch"`
+	Pre       string  `json:"pre"`
+	PreNumber int     `json:"pre_number"`
+	Build     int     `json:"build"`
+	Stream    string  `json:"stream"`
+	Digest    *string `json:"digest"`
+	Blocked   bool    `json:"blocked"`
+	// PreviousDigest is set when the tag was re-pointed to another image.
+	PreviousDigest *string `json:"previous_digest,omitempty"`
+}
+
+// Source is a source's indexing status.
+type Source struct {
+	Name        string         `json:"name"`
+	Image       string         `json:"image"`
+	Scheme      string         `json:"scheme"`
+	LastScan    *Scan          `json:"last_scan"`
+	LastSuccess *Scan          `json:"last_success"`
+	Tags        int            `json:"tags"`
+	Unparsed    int            `json:"unparsed"`
+	Versions    map[string]int `json:"versions"` // per stream, all four present
+}
+
+// Scan is one indexing run.
+type Scan struct {
+	Started  time.Time  `json:"started"`
+	Finished *time.Time `json:"finished"`
+	Outcome  string     `json:"outcome"`
+	Error    *string    `json:"error"`
+	Complete bool       `json:"complete"`
+	TagsSeen int        `json:"tags_seen"`
+	TagsNew  int        `json:"tags_new"`
+	TagsGone int        `json:"tags_gone"`
+}
+
+// Unparsed is a tag that is not a version under its source's scheme.
+type Unparsed struct {
+	Tag       string    `json:"tag"`
+	Error     string    `json:"error"`
+	Digest    *string   `json:"digest"`
+	FirstSeen time.Time `json:"first_seen"`
+}
+
+// ResolveAnswer is the dry-run upgrade answer. Versions are canonical
+// strings throughout, which is what an upgrade client compares and prints;
+// TargetTag is the registry tag to pull for Target.
+type ResolveAnswer struct {
+	Source    string   `json:"source"`
+	Current   string   `json:"current"`
+	Stream    string   `json:"stream"`
+	Channel   *string  `json:"channel"`
+	Available []string `json:"available"`
+	Target    *string  `json:"target"`
+	TargetTag *string  `json:"target_tag"`
+	Path      []string `json:"path"`
+	Reason    string   `json:"reason"`
+}
+
+// PinRequest is the body of PUT .../pin.
+type PinRequest struct {
+	Version string `json:"version"`
+	Reason  string `json:"reason,omitempty"`
+	Force   bool   `json:"force,omitempty"`
+}
+
+// ReasonRequest is the (optional) body of unpin, block and unblock.
+type ReasonRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ScanStarted is the answer to POST .../scan.
+type ScanStarted struct {
+	Source string `json:"source"`
+	Status string `json:"status"` // started | running
+}
+
+// AuditEvent is one entry of a channel's history.
+type AuditEvent struct {
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	From   *string   `json:"from"`
+	To     *string   `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// Problem is an RFC 9457 problem details body.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Param names the query or path parameter that was wrong.
+	Param string `json:"param,omitempty"`
+}

@@ -1,0 +1,122 @@
+// Package scripts holds the development scripts; its tests run them.
+package scripts
+
+import (
+	"bufio"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// withPG runs scripts/with-pg on args with no DATABASE_URL of its own (make
+// test sets one, which would make the script skip the cluster).
+func withPG(args ...string) *exec.Cmd {
+	cmd := exec.Command("./with-pg", args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
+func ephemeralRange(t *testing.T) (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	lo, _ = strconv.Atoi(f[0])
+	hi, _ = strconv.Atoi(f[1])
+	return lo, hi
+}
+
+// TestWithPGPortIsOutsideTheEphemeralRange: a port the kernel may hand to an
+// outgoing connection can be taken before Postgres binds it.
+func TestWithPGPortIsOutsideTheEphemeralRange(t *testing.T) {
+	lo, hi := ephemeralRange(t)
+	for range 3 {
+		out, err := withPG("sh", "-c", "echo $DATABASE_URL").Output()
+		if err != nil {
+			t.Fatalf("with-pg: %v", err)
+		}
+		u, err := url.Parse(strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		if port == 0 || (port >= lo && port <= hi) {
+			t.Errorf("port %d is inside the ephemeral range %d-%d", port, lo, hi)
+		}
+	}
+}
+
+// TestWithPGStopsItsTreeOnHangup: closing the terminal of make run sends
+// SIGHUP to the process group; tidemark serve takes SIGHUP as "reload", so
+// the wrapper must stop the command's whole tree and the cluster itself.
+func TestWithPGStopsItsTreeOnHangup(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			// The grandchild ignores HUP, as serve does; it must still go.
+			cmd := withPG("sh", "-c", `sh -c 'trap "" HUP; echo $$; echo $DATABASE_URL; exec sleep 300' & wait`)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(stdout)
+			pidLine, _ := r.ReadString('\n')
+			urlLine, _ := r.ReadString('\n')
+			pid, err := strconv.Atoi(strings.TrimSpace(pidLine))
+			if err != nil {
+				_ = cmd.Process.Kill()
+				t.Fatalf("no pid from the command: %q", pidLine)
+			}
+			u, _ := url.Parse(strings.TrimSpace(urlLine))
+
+			if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Fatalf("with-pg still running 30 s after %s", sig)
+			}
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("the command's child %d outlived with-pg after %s", pid, sig)
+			}
+			if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+				c.Close()
+				t.Errorf("Postgres at %s still accepts connections after %s", u.Host, sig)
+			}
+		})
+	}
+}
+
+// alive reports whether pid runs (a zombie awaiting its reaper is gone).
+func alive(pid int) bool {
+	for range 50 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
