@@ -144,3 +144,9 @@ type Problem struct {
 	// Param names the query or path parameter that was wrong.
 	Param string `json:"param,omitempty"`
 }
+
+// Root is the API root (GET /, /v1-release, /api/v1): where to go from
+// here, as absolute links.
+type Root struct {
+	Links map[string]string `json:"links"`
+}

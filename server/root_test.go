@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // TestRootsAnswerWithLinks: a person or client starting at the server's
@@ -16,7 +18,7 @@ func TestRootsAnswerWithLinks(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("%d %s, want 200", res.StatusCode, body)
 			}
-			var root RootJSON
+			var root openapi.Root
 			if err := json.Unmarshal(body, &root); err != nil {
 				t.Fatal(err)
 			}
