@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +27,9 @@ type Store interface {
 	Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
-	History(ctx context.Context, channel string) ([]resolver.AuditEvent, error)
-	SourceHistory(ctx context.Context, source string) ([]resolver.AuditEvent, error)
+	// ChannelHistory is a channel's audit events and its source's blocks
+	// and unblocks, newest first.
+	ChannelHistory(ctx context.Context, channel, source string) ([]resolver.AuditEvent, error)
 }
 
 // ScanFunc starts indexing source in the background and reports whether a
@@ -93,36 +92,13 @@ func (s *Server) pin(c echo.Context) error {
 		return invalidParam("version", "version is required")
 	}
 	ch := e.ans.Channel
-	// force skips eligibility, never existence: a pin to a version the
-	// registry does not have would hand clients a tag they cannot pull.
-	vv, err := v.snap.Version(ch.Source, req.Version)
-	if errors.Is(err, resolver.ErrNotFound) {
-		// The body is well-formed; the version it names is not one the
-		// channel could serve: 422, as for an ineligible one.
-		return badParam("version", fmt.Errorf("%w: pin %q: version %q is not indexed in source %q", resolver.ErrUnprocessable, ch.Name, req.Version, ch.Source))
-	}
+	change, err := v.snap.PlanPin(ch.Name, req.Version, req.Force)
 	if err != nil {
 		return badParam("version", err)
 	}
-	if vv.Blocked {
-		// A block is a statement about the image itself (broken, vulnerable);
-		// force is about channel policy. The stronger statement wins: unblock first.
-		return badParam("version", fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, vv.Version, ch.Source, orNone(vv.BlockReason)))
-	}
-	if !req.Force {
-		if _, err := v.snap.Eligible(ch.Name, req.Version); errors.Is(err, resolver.ErrUnprocessable) {
-			// Policy, which force is for: say so, or a build-numbered
-			// hotfix looks impossible to promote.
-			return badParam("version", fmt.Errorf(`pin %q to %s: %w; to pin it anyway, send "force": true (tidemark promote --force)`, ch.Name, vv.Version, err))
-		} else if err != nil {
-			return badParam("version", fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err))
-		}
-	}
-	ctx := c.Request().Context()
-	change := resolver.ChannelChange{Channel: ch.Name, Source: ch.Source, Version: vv.Version.String(), Digest: vv.Digest, Actor: actor(c),
-		Reason: req.Reason, IfRevision: ifRev, From: served(e.ans)}
-	if _, err := s.opts.Store.Pin(ctx, change); err != nil {
-		return fmt.Errorf("pin %q to %s: %w", ch.Name, vv.Version, err)
+	change.Actor, change.Reason, change.IfRevision = actor(c), req.Reason, ifRev
+	if _, err := s.opts.Store.Pin(c.Request().Context(), change); err != nil {
+		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
 	}
 	return s.answerChannel(c, ch.Name, "pinned")
 }
@@ -144,26 +120,15 @@ func (s *Server) unpin(c echo.Context) error {
 		return err
 	}
 	name := e.ans.Channel.Name
-	// What the channel serves once the pin is gone, for the audit trail.
-	after, err := v.snap.Unpinned(name)
+	change, err := v.snap.PlanUnpin(name)
 	if err != nil {
 		return err
 	}
-	change := resolver.ChannelChange{Channel: name, Actor: actor(c), Reason: reason, IfRevision: ifRev, From: served(e.ans), To: served(after)}
-	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); errors.Is(err, resolver.ErrNotFound) && e.ans.Channel.Latest != "" {
-		return fmt.Errorf("%w: channel %q has no pin to remove: it is fixed to %s by its configuration (latest:); change the configuration, or pin over it", resolver.ErrNotFound, name, e.ans.Channel.Latest)
-	} else if err != nil {
-		return fmt.Errorf("unpin %q: %w", name, err)
+	change.Actor, change.Reason, change.IfRevision = actor(c), reason, ifRev
+	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); err != nil {
+		return fmt.Errorf("unpin %q: %w", name, v.snap.ExplainUnpin(name, err))
 	}
 	return s.answerChannel(c, name, "unpinned")
-}
-
-// served is the canonical version a channel answer serves, "" for none.
-func served(a resolver.ChannelAnswer) string {
-	if a.Tag == nil {
-		return ""
-	}
-	return a.Tag.Version.String()
 }
 
 func (s *Server) block(c echo.Context) error   { return s.setBlock(c, true) }
@@ -281,27 +246,10 @@ func (s *Server) history(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	events, err := s.opts.Store.History(ctx, e.ans.Channel.Name)
+	events, err := s.opts.Store.ChannelHistory(ctx, e.ans.Channel.Name, e.ans.Channel.Source)
 	if err != nil {
 		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
 	}
-	// Blocks are recorded on the source, but each one can change what this
-	// channel serves, so its history shows them too.
-	sourceEvents, err := s.opts.Store.SourceHistory(ctx, e.ans.Channel.Source)
-	if err != nil {
-		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
-	}
-	for _, ev := range sourceEvents {
-		if ev.Channel == "" && (ev.Action == "block" || ev.Action == "unblock") {
-			events = append(events, ev)
-		}
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if !events[i].At.Equal(events[j].At) {
-			return events[i].At.After(events[j].At)
-		}
-		return events[i].ID > events[j].ID
-	})
 	out := make([]openapi.AuditEvent, 0, len(events))
 	for _, ev := range events {
 		out = append(out, openapi.AuditEvent{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
@@ -331,11 +279,4 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 		return 0, bad
 	}
 	return rev, nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "no reason given"
-	}
-	return s
 }

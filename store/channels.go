@@ -36,7 +36,7 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 			err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
 			switch {
 			case err == nil:
-				return fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, c.Version, c.Source, reason)
+				return resolver.BlockedError(c.Source, c.Version, reason)
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}
@@ -155,17 +155,25 @@ func (s *Store) History(ctx context.Context, channel string) ([]resolver.AuditEv
 	return s.history(ctx, fmt.Sprintf("history of channel %q", channel), `channel = $1`, channel)
 }
 
+// ChannelHistory is what a person asks for as a channel's history: its
+// own events and the blocks and unblocks of its source (each can change
+// what the channel serves), newest first, in one query.
+func (s *Store) ChannelHistory(ctx context.Context, channel, source string) ([]resolver.AuditEvent, error) {
+	return s.history(ctx, fmt.Sprintf("history of channel %q", channel),
+		`channel = $1 or (source = $2 and channel = '' and action in ('block', 'unblock'))`, channel, source)
+}
+
 // SourceHistory lists the block/unblock events of source, newest first.
 func (s *Store) SourceHistory(ctx context.Context, source string) ([]resolver.AuditEvent, error) {
 	return s.history(ctx, fmt.Sprintf("history of source %q", source), `source = $1`, source)
 }
 
-func (s *Store) history(ctx context.Context, op, where, arg string) ([]resolver.AuditEvent, error) {
+func (s *Store) history(ctx context.Context, op, where string, args ...any) ([]resolver.AuditEvent, error) {
 	events := []resolver.AuditEvent{}
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select id, at, actor, action, channel, source, from_version, to_version, reason
-			from audit where `+where+` order by id desc`, arg)
+			from audit where `+where+` order by at desc, id desc`, args...)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,90 @@
+package resolver
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The rules of release engineering's writes, decided against a snapshot:
+// the server binds a request, asks for a plan here, hands the plan to the
+// store and encodes the answer. The store re-checks what another replica
+// could have changed meanwhile (a block) inside its transaction, with the
+// same rule and message (BlockedError).
+
+// BlockedError is why a blocked version cannot be pinned. A block is a
+// statement about the image itself (broken, vulnerable); force is about
+// channel policy, so the stronger statement wins: unblock first.
+func BlockedError(source, version, reason string) error {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", ErrUnprocessable, version, source, reason)
+}
+
+// PlanPin decides a pin of channel to version (canonical or tag). The
+// version must be indexed and not blocked, whatever force says: a pin to a
+// version the registry does not have would hand clients a tag they cannot
+// pull. Without force it must also be eligible for the channel. Every
+// refusal is ErrUnprocessable (the request is well-formed; the version it
+// names is not one the channel can serve), except an unknown channel
+// (ErrNotFound). The plan's From is what the channel serves now.
+func (s *Snapshot) PlanPin(channel, version string, force bool) (ChannelChange, error) {
+	a, err := s.Channel(channel)
+	if err != nil {
+		return ChannelChange{}, err
+	}
+	ch := a.Channel
+	v, err := s.Version(ch.Source, version)
+	if errors.Is(err, ErrNotFound) {
+		return ChannelChange{}, fmt.Errorf("%w: pin %q: version %q is not indexed in source %q", ErrUnprocessable, ch.Name, version, ch.Source)
+	}
+	if err != nil {
+		return ChannelChange{}, err
+	}
+	if v.Blocked {
+		return ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason)
+	}
+	if !force {
+		if _, err := s.Eligible(channel, version); err != nil {
+			// Policy, which force is for: say so, or a build-numbered
+			// hotfix looks impossible to promote.
+			return ChannelChange{}, fmt.Errorf(`pin %q to %s: %w; to pin it anyway, send "force": true (tidemark promote --force)`, ch.Name, v.Version, err)
+		}
+	}
+	return ChannelChange{Channel: ch.Name, Source: ch.Source, Version: v.Version.String(), Digest: v.Digest,
+		IfRevision: AnyRevision, From: Served(a)}, nil
+}
+
+// PlanUnpin decides an unpin of channel: the channel goes back to its
+// configured Latest, else its stream. From and To are what it serves now
+// and will serve, for the audit trail.
+func (s *Snapshot) PlanUnpin(channel string) (ChannelChange, error) {
+	a, err := s.Channel(channel)
+	if err != nil {
+		return ChannelChange{}, err
+	}
+	after, err := s.Unpinned(channel)
+	if err != nil {
+		return ChannelChange{}, err
+	}
+	return ChannelChange{Channel: a.Channel.Name, IfRevision: AnyRevision, From: Served(a), To: Served(after)}, nil
+}
+
+// ExplainUnpin turns the store's "no pin" (ErrNotFound) for channel into
+// what a person needs to hear when the channel is fixed by configuration:
+// unpin removes only a database pin. Other errors pass through.
+func (s *Snapshot) ExplainUnpin(channel string, err error) error {
+	a, cerr := s.Channel(channel)
+	if errors.Is(err, ErrNotFound) && cerr == nil && a.Channel.Latest != "" {
+		return fmt.Errorf("%w: channel %q has no pin to remove: it is fixed to %s by its configuration (latest:); change the configuration, or pin over it", ErrNotFound, channel, a.Channel.Latest)
+	}
+	return err
+}
+
+// Served is the canonical version a channel answer serves, "" for none.
+func Served(a ChannelAnswer) string {
+	if a.Tag == nil {
+		return ""
+	}
+	return a.Tag.Version.String()
+}
