@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -83,6 +84,19 @@ type countingTransport struct {
 	mu       sync.Mutex
 	inFlight int
 	maxIn    int
+	delay    time.Duration // added to every request
+}
+
+func (c *countingTransport) reset() {
+	c.mu.Lock()
+	c.maxIn = 0
+	c.mu.Unlock()
+}
+
+func (c *countingTransport) maxInFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxIn
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -96,6 +110,9 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		c.inFlight--
 		c.mu.Unlock()
 	}()
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
 	return c.next.RoundTrip(req)
 }
 
