@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -70,15 +71,21 @@ func ParseKey(b []byte) (*Key, error) {
 func (k *Key) ID() string { return k.id }
 
 // verify reports whether sig is the key's signature of payload the way
-// cosign signs: ECDSA over the payload's sha256 (ASN.1 DER), Ed25519 over
-// the payload bytes themselves.
+// cosign signs: ECDSA over the payload's sha256 (ASN.1 DER); Ed25519 over
+// the payload bytes (older cosign) or, as current cosign signs with an
+// Ed25519 key by default, Ed25519ph over the payload's sha512. Both are the
+// key holder's signature of these bytes, so either passes.
 func (k *Key) verify(payload, sig []byte) bool {
 	switch p := k.pub.(type) {
 	case *ecdsa.PublicKey:
 		sum := sha256.Sum256(payload)
 		return ecdsa.VerifyASN1(p, sum[:], sig)
 	case ed25519.PublicKey:
-		return ed25519.Verify(p, payload, sig)
+		if ed25519.Verify(p, payload, sig) {
+			return true
+		}
+		sum := sha512.Sum512(payload)
+		return ed25519.VerifyWithOptions(p, sum[:], sig, &ed25519.Options{Hash: crypto.SHA512}) == nil
 	}
 	return false
 }

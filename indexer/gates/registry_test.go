@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -183,6 +184,7 @@ func digestOf(t *testing.T, img v1.Image) v1.Hash {
 type signer struct {
 	priv    crypto.Signer
 	pubFile string // PEM, as cosign.pub
+	ph      bool   // Ed25519ph, as current cosign signs with an Ed25519 key
 }
 
 func newSigner(t *testing.T, kind string) *signer {
@@ -195,7 +197,7 @@ func newSigner(t *testing.T, kind string) *signer {
 			t.Fatal(err)
 		}
 		priv = k
-	case "ed25519":
+	case "ed25519", "ed25519ph":
 		_, k, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +214,7 @@ func newSigner(t *testing.T, kind string) *signer {
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &signer{priv: priv, pubFile: file}
+	return &signer{priv: priv, pubFile: file, ph: kind == "ed25519ph"}
 }
 
 func (s *signer) key(t *testing.T) *gates.Key {
@@ -253,7 +255,12 @@ func (s *signer) sign(t *testing.T, payload []byte) string {
 		sum := sha256.Sum256(payload)
 		sig, err = ecdsa.SignASN1(rand.Reader, k, sum[:])
 	case ed25519.PrivateKey:
-		sig = ed25519.Sign(k, payload)
+		if s.ph {
+			sum := sha512.Sum512(payload)
+			sig, err = k.Sign(nil, sum[:], &ed25519.Options{Hash: crypto.SHA512})
+		} else {
+			sig = ed25519.Sign(k, payload)
+		}
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,13 @@ func TestVerifySignature(t *testing.T) {
 			},
 		},
 		{
+			name: "ed25519ph signature (current cosign) at the .sig tag is ok", kind: "ed25519ph", want: gates.SigOK, wherePrefx: "tag sha256-",
+			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
+				p := payload(t, r.repo, d)
+				r.pushTagSignature(d, p, s.sign(t, p))
+			},
+		},
+		{
 			name: "ecdsa signature as a referrer is ok", kind: "ecdsa", want: gates.SigOK, wherePrefx: "referrer sha256:",
 			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
 				p := payload(t, r.repo, d)
@@ -165,6 +172,7 @@ func TestLoadKey(t *testing.T) {
 	}{
 		{"ecdsa P-256 loads", newSigner(t, "ecdsa").pubFile, ""},
 		{"ed25519 loads", newSigner(t, "ed25519").pubFile, ""},
+		{"a file with a certificate first is refused", write("cert.pem", pemOf("CERTIFICATE", []byte("x"))), `PEM block is "CERTIFICATE"`},
 		{"P-384 is refused", write("p384.pub", pemOf("PUBLIC KEY", p384DER)), "ECDSA curve P-384: want an ECDSA P-256 or Ed25519 public key"},
 		{"RSA is refused", write("rsa.pub", pemOf("PUBLIC KEY", rsaDER)), "*rsa.PublicKey: want an ECDSA P-256 or Ed25519"},
 		{"private key is refused", write("cosign.key", pemOf("ENCRYPTED SIGSTORE PRIVATE KEY", []byte("x"))), `PEM block is "ENCRYPTED SIGSTORE PRIVATE KEY", want "PUBLIC KEY"`},
