@@ -56,7 +56,7 @@ func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bo
 		conn: pc.Hijack(), log: s.log,
 		lost: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
 	}
-	go l.watch(wctx, s.lockPing)
+	go l.watch(wctx, s.lockPing, s.lockPingTimeout)
 	return l, true, nil
 }
 
@@ -97,8 +97,11 @@ func (l *IndexerLock) Release() {
 // watch closes lost when the lock's session ends. It blocks reading the
 // connection, so a terminated session (the server sends a FATAL error, or
 // closes the socket) is noticed at once; a connection that merely goes quiet
-// (a network cut sends nothing) is pinged every `every`.
-func (l *IndexerLock) watch(ctx context.Context, every time.Duration) {
+// (a network cut sends nothing) is pinged every `every`, and lost when the
+// ping gets no answer within `timeout`. The two are separate so that a short
+// interval (tests) does not also mean a short patience: a ping that is merely
+// slow on a loaded machine must not give the lock up.
+func (l *IndexerLock) watch(ctx context.Context, every, timeout time.Duration) {
 	defer close(l.stopped)
 	for {
 		// A timed-out wait leaves the connection usable: pgx closes a
@@ -114,7 +117,7 @@ func (l *IndexerLock) watch(ctx context.Context, every time.Duration) {
 			continue // a notification; nothing LISTENs here, but it is harmless
 		}
 		if quiet {
-			pctx, cancel := context.WithTimeout(ctx, every)
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			err = l.conn.Ping(pctx)
 			cancel()
 			if ctx.Err() != nil {

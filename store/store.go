@@ -30,6 +30,9 @@ type Store struct {
 	pool     *pgxpool.Pool
 	addr     string        // host:port, for error messages (never the password)
 	lockPing time.Duration // how often a held indexer lock's quiet connection is pinged
+	// lockPingTimeout is how long that ping may take before the lock counts
+	// as lost.
+	lockPingTimeout time.Duration
 }
 
 // Open connects to url and checks the connection. The error is one line that
@@ -54,7 +57,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second}, nil
+	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, lockPingTimeout: 5 * time.Second}, nil
 }
 
 // Close releases the pool.
