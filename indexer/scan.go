@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,10 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 			if src.Exclude != nil && src.Exclude.MatchString(t) {
 				continue
 			}
-			ct := src.Classify(t)
+			ct, bad := unstorableTag(t)
+			if !bad {
+				ct = src.Classify(t)
+			}
 			if ct.Valid {
 				valid++
 			} else {
@@ -65,13 +69,19 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	// than thrown away; a bounded context keeps shutdown short.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	rec, aerr := ix.store.ApplyScan(wctx, res)
+	if err == nil && aerr != nil {
+		// The listing could not be written (a tag the database refuses, a
+		// lost connection): record the failure, tags untouched, so that the
+		// source's status does not go on showing the last success.
+		err = fmt.Errorf("recording scan of %q: %w", src.Name, aerr)
+		res.Err, res.Tags, res.Finished = err, nil, time.Now()
+		_, aerr = ix.store.ApplyScan(wctx, res)
+	}
 	cancel()
 	applied := time.Now()
 	if err != nil || aerr != nil {
 		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
-		if err == nil {
-			err = fmt.Errorf("recording scan of %q: %w", src.Name, aerr)
-		} else if aerr != nil {
+		if aerr != nil {
 			log.ErrorContext(ctx, "recording failed scan", "err", aerr)
 		}
 		log.ErrorContext(ctx, "scan failed", "err", err, "requests", res.Requests, "duration", time.Since(started))
@@ -95,6 +105,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	} else if due, err = ix.store.TagsWithoutDigest(ctx, src.Name); err != nil {
 		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
 	}
+	due = slices.DeleteFunc(due, func(t string) bool { return !ociTag.MatchString(t) })
 	derr := err
 	if derr == nil {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
