@@ -111,6 +111,7 @@ type Indexer struct {
 	lockRetry     time.Duration // how often a standby replica tries the lock
 	progressEvery time.Duration
 	pageSize      int         // tags asked per page
+	pageLimits    pageLimits  // what one page may hold
 	leading       atomic.Bool // holds the indexer lock and runs the schedule
 	scans         scanGroup   // scans in flight, whoever started them
 }
@@ -215,6 +216,7 @@ func New(opts Options) (*Indexer, error) {
 		lockRetry:     15 * time.Second,
 		progressEvery: 5 * time.Second,
 		pageSize:      pageSize,
+		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

@@ -146,6 +146,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		client:   &http.Client{Transport: rt},
 		repo:     src.repo,
 		pageSize: ix.pageSize,
+		limits:   ix.pageLimits,
 		progress: ix.listProgress(ctx, log, src, n),
 	}
 	tags, err = l.list(ctx)
