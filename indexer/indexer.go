@@ -52,6 +52,7 @@ type Store interface {
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error
+	FailScan(ctx context.Context, scanID int64, cause error) error
 	RecheckedAt(ctx context.Context, source string) (time.Time, error)
 	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
 	TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error)
