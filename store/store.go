@@ -70,8 +70,24 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 }
 
 func (s *Store) inTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	err := pgx.BeginTxFunc(ctx, s.pool, opts, fn)
-	return dbErr(op, err)
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil && connLost(err) && ctx.Err() == nil {
+		// A pooled connection whose session ended while idle (a database
+		// restart, pg_terminate_backend) fails its BEGIN; its idle siblings
+		// are most likely dead too. Nothing was done yet, so drop them all
+		// and try once more on a fresh connection.
+		s.log.WarnContext(ctx, "database connection lost; reconnecting", "op", op, "err", cause(err))
+		s.pool.Reset()
+		tx, err = s.pool.BeginTx(ctx, opts)
+	}
+	if err != nil {
+		return dbErr(op, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return dbErr(op, err)
+	}
+	return dbErr(op, tx.Commit(ctx))
 }
 
 // notify queues a change notification that Postgres delivers on commit, so
