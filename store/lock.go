@@ -11,6 +11,9 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
+// lockTimeout bounds TryIndexerLock.
+const lockTimeout = 10 * time.Second
+
 // indexerLockKey is the advisory lock the indexing replica holds.
 const indexerLockKey = int64(0x7469_6465_6d61_726b) // "tidemark"
 
@@ -36,6 +39,9 @@ type IndexerLock struct {
 func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error) {
 	// Not held: a nil *IndexerLock, whose methods are safe to call.
 	var none *IndexerLock
+	// A database that does not answer must not hold the indexer's loop.
+	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
+	defer cancel()
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return none, false, dbErr("indexer lock", err)

@@ -12,6 +12,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,16 +50,46 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("%w: database URL: %s", resolver.ErrInvalid, cause(err))
 	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
+	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
+		// A server that accepts and never answers must not hang a connect,
+		// the handshake included.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	within := cfg.ConnConfig.ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	if err := pool.Ping(ctx); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
+		if ctx.Err() == nil && (pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			return nil, &noAnswerError{addr: addr, within: within}
+		}
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
 	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, lockPingTimeout: 5 * time.Second}, nil
 }
+
+// DefaultConnectTimeout bounds a new connection, handshake included, when
+// the database URL sets no connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// NoAnswer is the error for a database that gave no answer within d: one
+// line naming its host:port, wrapping resolver.ErrUnavailable.
+func (s *Store) NoAnswer(d time.Duration) error { return &noAnswerError{addr: s.addr, within: d} }
+
+type noAnswerError struct {
+	addr   string
+	within time.Duration
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("database %s did not answer within %s", e.addr, e.within)
+}
+
+func (e *noAnswerError) Unwrap() error { return resolver.ErrUnavailable }
 
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
