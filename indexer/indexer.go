@@ -52,6 +52,7 @@ type Store interface {
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error
+	FailScan(ctx context.Context, scanID int64, cause error) error
 	RecheckedAt(ctx context.Context, source string) (time.Time, error)
 	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
 	TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error)
@@ -111,6 +112,7 @@ type Indexer struct {
 	lockRetry     time.Duration // how often a standby replica tries the lock
 	progressEvery time.Duration
 	pageSize      int         // tags asked per page
+	pageLimits    pageLimits  // what one page may hold
 	leading       atomic.Bool // holds the indexer lock and runs the schedule
 	scans         scanGroup   // scans in flight, whoever started them
 }
@@ -215,6 +217,7 @@ func New(opts Options) (*Indexer, error) {
 		lockRetry:     15 * time.Second,
 		progressEvery: 5 * time.Second,
 		pageSize:      pageSize,
+		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

@@ -2,10 +2,8 @@ package indexer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,13 +18,12 @@ import (
 // because progress and duplicate handling need the pages one by one.
 
 const (
-	pageSize         = 1000 // the distribution registry's and ggcr's default
-	maxBodyAttempts  = 3    // a page whose body cannot be read or decoded is fetched again
-	maxPageBodyBytes = 64 << 20
+	pageSize        = 1000 // the distribution registry's and ggcr's default
+	maxBodyAttempts = 3    // a page whose body cannot be read or decoded is fetched again
 )
 
 type tagPage struct {
-	Tags []string `json:"tags"`
+	Tags []string
 }
 
 // lister walks a repository's tag list page by page, following Link headers.
@@ -34,6 +31,7 @@ type lister struct {
 	client   *http.Client // authenticated, retrying, counting
 	repo     name.Repository
 	pageSize int
+	limits   pageLimits            // per page; see tagpage.go
 	progress func(pages, tags int) // called after every page
 }
 
@@ -100,11 +98,14 @@ func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error
 			return tagPage{}, nil, err
 		}
 		var p tagPage
-		err = json.NewDecoder(io.LimitReader(resp.Body, maxPageBodyBytes)).Decode(&p)
+		p.Tags, err = decodeTagPage(resp.Body, l.repo.RegistryStr(), l.limits)
 		resp.Body.Close()
 		if err != nil {
 			if ctx.Err() != nil {
 				return tagPage{}, nil, ctx.Err()
+			}
+			if errors.Is(err, errPageTooLarge) {
+				return tagPage{}, nil, err
 			}
 			lastErr = fmt.Errorf("reading tag list %s: %w", u.Redacted(), err)
 			continue

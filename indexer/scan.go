@@ -2,23 +2,18 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-)
-
-const (
-	defaultConcurrency = 8
-	digestBatch        = 500 // digests written per SetDigests, so that a long resolution shows up as it goes
 )
 
 // scan lists src, records the listing, then resolves the digests of tags that
@@ -52,7 +47,10 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 			if src.Exclude != nil && src.Exclude.MatchString(t) {
 				continue
 			}
-			ct := src.Classify(t)
+			ct, bad := unstorableTag(t)
+			if !bad {
+				ct = src.Classify(t)
+			}
 			if ct.Valid {
 				valid++
 			} else {
@@ -65,13 +63,19 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	// than thrown away; a bounded context keeps shutdown short.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	rec, aerr := ix.store.ApplyScan(wctx, res)
+	if err == nil && aerr != nil {
+		// The listing could not be written (a tag the database refuses, a
+		// lost connection): record the failure, tags untouched, so that the
+		// source's status does not go on showing the last success.
+		err = fmt.Errorf("recording scan of %q: %w", src.Name, aerr)
+		res.Err, res.Tags, res.Finished = err, nil, time.Now()
+		_, aerr = ix.store.ApplyScan(wctx, res)
+	}
 	cancel()
 	applied := time.Now()
 	if err != nil || aerr != nil {
 		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
-		if err == nil {
-			err = fmt.Errorf("recording scan of %q: %w", src.Name, aerr)
-		} else if aerr != nil {
+		if aerr != nil {
 			log.ErrorContext(ctx, "recording failed scan", "err", aerr)
 		}
 		log.ErrorContext(ctx, "scan failed", "err", err, "requests", res.Requests, "duration", time.Since(started))
@@ -95,6 +99,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	} else if due, err = ix.store.TagsWithoutDigest(ctx, src.Name); err != nil {
 		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
 	}
+	due = slices.DeleteFunc(due, func(t string) bool { return !ociTag.MatchString(t) })
 	derr := err
 	if derr == nil {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
@@ -111,6 +116,18 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 			log.WarnContext(ctx, "recording digest requests of the scan", "err", err, "requests", more)
 		}
 		cancel()
+	}
+	if errors.Is(derr, errRegistryDown) {
+		// The listing was recorded as ok; the registry then went away. Say
+		// so where operators look, the source's last scan, and not ok.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := ix.store.FailScan(wctx, rec.ID, derr); err != nil {
+			log.ErrorContext(ctx, "recording the stopped digest phase", "err", err)
+		}
+		cancel()
+		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
+		log.ErrorContext(ctx, "registry down; digest phase stopped", "err", derr)
+		return derr
 	}
 	ix.metrics.scans.WithLabelValues(src.Name, "ok").Inc()
 	ix.metrics.duration.WithLabelValues(src.Name).Observe(time.Since(started).Seconds())
@@ -135,6 +152,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		client:   &http.Client{Transport: rt},
 		repo:     src.repo,
 		pageSize: ix.pageSize,
+		limits:   ix.pageLimits,
 		progress: ix.listProgress(ctx, log, src, n),
 	}
 	tags, err = l.list(ctx)
@@ -182,108 +200,6 @@ func (a *basicAuth) Authorization() (*authn.AuthConfig, error) {
 		return nil, fmt.Errorf("reading the registry password for user %q: %w", a.username, err)
 	}
 	return &authn.AuthConfig{Username: a.username, Password: p}, nil
-}
-
-// resolveDigests HEADs the manifest of every tag in due and records the
-// digests. A no-change rescan has none due and makes no request.
-func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *source, rt http.RoundTripper, due []string, n *atomic.Int64) error {
-	pending := ix.metrics.tags.WithLabelValues(src.Name, "pending_digest")
-	pending.Set(float64(len(due)))
-	src.setProgress(func(p *Progress) { p.Phase, p.DigestsDue = "digests", len(due) })
-	if len(due) == 0 {
-		return nil
-	}
-	// rt is already authenticated (a *transport.Wrapper), so ggcr neither
-	// re-authenticates nor adds its own retries.
-	puller, err := remote.NewPuller(remote.WithTransport(rt), remote.WithContext(ctx))
-	if err != nil {
-		return err
-	}
-	conc := src.Concurrency
-	if conc <= 0 {
-		conc = defaultConcurrency
-	}
-	started := time.Now()
-	var (
-		mu      sync.Mutex
-		batch   = map[string]string{}
-		done    int
-		failed  int
-		firstEr error
-		lastLog = time.Now()
-	)
-	flush := func() error { // with mu held
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := ix.store.SetDigests(ctx, src.Name, batch); err != nil {
-			return fmt.Errorf("recording %d digests: %w", len(batch), err)
-		}
-		pending.Sub(float64(len(batch)))
-		batch = map[string]string{}
-		ix.changed(src.Name)
-		return nil
-	}
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range min(conc, len(due)) {
-		wg.Go(func() {
-			for tag := range work {
-				d, herr := ix.head(ctx, puller, src, tag)
-				mu.Lock()
-				done++
-				if herr != nil {
-					failed++
-					if firstEr == nil {
-						firstEr = herr
-					}
-				} else {
-					batch[tag] = d
-				}
-				if len(batch) >= digestBatch {
-					if err := flush(); err != nil && firstEr == nil {
-						firstEr = err
-					}
-				}
-				src.setProgress(func(p *Progress) { p.Digests, p.Requests = done, int(n.Load()) })
-				if time.Since(lastLog) >= ix.progressEvery {
-					lastLog = time.Now()
-					log.InfoContext(ctx, "resolving digests", "done", done, "of", len(due), "failed", failed)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, t := range due {
-		select {
-		case work <- t:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err := flush(); err != nil && firstEr == nil {
-		firstEr = err
-	}
-	log.InfoContext(ctx, "digests resolved", "resolved", done-failed, "failed", failed,
-		"requests", n.Load(), "duration", time.Since(started))
-	if firstEr == nil && ctx.Err() != nil {
-		firstEr = ctx.Err()
-	}
-	if firstEr != nil {
-		return fmt.Errorf("%d of %d digests unresolved, first: %w", len(due)-(done-failed), len(due), firstEr)
-	}
-	return nil
-}
-
-func (ix *Indexer) head(ctx context.Context, p *remote.Puller, src *source, tag string) (string, error) {
-	desc, err := p.Head(ctx, src.repo.Tag(tag))
-	if err != nil {
-		return "", fmt.Errorf("HEAD manifest %s:%s: %w", src.repo, tag, err)
-	}
-	return desc.Digest.String(), nil
 }
 
 func (ix *Indexer) listProgress(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) func(pages, tags int) {

@@ -23,6 +23,7 @@ func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) 
 }
 func (unusedStore) SetDigests(context.Context, string, map[string]string) error { return errUnused }
 func (unusedStore) AddScanRequests(context.Context, int64, int) error           { return errUnused }
+func (unusedStore) FailScan(context.Context, int64, error) error                { return errUnused }
 func (unusedStore) RecheckedAt(context.Context, string) (time.Time, error) {
 	return time.Time{}, errUnused
 }

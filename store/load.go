@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,6 +127,11 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 func classify(src *resolver.Source, tag string) resolver.Tag {
 	if src.Parser == nil {
 		return resolver.Tag{Name: tag, Error: "source has no version scheme"}
+	}
+	if strings.HasPrefix(tag, `"`) {
+		// No registry tag starts with a quote: the indexer stores a name
+		// Postgres cannot hold (a NUL byte, bytes not UTF-8) Go-quoted.
+		return resolver.Tag{Name: tag, Error: "tag holds a NUL byte or bytes that are not UTF-8; shown quoted"}
 	}
 	return src.Classify(tag)
 }

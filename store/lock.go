@@ -11,6 +11,9 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
+// lockTimeout bounds TryIndexerLock.
+const lockTimeout = 10 * time.Second
+
 // indexerLockKey is the advisory lock the indexing replica holds.
 const indexerLockKey = int64(0x7469_6465_6d61_726b) // "tidemark"
 
@@ -36,6 +39,9 @@ type IndexerLock struct {
 func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error) {
 	// Not held: a nil *IndexerLock, whose methods are safe to call.
 	var none *IndexerLock
+	// A database that does not answer must not hold the indexer's loop.
+	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
+	defer cancel()
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return none, false, dbErr("indexer lock", err)
@@ -56,7 +62,7 @@ func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bo
 		conn: pc.Hijack(), log: s.log,
 		lost: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
 	}
-	go l.watch(wctx, s.lockPing)
+	go l.watch(wctx, s.lockPing, s.lockPingTimeout)
 	return l, true, nil
 }
 
@@ -97,8 +103,11 @@ func (l *IndexerLock) Release() {
 // watch closes lost when the lock's session ends. It blocks reading the
 // connection, so a terminated session (the server sends a FATAL error, or
 // closes the socket) is noticed at once; a connection that merely goes quiet
-// (a network cut sends nothing) is pinged every `every`.
-func (l *IndexerLock) watch(ctx context.Context, every time.Duration) {
+// (a network cut sends nothing) is pinged every `every`, and lost when the
+// ping gets no answer within `timeout`. The two are separate so that a short
+// interval (tests) does not also mean a short patience: a ping that is merely
+// slow on a loaded machine must not give the lock up.
+func (l *IndexerLock) watch(ctx context.Context, every, timeout time.Duration) {
 	defer close(l.stopped)
 	for {
 		// A timed-out wait leaves the connection usable: pgx closes a
@@ -114,7 +123,7 @@ func (l *IndexerLock) watch(ctx context.Context, every time.Duration) {
 			continue // a notification; nothing LISTENs here, but it is harmless
 		}
 		if quiet {
-			pctx, cancel := context.WithTimeout(ctx, every)
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			err = l.conn.Ping(pctx)
 			cancel()
 			if ctx.Err() != nil {

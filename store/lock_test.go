@@ -90,7 +90,10 @@ func TestIndexerLockSignalsLossOfItsSession(t *testing.T) {
 	ctx := context.Background()
 	u, sts := openStores(t, 1)
 	st := sts[0]
-	store.SetLockPing(st, 20*time.Millisecond)
+	// A 1ms interval pings hundreds of times below; each ping still has
+	// the default patience, so a slow answer on a loaded machine is not a
+	// lost session (it was, while the ping's timeout equalled its interval).
+	store.SetLockPing(st, time.Millisecond)
 	lock, held, err := st.TryIndexerLock(ctx)
 	if err != nil || !held {
 		t.Fatalf("held %v, err %v", held, err)

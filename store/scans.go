@@ -250,3 +250,26 @@ func (s *Store) AddScanRequests(ctx context.Context, scanID int64, n int) error 
 		return nil
 	})
 }
+
+// FailScan marks recorded scan scanID failed with cause: a scan whose
+// listing was recorded but which could not finish (its registry went down
+// while digests were resolved). The tags it recorded stay. It NOTIFYs, so
+// that the source's status shows it. ErrNotFound for an unknown scan.
+func (s *Store) FailScan(ctx context.Context, scanID int64, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("%w: fail scan %d: no cause", resolver.ErrInvalid, scanID)
+	}
+	op := fmt.Sprintf("fail scan %d", scanID)
+	return s.inTx(ctx, op, func(tx pgx.Tx) error {
+		var source string
+		err := tx.QueryRow(ctx, `update scans set outcome = 'failed', error = $2
+			where id = $1 returning source`, scanID, oneLine(cause.Error())).Scan(&source)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: scan %d", resolver.ErrNotFound, scanID)
+		}
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, "scan", source)
+	})
+}

@@ -12,6 +12,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,6 +32,9 @@ type Store struct {
 	addr     string        // host:port, for error messages (never the password)
 	lockPing time.Duration // how often a held indexer lock's quiet connection is pinged
 	origin   string        // random per Store; marks the notifications it sends
+	// lockPingTimeout is how long that ping may take before the lock counts
+	// as lost.
+	lockPingTimeout time.Duration
 }
 
 // Open connects to url and checks the connection. The error is one line that
@@ -47,16 +51,46 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("%w: database URL: %s", resolver.ErrInvalid, cause(err))
 	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
+	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
+		// A server that accepts and never answers must not hang a connect,
+		// the handshake included.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	within := cfg.ConnConfig.ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	if err := pool.Ping(ctx); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
+		if ctx.Err() == nil && (pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			return nil, &noAnswerError{addr: addr, within: within}
+		}
 		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
 	}
-	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, origin: newOrigin()}, nil
+	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, lockPingTimeout: 5 * time.Second, origin: newOrigin()}, nil
 }
+
+// DefaultConnectTimeout bounds a new connection, handshake included, when
+// the database URL sets no connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// NoAnswer is the error for a database that gave no answer within d: one
+// line naming its host:port, wrapping resolver.ErrUnavailable.
+func (s *Store) NoAnswer(d time.Duration) error { return &noAnswerError{addr: s.addr, within: d} }
+
+type noAnswerError struct {
+	addr   string
+	within time.Duration
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("database %s did not answer within %s", e.addr, e.within)
+}
+
+func (e *noAnswerError) Unwrap() error { return resolver.ErrUnavailable }
 
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
@@ -68,8 +102,24 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 }
 
 func (s *Store) inTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	err := pgx.BeginTxFunc(ctx, s.pool, opts, fn)
-	return dbErr(op, err)
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil && connLost(err) && ctx.Err() == nil {
+		// A pooled connection whose session ended while idle (a database
+		// restart, pg_terminate_backend) fails its BEGIN; its idle siblings
+		// are most likely dead too. Nothing was done yet, so drop them all
+		// and try once more on a fresh connection.
+		s.log.WarnContext(ctx, "database connection lost; reconnecting", "op", op, "err", cause(err))
+		s.pool.Reset()
+		tx, err = s.pool.BeginTx(ctx, opts)
+	}
+	if err != nil {
+		return dbErr(op, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return dbErr(op, err)
+	}
+	return dbErr(op, tx.Commit(ctx))
 }
 
 // notify queues a change notification that Postgres delivers on commit, so

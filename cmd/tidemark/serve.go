@@ -116,24 +116,38 @@ func indexerSources(cfg *config.Config, getenv func(string) string) []indexer.So
 	return out
 }
 
-// serve wires store, indexer and server together and runs until ctx ends.
-// serve runs the service until ctx ends; ready, when set, is called once it
+// startupTimeout bounds serve's start-up calls to the database; a variable
+// so that a test need not wait 30 s.
+var startupTimeout = 30 * time.Second
+
+// serve wires store, indexer and server together and runs until ctx ends; ready, when set, is called once it
 // listens.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool, getenv func(string) string, ready func(net.Addr)) error {
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, log)
+	// Start-up (connect, migrate, sync, first load) has one deadline, so a
+	// database that accepts connections and never answers fails it with one
+	// line instead of hanging with no output.
+	startCtx, started := context.WithTimeout(ctx, startupTimeout)
+	defer started()
+	st, err := store.Open(startCtx, cfg.DatabaseURL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
+	startErr := func(err error) error {
+		if startCtx.Err() != nil && ctx.Err() == nil {
+			return st.NoAnswer(startupTimeout)
+		}
 		return err
 	}
+	if err := st.Migrate(startCtx); err != nil {
+		return startErr(err)
+	}
 	sources := resolverSources(cfg)
-	if err := st.SyncSources(ctx, sources); err != nil {
-		return err
+	if err := st.SyncSources(startCtx, sources); err != nil {
+		return startErr(err)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -164,9 +178,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	// Start-up needs Postgres (the first snapshot comes from it), never the
 	// registry: indexing starts after the server answers.
-	if err := srv.Reload(ctx); err != nil {
-		return err
+	if err := srv.Reload(startCtx); err != nil {
+		return startErr(err)
 	}
+	started()
 
 	ix, err = indexer.New(indexer.Options{
 		Sources:    indexerSources(cfg, getenv),

@@ -1,0 +1,117 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeTagPage(t *testing.T) {
+	lim := pageLimits{bytes: 1 << 10, tags: 3}
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+		err        string
+	}{
+		{name: "distribution shape", body: `{"name":"app","tags":["a","b"]}`, want: []string{"a", "b"}},
+		{name: "google shape skips manifest details",
+			body: `{"child":[],"manifest":{"sha256:1":{"tag":["x"],"n":[1,{"a":null}]}},"name":"app","tags":["a"]}`,
+			want: []string{"a"}},
+		{name: "null tags is none", body: `{"name":"app","tags":null}`},
+		{name: "tags not a list", body: `{"tags":"a"}`, err: `"tags" is a, not a list`},
+		{name: "truncated is an error", body: `{"tags":["a",`, err: "EOF"},
+		{name: "too many tags are refused", body: `{"tags":["a","b","c","d"]}`,
+			err: "registry r.example sent more than 3 tags in one page"},
+		{name: "too many bytes are refused", body: `{"name":"` + strings.Repeat("x", 2<<10) + `","tags":[]}`,
+			err: "registry r.example sent more than 0 MiB in one page"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := decodeTagPage(strings.NewReader(tc.body), "r.example", lim)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tags (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// hugePage streams a tag list page of n tags, never held in memory whole.
+func hugePage(n int, pad int) func(w http.ResponseWriter, r *http.Request) bool {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/tags/list") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"name":"app","tags":[`)
+		padding := strings.Repeat("x", pad)
+		for i := range n {
+			if i > 0 {
+				io.WriteString(w, ",")
+			}
+			fmt.Fprintf(w, `"v1.0.%d%s"`, i, padding)
+		}
+		io.WriteString(w, `]}`)
+		return true
+	}
+}
+
+func TestListRefusesAHugePageNamingTheRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tags     int
+		pad      int
+		wantText string
+	}{
+		{"too many tags", maxPageTags + 1, 0, fmt.Sprintf("more than %d tags in one page", maxPageTags)},
+		{"too many bytes", 40_000, 1000, fmt.Sprintf("more than %d MiB in one page", maxPageBytes>>20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := newTestRegistry(t)
+			reg.push("app", "v1.0.0")
+			reg.set(func(r *testRegistry) { r.fault = hugePage(tc.tags, tc.pad) })
+			ix := newTestIndexer(t, nil, reg, "app")
+			var lists atomic.Int64
+			inner := reg.fault
+			reg.set(func(r *testRegistry) {
+				r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+					if strings.HasSuffix(req.URL.Path, "/tags/list") {
+						lists.Add(1)
+					}
+					return inner(w, req)
+				}
+			})
+			_, _, err := list(t, ix)
+			if !errors.Is(err, errPageTooLarge) || !strings.Contains(err.Error(), tc.wantText) ||
+				!strings.Contains(err.Error(), "registry "+reg.host) {
+				t.Fatalf("err = %v, want a refusal naming registry %s and %q", err, reg.host, tc.wantText)
+			}
+			if n := lists.Load(); n != 1 {
+				t.Errorf("page fetched %d times, want 1: a refused page is not fetched again", n)
+			}
+		})
+	}
+}
+
+func TestListReadsAPageJustUnderTheCaps(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	reg.set(func(r *testRegistry) { r.fault = hugePage(maxPageTags, 0) })
+	tags, _, err := list(t, newTestIndexer(t, nil, reg, "app"))
+	if err != nil || len(tags) != maxPageTags {
+		t.Fatalf("got %d tags, err %v; want %d", len(tags), err, maxPageTags)
+	}
+}

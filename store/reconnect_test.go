@@ -1,0 +1,54 @@
+package store_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// killSessions ends every session on u's database, as a Postgres restart
+// does: each pooled connection then holds a FATAL 57P01 ("terminating
+// connection due to administrator command") that pgx reads on its next use.
+func killSessions(t *testing.T, u string) int {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := query(t, storetest.AdminURL(t), `select pg_terminate_backend(pid) from pg_stat_activity
+		where datname = $1 and pid <> pg_backend_pid()`, strings.TrimPrefix(pu.Path, "/"))
+	return len(rows)
+}
+
+func TestWritesAfterTheDatabaseDroppedEveryConnectionSucceed(t *testing.T) {
+	st, u := newStore(t, "a")
+	ctx := context.Background()
+	old := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	// Fill the pool with several idle connections.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if err := st.SetRecheckedAt(ctx, "a", old); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := killSessions(t, u); n == 0 {
+		t.Fatal("no session to end")
+	}
+	time.Sleep(50 * time.Millisecond) // the FATALs reach the sockets
+	for i := range 4 {
+		if err := st.SetRecheckedAt(ctx, "a", old.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatalf("write %d after the sessions ended: %v", i+1, err)
+		}
+	}
+	if _, err := st.RecheckedAt(ctx, "a"); err != nil {
+		t.Fatalf("read after the sessions ended: %v", err)
+	}
+}
