@@ -64,6 +64,12 @@ image-push:
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
 	$(GO) run ./cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
 
+# The Kubernetes field shapes deploy/ tests validate manifests against,
+# from k8s.io/api in a module of its own so make test never downloads it.
+.PHONY: kube-shapes
+kube-shapes:
+	cd deploy/internal/kubeshapes && $(GO) run . && $(GO) test .
+
 clean:
 	rm -rf bin tmp
 
