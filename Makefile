@@ -64,6 +64,18 @@ image-push:
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
 	$(GO) run ./cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
 
+# make release VERSION=x.y.z: binaries for linux and darwin (amd64, arm64)
+# with SHA256SUMS, the image as an OCI layout, and the Helm chart, in dist/.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	@echo "$(VERSION)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "release: VERSION=$(VERSION): want x.y.z" >&2; exit 2; }
+	rm -rf dist && mkdir -p dist
+	$(foreach p,$(RELEASE_PLATFORMS),$(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),dist/tidemark_$(VERSION)_$(subst /,_,$(p))) &&) true
+	$(MAKE) image IMAGE_DIR=dist/image VERSION=$(VERSION)
+	tar -C dist -cf dist/tidemark_$(VERSION)_image.oci.tar image --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner
+	helm package deploy/helm/tidemark --version $(VERSION) --app-version $(VERSION) -d dist
+	cd dist && sha256sum tidemark_$(VERSION)_* tidemark-$(VERSION).tgz > SHA256SUMS
+
 # The Kubernetes field shapes deploy/ tests validate manifests against,
 # from k8s.io/api in a module of its own so make test never downloads it.
 .PHONY: kube-shapes
@@ -71,7 +83,7 @@ kube-shapes:
 	cd deploy/internal/kubeshapes && $(GO) run . && $(GO) test .
 
 clean:
-	rm -rf bin tmp
+	rm -rf bin tmp dist
 
 # wrk against a channel URL and a bare 302 handler (the floor), side by side.
 .PHONY: bench-serve
