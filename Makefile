@@ -4,12 +4,21 @@ GO        ?= go
 CONFIG    ?= deploy/examples/tidemark.yaml
 BIN       := bin/tidemark
 PKGS      := ./...
-# `tidemark version` prints these; make image and make release reuse them.
+# What a build says it is (tidemark version); make image and make release
+# reuse them. A release sets VERSION=x.y.z.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Every timestamp in the image is the commit's, so one commit gives one digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+SOURCE    ?= https://github.com/tidemark-dev/tidemark
+LDFLAGS   := -s -w -buildid= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# A static, reproducible binary: no cgo, no local paths, no build ID.
+XBUILD     = CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(3) ./cmd/tidemark
+IMAGE_DIR ?= bin/image
+IMAGE_BUILD ?= bin/image-build
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: all build run demo image test bench lint fmt vet clean
+.PHONY: all build run demo image image-push release test bench lint fmt vet clean
 
 all: lint test
 
@@ -40,13 +49,41 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
-# The container image (deploy/Dockerfile). Needs a container engine; this
-# project's CI machines have none, so deploy/ tests check the file instead.
+# The multi-arch OCI image, built without a container daemon or a base image
+# (deploy/image): an OCI layout in $(IMAGE_DIR), tagged $(VERSION).
 image:
-	docker build -f deploy/Dockerfile -t tidemark:dev .
+	@rm -rf $(IMAGE_BUILD)
+	$(foreach p,$(IMAGE_PLATFORMS),$(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark) &&) true
+	$(GO) run ./cmd/tidemark-image build --out $(IMAGE_DIR) --version $(VERSION) \
+		--revision $(COMMIT) --source $(SOURCE) --created $(SOURCE_DATE_EPOCH) \
+		$(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark)
+
+# make image-push REGISTRY=registry.example.com/tidemark pushes $(IMAGE_DIR)
+# as REGISTRY:$(VERSION).
+image-push:
+	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
+	$(GO) run ./cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
+
+# make release VERSION=x.y.z: binaries for linux and darwin (amd64, arm64)
+# with SHA256SUMS, the image as an OCI layout, and the Helm chart, in dist/.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	@echo "$(VERSION)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "release: VERSION=$(VERSION): want x.y.z" >&2; exit 2; }
+	rm -rf dist && mkdir -p dist
+	$(foreach p,$(RELEASE_PLATFORMS),$(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),dist/tidemark_$(VERSION)_$(subst /,_,$(p))) &&) true
+	$(MAKE) image IMAGE_DIR=dist/image VERSION=$(VERSION)
+	tar -C dist -cf dist/tidemark_$(VERSION)_image.oci.tar image --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner
+	helm package deploy/helm/tidemark --version $(VERSION) --app-version $(VERSION) -d dist
+	cd dist && sha256sum tidemark_$(VERSION)_* tidemark-$(VERSION).tgz > SHA256SUMS
+
+# The Kubernetes field shapes deploy/ tests validate manifests against,
+# from k8s.io/api in a module of its own so make test never downloads it.
+.PHONY: kube-shapes
+kube-shapes:
+	cd deploy/internal/kubeshapes && $(GO) run . && $(GO) test .
 
 clean:
-	rm -rf bin tmp
+	rm -rf bin tmp dist
 
 # wrk against a channel URL and a bare 302 handler (the floor), side by side.
 .PHONY: bench-serve

@@ -1,10 +1,6 @@
 package deploy
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,70 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
-
-// CloudNativePG's Cluster and system-upgrade-controller's Plan have Go types
-// only in their operators' modules, which would pull in controller-runtime.
-// These local types cover exactly the fields the manifests use, under the
-// same JSON names as upstream (postgresql.cnpg.io/v1 ClusterSpec,
-// upgrade.cattle.io/v1 PlanSpec), and are decoded just as strictly: a field
-// that is not here fails, so a new field must be added here on purpose.
-
-type cnpgCluster struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
-		Instances             int    `json:"instances"`
-		PrimaryUpdateStrategy string `json:"primaryUpdateStrategy,omitempty"`
-		Bootstrap             struct {
-			InitDB struct {
-				Database string `json:"database"`
-				Owner    string `json:"owner"`
-			} `json:"initdb"`
-		} `json:"bootstrap"`
-		Storage struct {
-			Size         string  `json:"size"`
-			StorageClass *string `json:"storageClass,omitempty"`
-		} `json:"storage"`
-		Affinity struct {
-			EnablePodAntiAffinity *bool  `json:"enablePodAntiAffinity,omitempty"`
-			TopologyKey           string `json:"topologyKey,omitempty"`
-		} `json:"affinity"`
-		Resources corev1.ResourceRequirements `json:"resources"`
-	} `json:"spec"`
-}
-
-type sucContainer struct {
-	Image   string   `json:"image"`
-	Command []string `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
-}
-
-type sucPlan struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
-		Concurrency        int64                 `json:"concurrency"`
-		Cordon             bool                  `json:"cordon,omitempty"`
-		NodeSelector       *metav1.LabelSelector `json:"nodeSelector"`
-		ServiceAccountName string                `json:"serviceAccountName"`
-		Tolerations        []corev1.Toleration   `json:"tolerations,omitempty"`
-		Channel            string                `json:"channel,omitempty"`
-		Version            string                `json:"version,omitempty"`
-		Prepare            *sucContainer         `json:"prepare,omitempty"`
-		Upgrade            *sucContainer         `json:"upgrade"`
-		Drain              *struct {
-			Force                    bool `json:"force,omitempty"`
-			SkipWaitForDeleteTimeout int  `json:"skipWaitForDeleteTimeout,omitempty"`
-		} `json:"drain,omitempty"`
-	} `json:"spec"`
-}
 
 // kustomization covers the kustomize fields the base uses, strictly too.
 type kustomization struct {
@@ -97,37 +31,7 @@ type kustomization struct {
 	} `json:"images"`
 }
 
-// object is one decoded manifest document.
-type object struct {
-	file string
-	obj  any
-}
-
-// newTyped returns the Go type a manifest of this apiVersion and kind must
-// decode into; nil for a kind this test does not know, which fails.
-func newTyped(apiVersion, kind string) any {
-	switch apiVersion + " " + kind {
-	case "apps/v1 Deployment":
-		return &appsv1.Deployment{}
-	case "v1 Service":
-		return &corev1.Service{}
-	case "v1 ServiceAccount":
-		return &corev1.ServiceAccount{}
-	case "v1 ConfigMap":
-		return &corev1.ConfigMap{}
-	case "v1 Secret":
-		return &corev1.Secret{}
-	case "policy/v1 PodDisruptionBudget":
-		return &policyv1.PodDisruptionBudget{}
-	case "postgresql.cnpg.io/v1 Cluster":
-		return &cnpgCluster{}
-	case "upgrade.cattle.io/v1 Plan":
-		return &sucPlan{}
-	}
-	return nil
-}
-
-// decodeFile decodes every YAML document of a manifest file strictly.
+// decodeFile validates every YAML document of a manifest file strictly.
 func decodeFile(t *testing.T, path string) []object {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -142,35 +46,6 @@ func decodeFile(t *testing.T, path string) []object {
 		objs[i].file = path
 	}
 	return objs
-}
-
-func decodeAll(data []byte) ([]object, error) {
-	var out []object
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			return nil, err
-		}
-		if tm.APIVersion == "" && tm.Kind == "" {
-			continue // a document of comments only
-		}
-		obj := newTyped(tm.APIVersion, tm.Kind)
-		if obj == nil {
-			return nil, errors.New("no Go type for " + tm.APIVersion + " " + tm.Kind + ": add one to newTyped")
-		}
-		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-			return nil, errors.New(tm.Kind + ": " + err.Error())
-		}
-		out = append(out, object{obj: obj})
-	}
 }
 
 func readKustomization(t *testing.T) kustomization {

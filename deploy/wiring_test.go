@@ -4,25 +4,20 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"regexp"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
-// base decodes the kustomize base into its objects by kind.
+// base holds the kustomize base's objects by kind.
 type base struct {
 	k          kustomization
-	deployment *appsv1.Deployment
-	service    *corev1.Service
-	pdb        *policyv1.PodDisruptionBudget
-	cluster    *cnpgCluster
-	sa         *corev1.ServiceAccount
+	deployment *deployment
+	service    *service
+	pdb        *pdb
+	cluster    *cluster
+	sa         *object
 }
 
 func loadBase(t *testing.T) base {
@@ -30,17 +25,21 @@ func loadBase(t *testing.T) base {
 	b := base{k: readKustomization(t)}
 	for _, r := range b.k.Resources {
 		for _, o := range decodeFile(t, "kubernetes/"+r) {
-			switch v := o.obj.(type) {
-			case *appsv1.Deployment:
-				b.deployment = v
-			case *corev1.Service:
-				b.service = v
-			case *policyv1.PodDisruptionBudget:
-				b.pdb = v
-			case *cnpgCluster:
-				b.cluster = v
-			case *corev1.ServiceAccount:
-				b.sa = v
+			switch o.Kind {
+			case "Deployment":
+				b.deployment = &deployment{}
+				o.as(t, b.deployment)
+			case "Service":
+				b.service = &service{}
+				o.as(t, b.service)
+			case "PodDisruptionBudget":
+				b.pdb = &pdb{}
+				o.as(t, b.pdb)
+			case "Cluster":
+				b.cluster = &cluster{}
+				o.as(t, b.cluster)
+			case "ServiceAccount":
+				b.sa = &o
 			}
 		}
 	}
@@ -56,73 +55,32 @@ func TestBaseIsWiredTogether(t *testing.T) {
 	b := loadBase(t)
 	d := b.deployment
 	pod := d.Spec.Template
-	if len(pod.Spec.Containers) != 1 {
-		t.Fatalf("%d containers, want 1", len(pod.Spec.Containers))
-	}
-	c := pod.Spec.Containers[0]
+	c := checkPod(t, pod.Spec)
 
 	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
 		t.Error("Deployment: want at least 2 replicas")
 	}
-	sel, err := labelsSelector(d.Spec.Selector.MatchLabels)
-	if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-		t.Errorf("Deployment selector %v does not match its pod labels %v", d.Spec.Selector.MatchLabels, pod.Labels)
+	if !selects(d.Spec.Selector.MatchLabels, pod.Metadata.Labels) {
+		t.Errorf("Deployment selector %v does not match its pod labels %v", d.Spec.Selector.MatchLabels, pod.Metadata.Labels)
 	}
-	if sel, _ := labelsSelector(b.service.Spec.Selector); !sel.Matches(labels.Set(pod.Labels)) {
+	if !selects(b.service.Spec.Selector, pod.Metadata.Labels) {
 		t.Errorf("Service selector %v does not match the pods", b.service.Spec.Selector)
 	}
-	if sel, _ := labelsSelector(b.pdb.Spec.Selector.MatchLabels); !sel.Matches(labels.Set(pod.Labels)) {
+	if !selects(b.pdb.Spec.Selector.MatchLabels, pod.Metadata.Labels) {
 		t.Errorf("PDB selector does not match the pods")
 	}
-	if m := b.pdb.Spec.MinAvailable; m == nil || m.IntValue() < 1 || m.IntValue() >= int(*d.Spec.Replicas) {
-		t.Errorf("PDB minAvailable %v: want 1 <= n < replicas so drains can proceed", m)
-	}
-
-	port := namedPort(c, "http")
-	if port != 8080 {
-		t.Errorf("container port http = %d, want 8080", port)
+	if m, ok := b.pdb.Spec.MinAvailable.(float64); !ok || m < 1 || int(m) >= *d.Spec.Replicas {
+		t.Errorf("PDB minAvailable %v: want 1 <= n < replicas so drains can proceed", b.pdb.Spec.MinAvailable)
 	}
 	for _, p := range b.service.Spec.Ports {
-		if p.TargetPort.String() != "http" {
-			t.Errorf("Service port %s targets %s, want the named port http", p.Name, p.TargetPort.String())
+		if p.TargetPort != "http" {
+			t.Errorf("Service port %s targets %v, want the named port http", p.Name, p.TargetPort)
 		}
-	}
-	probe := func(name string, p *corev1.Probe, want string) {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want || p.HTTPGet.Port.String() != "http" {
-			t.Errorf("%s probe: want GET %s on port http, got %+v", name, want, p)
-		}
-	}
-	probe("liveness", c.LivenessProbe, "/healthz")
-	probe("readiness", c.ReadinessProbe, "/readyz")
-
-	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
-		t.Error("container: want cpu and memory requests and a memory limit")
-	}
-	psc, csc := pod.Spec.SecurityContext, c.SecurityContext
-	switch {
-	case psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot:
-		t.Error("pod: want runAsNonRoot")
-	case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
-		t.Error("pod: want seccomp RuntimeDefault")
-	case csc == nil || csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem:
-		t.Error("container: want readOnlyRootFilesystem")
-	case csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation:
-		t.Error("container: want allowPrivilegeEscalation false")
-	case csc.Capabilities == nil || len(csc.Capabilities.Drop) != 1 || csc.Capabilities.Drop[0] != "ALL":
-		t.Error("container: want capabilities drop [ALL]")
 	}
 
 	// DATABASE_URL comes from the Secret CloudNativePG generates: <cluster>-app, key uri.
-	var db *corev1.EnvVar
-	for i := range c.Env {
-		if c.Env[i].Name == "DATABASE_URL" {
-			db = &c.Env[i]
-		}
-	}
-	wantSecret := b.cluster.Name + "-app"
-	if db == nil || db.ValueFrom == nil || db.ValueFrom.SecretKeyRef == nil ||
-		db.ValueFrom.SecretKeyRef.Name != wantSecret || db.ValueFrom.SecretKeyRef.Key != "uri" {
-		t.Errorf("DATABASE_URL: want secretKeyRef %s/uri, got %+v", wantSecret, db)
+	if name, key := databaseSecret(c); name != b.cluster.Metadata.Name+"-app" || key != "uri" {
+		t.Errorf("DATABASE_URL: want secretKeyRef %s-app/uri, got %s/%s", b.cluster.Metadata.Name, name, key)
 	}
 	if b.cluster.Spec.Instances != 3 {
 		t.Errorf("CNPG Cluster: %d instances, want 3", b.cluster.Spec.Instances)
@@ -147,28 +105,16 @@ func TestBaseIsWiredTogether(t *testing.T) {
 	if mount == "" || !strings.Contains(strings.Join(c.Args, " "), "--config "+wantArg) {
 		t.Errorf("args %q: want --config %s (the mounted %s)", c.Args, wantArg, gen.Name)
 	}
-	if pod.Spec.ServiceAccountName != b.sa.Name {
-		t.Errorf("pod service account %q, want %q", pod.Spec.ServiceAccountName, b.sa.Name)
+	if pod.Spec.ServiceAccountName != b.sa.Metadata.Name {
+		t.Errorf("pod service account %q, want %q", pod.Spec.ServiceAccountName, b.sa.Metadata.Name)
 	}
 	if len(b.k.Images) != 1 || b.k.Images[0].Name != c.Image {
 		t.Errorf("kustomize images %+v do not rewrite the container image %q", b.k.Images, c.Image)
 	}
-}
-
-func labelsSelector(m map[string]string) (labels.Selector, error) {
-	if len(m) == 0 {
-		return labels.Nothing(), nil
+	// A moving tag with IfNotPresent leaves each node on whatever it pulled first.
+	if img := b.k.Images[0]; img.NewTag == "" || img.NewTag == "latest" {
+		t.Errorf("kustomize image tag %q: want a version tag (or a digest), never latest", img.NewTag)
 	}
-	return labels.SelectorFromSet(m), nil
-}
-
-func namedPort(c corev1.Container, name string) int32 {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return p.ContainerPort
-		}
-	}
-	return 0
 }
 
 // Every Plan must follow a channel the deployed config declares, at the
@@ -196,50 +142,25 @@ func TestPlansFollowDeployedChannels(t *testing.T) {
 		t.Fatal("no Plans")
 	}
 	for _, o := range plans {
-		p := o.obj.(*sucPlan)
+		var p struct {
+			Spec struct {
+				Channel string `json:"channel"`
+				Upgrade *struct {
+					Image string `json:"image"`
+				} `json:"upgrade"`
+			} `json:"spec"`
+		}
+		o.as(t, &p)
 		u, err := url.Parse(p.Spec.Channel)
 		if err != nil || !strings.HasPrefix(p.Spec.Channel, cfg.ExternalURL+"/v1-release/channels/") {
-			t.Errorf("Plan %s: channel %q is not under %s/v1-release/channels/", p.Name, p.Spec.Channel, cfg.ExternalURL)
+			t.Errorf("Plan %s: channel %q is not under %s/v1-release/channels/", o.Metadata.Name, p.Spec.Channel, cfg.ExternalURL)
 			continue
 		}
 		if name := path.Base(u.Path); !channels[name] {
-			t.Errorf("Plan %s: channel %q is not in kubernetes/tidemark.yaml", p.Name, name)
+			t.Errorf("Plan %s: channel %q is not in kubernetes/tidemark.yaml", o.Metadata.Name, name)
 		}
 		if p.Spec.Upgrade == nil || p.Spec.Upgrade.Image != "rancher/k3s-upgrade" {
-			t.Errorf("Plan %s: want upgrade image rancher/k3s-upgrade", p.Name)
+			t.Errorf("Plan %s: want upgrade image rancher/k3s-upgrade", o.Metadata.Name)
 		}
-	}
-}
-
-func TestDockerfile(t *testing.T) {
-	data, err := os.ReadFile("Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	df := string(data)
-	gomod, err := os.ReadFile("../go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(gomod))
-	if goVersion == nil {
-		t.Fatal("no go directive in go.mod")
-	}
-	for _, want := range []string{
-		"FROM --platform=$BUILDPLATFORM golang:" + goVersion[1] + " AS build\n",
-		"CGO_ENABLED=0",
-		"./cmd/tidemark\n",
-		"FROM gcr.io/distroless/static-debian12:nonroot\n",
-		"COPY --from=build /out/tidemark /tidemark\n",
-		"USER nonroot\n",
-		"EXPOSE 8080\n",
-		`ENTRYPOINT ["/tidemark", "serve"]` + "\n",
-	} {
-		if !strings.Contains(df, want) {
-			t.Errorf("Dockerfile lacks %q", want)
-		}
-	}
-	if i, j := strings.LastIndex(df, "\nFROM "), strings.Index(df, "USER nonroot"); j < i {
-		t.Error("USER nonroot must be in the final stage")
 	}
 }

@@ -1,0 +1,160 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// ruleGroups returns monitoring/prometheusrule.yaml's spec.groups, after
+// validating the object strictly.
+func ruleGroups(t *testing.T) []byte {
+	t.Helper()
+	objs := decodeFile(t, "monitoring/prometheusrule.yaml")
+	if len(objs) != 1 || objs[0].Kind != "PrometheusRule" {
+		t.Fatalf("monitoring/prometheusrule.yaml: want one PrometheusRule")
+	}
+	var r struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	objs[0].as(t, &r)
+	out, err := yaml.JSONToYAML(r.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestPromtoolChecksRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, ruleGroups(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("promtool", "check", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules (Debian: apt-get install prometheus): %v\n%s", err, out)
+	}
+}
+
+var metricName = regexp.MustCompile(`\btidemark_[a-z0-9_]+`)
+
+// monitoredMetrics is every tidemark_ metric the rules and the dashboard name.
+func monitoredMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	used := map[string][]string{}
+	for _, m := range metricName.FindAllString(string(ruleGroups(t)), -1) {
+		used[m] = append(used[m], "prometheusrule.yaml")
+	}
+	data, err := os.ReadFile("monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("grafana-dashboard.json: %v", err)
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			names := metricName.FindAllString(q.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("dashboard panel %q: %q names no tidemark metric", p.Title, q.Expr)
+			}
+			for _, m := range names {
+				used[m] = append(used[m], "dashboard panel "+p.Title)
+			}
+		}
+	}
+	return used
+}
+
+// TestMonitoringNamesExposedMetrics runs the real binary (tidemark demo: an
+// in-process registry, so the indexer scans too) and checks every metric
+// the rules and the dashboard query is on its /metrics.
+func TestMonitoringNamesExposedMetrics(t *testing.T) {
+	used := monitoredMetrics(t)
+	bin := filepath.Join(t.TempDir(), "tidemark")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/tidemark").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--listen", addr)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t))
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+
+	exposed := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for !exposed["tidemark_indexer_scans_total"] || !exposed["tidemark_source_last_success_timestamp_seconds"] {
+		if time.Now().After(deadline) {
+			t.Fatalf("no scan metrics on /metrics after 60s; demo said:\n%s", logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		exposed = scrape("http://" + addr + "/metrics")
+	}
+	// Request metrics appear once a request was served: the scrapes above.
+	exposed = scrape("http://" + addr + "/metrics")
+	var missing []string
+	for m, where := range used {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+		if !exposed[m] && !exposed[base] {
+			missing = append(missing, m+" (in "+strings.Join(where, ", ")+")")
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("monitoring names metrics /metrics does not expose:\n%s", strings.Join(missing, "\n"))
+	}
+}
+
+// scrape returns the metric families /metrics declares (# TYPE lines).
+func scrape(url string) map[string]bool {
+	got := map[string]bool{}
+	res, err := http.Get(url)
+	if err != nil {
+		return got
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+			got[f[2]] = true
+		}
+	}
+	return got
+}
