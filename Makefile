@@ -7,7 +7,7 @@ PKGS      := ./...
 # What a build says it is (tidemark version); make image and make release
 # reuse them. A release sets VERSION=x.y.z.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # Every timestamp in the image is the commit's, so one commit gives one digest.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 SOURCE    ?= https://github.com/tidemark-dev/tidemark
