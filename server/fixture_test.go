@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,37 +78,28 @@ func sourceData(src resolver.Source, tags []string, digests map[string]string) r
 	return sd
 }
 
-// k3sChannels mirrors k3s-io/k3s channel.yaml (../shared/fixtures/k3s-channel.yaml)
-// loaded with `defaults: {source: k3s, stream: testing}` and its redirectBase.
+// k3sChannelserver is k3s-io/k3s channel.yaml through the real loader,
+// read once: most tests serve it.
+var k3sChannelserver = sync.OnceValues(func() ([]resolver.Channel, error) {
+	return loadChannelserver("k3s-channel.yaml", "k3s", `k3s(\d+)`)
+})
+
+// k3sChannels is the k3s channel.yaml fixture with
+// `defaults: {source: k3s, stream: testing}` and its redirectBase, and a few
+// channels it does not have: minors of today's file (v1.32 has a blocked
+// newest release, v1.33 a second build), a minor with no tags at all, and
+// Tidemark's own default redirect.
 func k3sChannels() []resolver.Channel {
-	const redirect = "https://github.com/k3s-io/k3s/releases/tag/"
-	ch := func(name, include, exclude string) resolver.Channel {
-		c := resolver.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: redirect}
-		if include != "" {
-			c.Include = regexp.MustCompile(include)
-		}
-		if exclude != "" {
-			c.Exclude = regexp.MustCompile(exclude)
-		}
-		return c
+	loaded, err := k3sChannelserver()
+	if err != nil {
+		panic(fmt.Sprintf("k3s fixture: %v", err))
 	}
-	out := []resolver.Channel{
-		{Name: "stable", Source: "k3s", Stream: resolver.Testing, Latest: "v1.21.2+k3s1", Redirect: redirect},
-		ch("latest", `.*`, `^[^+]+-`),
-		ch("testing", `-(alpha|beta|rc)`, ""),
+	ch := func(name, include string) resolver.Channel {
+		return resolver.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: "https://github.com/k3s-io/k3s/releases/tag/",
+			Include: regexp.MustCompile(include), Exclude: regexp.MustCompile(`^[^+]+-`)}
 	}
-	for _, m := range []string{"16", "17", "18"} {
-		out = append(out, ch("v1."+m, `v1\.`+m+`\..*`, `^[^+]+-`), ch("v1."+m+"-testing", `v1\.`+m+`\.[0-9]*-(alpha|beta|rc)`, ""))
-	}
-	for _, m := range []string{"19", "20", "21"} {
-		out = append(out, ch("v1."+m, `v1\.`+m+`\..*`, `^[^+]+-`))
-	}
-	// Not in the fixture: minors of today's file (v1.32 has a blocked
-	// newest release, v1.33 a second build), a minor with no tags at all,
-	// and Tidemark's own default redirect.
-	out = append(out, ch("v1.32", `v1\.32\..*`, `^[^+]+-`), ch("v1.33", `v1\.33\..*`, `^[^+]+-`), ch("v1.99", `v1\.99\..*`, `^[^+]+-`),
+	return append(slices.Clone(loaded), ch("v1.32", `v1\.32\..*`), ch("v1.33", `v1\.33\..*`), ch("v1.99", `v1\.99\..*`),
 		resolver.Channel{Name: "k3s-released", Source: "k3s", Stream: resolver.Released})
-	return out
 }
 
 // k3sSnapshot is the snapshot most tests serve.

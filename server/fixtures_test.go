@@ -5,53 +5,28 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// channelserverFile is the part of a channelserver channels.yaml that
-// decides answers. The config loader (cmd/internal/config) reads these files
-// for the service, but internal/ rules keep server/ from importing it, so
-// the test reads the keys itself, meaning what they mean to channelserver
-// with `defaults: {source: <source>, stream: testing}`.
-type channelserverFile struct {
-	Channels []struct {
-		Name          string `yaml:"name"`
-		Latest        string `yaml:"latest"`
-		LatestRegexp  string `yaml:"latestRegexp"`
-		ExcludeRegexp string `yaml:"excludeRegexp"`
-	} `yaml:"channels"`
-	RedirectBase string `yaml:"redirectBase"`
-}
-
-// loadChannelserver reads testdata/fixtures/file (copies of
-// ../shared/fixtures, so that the test runs wherever the repository does).
-func loadChannelserver(t *testing.T, file, source string) []resolver.Channel {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "fixtures", file))
+// loadChannelserver loads the channelserver file from its one copy in
+// internal/config/testdata through the configuration loader, as an operator
+// imports it: `defaults: {source: <source>, stream: testing}` and a source in
+// front, the rest unchanged.
+func loadChannelserver(file, source, build string) ([]resolver.Channel, error) {
+	data, err := os.ReadFile(filepath.Join("..", "internal", "config", "testdata", file))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var f channelserverFile
-	if err := yaml.Unmarshal(data, &f); err != nil {
-		t.Fatalf("%s: %v", file, err)
+	head := fmt.Sprintf("defaults: {source: %[1]s, stream: testing}\nsources:\n"+
+		"  - {name: %[1]s, image: docker.io/rancher/%[1]s-upgrade, scheme: semver, build: '%[2]s'}\n", source, build)
+	cfg, err := config.Parse(file, append([]byte(head), data...), nil)
+	if err != nil {
+		return nil, err
 	}
-	var out []resolver.Channel
-	for _, c := range f.Channels {
-		ch := resolver.Channel{Name: c.Name, Source: source, Stream: resolver.Testing, Latest: c.Latest, Redirect: f.RedirectBase}
-		if c.LatestRegexp != "" {
-			ch.Include = regexp.MustCompile(c.LatestRegexp)
-		}
-		if c.ExcludeRegexp != "" {
-			ch.Exclude = regexp.MustCompile(c.ExcludeRegexp)
-		}
-		out = append(out, ch)
-	}
-	return out
+	return cfg.Channels, nil
 }
 
 // rke2Tags is an rke2-like tag list where each of the fixture's excludes
@@ -109,7 +84,10 @@ func TestChannelserverFixturesAnswerEveryChannel(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := resolver.Source{Name: tt.source, Image: "docker.io/rancher/" + tt.source, Parser: p}
-			channels := loadChannelserver(t, tt.file, tt.source)
+			channels, err := loadChannelserver(tt.file, tt.source, tt.build)
+			if err != nil {
+				t.Fatal(err)
+			}
 			snap := resolver.NewSnapshot(channels, []resolver.SourceData{sourceData(src, tt.tags, nil)}, nil, loadedAt)
 			_, ts, _ := newTestServer(t, snap, "")
 			for _, ch := range channels {

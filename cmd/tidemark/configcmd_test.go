@@ -11,7 +11,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// channelserverImport writes the k3s channel.yaml fixture (its one copy is
+// in internal/config/testdata) as an operator would import it: the head in
+// testdata/config/channelserver-head.yaml in front, the rest unchanged.
+func channelserverImport(t *testing.T) string {
+	t.Helper()
+	head, err := os.ReadFile(filepath.Join("testdata", "config", "channelserver-head.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "internal", "config", "testdata", "k3s-channel.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "channelserver.yaml")
+	if err := os.WriteFile(file, append(head, fixture...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 func TestConfigCheckGolden(t *testing.T) {
+	imported := channelserverImport(t)
 	tests := []struct {
 		golden string
 		args   []string
@@ -19,7 +40,7 @@ func TestConfigCheckGolden(t *testing.T) {
 		code   int
 	}{
 		{"example", []string{"config", "check", "../../deploy/examples/tidemark.yaml"}, nil, 0},
-		{"channelserver-import", []string{"config", "check", "--config", "testdata/config/channelserver.yaml"},
+		{"channelserver-import", []string{"config", "check", "--config", imported},
 			map[string]string{"TIDEMARK_LISTEN": "127.0.0.1:9090", "DATABASE_URL": "postgres://tidemark:s3cret@db:5432/tidemark?sslmode=require"}, 0},
 		{"broken-every-problem", []string{"config", "check"},
 			map[string]string{"TIDEMARK_CONFIG": "testdata/config/broken.yaml"}, 1},
@@ -35,6 +56,7 @@ func TestConfigCheckGolden(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
 			}
 			got := "--- stdout\n" + stdout.String() + "--- stderr\n" + stderr.String()
+			got = strings.ReplaceAll(got, filepath.Dir(imported), "$TMPDIR")
 			file := filepath.Join("testdata", "config", tt.golden+".golden")
 			if updateGolden() {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {

@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/cmd/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // TestRKE2ChannelsYAMLThroughTheRealLoader feeds rancher/rke2's
 // channels.yaml, unchanged but for a source and defaults, through the
 // configuration loader and the resolver, as serve does, and checks what
-// channelserver clients would be told. (server/ tests read the fixtures
-// themselves; this is the path production takes.)
+// channelserver clients would be told. (server/ tests load the
+// fixtures the same way; this test is the path serve takes.)
 func TestRKE2ChannelsYAMLThroughTheRealLoader(t *testing.T) {
-	fixture, err := os.ReadFile(filepath.Join("..", "internal", "config", "testdata", "rke2-channels.yaml"))
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "internal", "config", "testdata", "rke2-channels.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

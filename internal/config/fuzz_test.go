@@ -11,7 +11,7 @@ import (
 // FuzzParse checks that no input panics the loader, and that what it
 // rejects it rejects with a *Error that wraps ErrInvalid and has lines.
 func FuzzParse(f *testing.F) {
-	for _, file := range []string{"testdata/k3s-channel.yaml", "testdata/rke2-channels.yaml", "../../../deploy/examples/tidemark.yaml"} {
+	for _, file := range []string{"testdata/k3s-channel.yaml", "testdata/rke2-channels.yaml", "../../deploy/examples/tidemark.yaml"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)

@@ -236,7 +236,7 @@ func TestChannelserverFixturesLoad(t *testing.T) {
 }
 
 func TestExampleConfigLoads(t *testing.T) {
-	cfg, err := Load("../../../deploy/examples/tidemark.yaml", nil)
+	cfg, err := Load("../../deploy/examples/tidemark.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +261,8 @@ func TestDeployedConfigsLoad(t *testing.T) {
 		channels int
 		warnings int
 	}{
-		{"../../../deploy/kubernetes/tidemark.yaml", 12, 0},
-		{"../../../deploy/examples/tidemark-channelserver-import.yaml", 12, 1},
+		{"../../deploy/kubernetes/tidemark.yaml", 12, 0},
+		{"../../deploy/examples/tidemark-channelserver-import.yaml", 12, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
