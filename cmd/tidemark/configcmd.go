@@ -148,6 +148,11 @@ func sourceOptions(s config.Source) string {
 		fmt.Sprintf("concurrency=%d", s.Concurrency),
 		"timeout=" + shortDuration(s.Timeout),
 	}
+	if s.Recheck < 0 {
+		opts = append(opts, "recheck=never")
+	} else if s.Recheck != config.DefaultRecheck {
+		opts = append(opts, "recheck="+shortDuration(s.Recheck))
+	}
 	if s.Insecure {
 		opts = append(opts, "insecure")
 	}

@@ -27,7 +27,7 @@ func TestRKE2ChannelsYAMLThroughTheRealLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := cfg.Sources[0].Source
+	src := cfg.Sources[0].Source.Source
 	var tags []string
 	for minor := 18; minor <= 36; minor++ {
 		for p := 0; p <= 9; p++ {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -91,31 +90,6 @@ func (f *configFlags) load(e *env) (*config.Config, *slog.Logger, error) {
 	return cfg, log, nil
 }
 
-func resolverSources(cfg *config.Config) []resolver.Source {
-	out := make([]resolver.Source, len(cfg.Sources))
-	for i, s := range cfg.Sources {
-		out[i] = s.Source
-	}
-	return out
-}
-
-func indexerSources(cfg *config.Config, getenv func(string) string) []indexer.Source {
-	out := make([]indexer.Source, len(cfg.Sources))
-	for i, s := range cfg.Sources {
-		out[i] = indexer.Source{
-			Source:      s.Source,
-			Interval:    s.Interval,
-			Exclude:     s.Exclude,
-			Insecure:    s.Insecure,
-			Concurrency: s.Concurrency,
-			Timeout:     s.Timeout,
-			Username:    s.Username,
-			Password:    s.Password(getenv),
-		}
-	}
-	return out
-}
-
 // startupTimeout bounds serve's start-up calls to the database; a variable
 // so that a test need not wait 30 s.
 var startupTimeout = 30 * time.Second
@@ -145,7 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if err := st.Migrate(startCtx); err != nil {
 		return startErr(err)
 	}
-	sources := resolverSources(cfg)
+	sources := cfg.ResolverSources()
 	if err := st.SyncSources(startCtx, sources); err != nil {
 		return startErr(err)
 	}
@@ -184,11 +158,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	started()
 
 	ix, err = indexer.New(indexer.Options{
-		Sources:    indexerSources(cfg, getenv),
+		Sources:    cfg.IndexerSources(),
 		Store:      st,
 		Log:        log,
 		Metrics:    reg,
-		RateLimits: rateLimits(cfg),
+		RateLimits: cfg.RateLimits(),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
 		OnChange:   func(source string) { srv.Notify(resolver.Change{Source: source}) },
 	})
@@ -252,33 +226,9 @@ func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) s
 	for _, w := range next.Warnings {
 		log.Warn(w)
 	}
-	if sourcesKey(next) != sourcesKey(running) {
+	if !next.SameSources(running) {
 		log.Warn("sources changed in the configuration; restart tidemark to apply them (channels were applied)", "config", next.File)
 	}
 	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
 	return next.Channels, nil
-}
-
-// sourcesKey spells out everything about the sources that a running indexer
-// depends on, so that reconfigure can tell whether they changed.
-func sourcesKey(cfg *config.Config) string {
-	var b strings.Builder
-	for _, s := range cfg.Sources {
-		exclude := ""
-		if s.Exclude != nil {
-			exclude = s.Exclude.String()
-		}
-		fmt.Fprintf(&b, "%s|%s|%s|%s|%v|%s|%v|%d|%v|%s|%s|%s|%v\n", s.Name, s.Image, s.Scheme, s.Build,
-			s.Interval, exclude, s.Insecure, s.Concurrency, s.Timeout, s.Username, s.PasswordFile, s.PasswordEnv, s.Labels)
-	}
-	fmt.Fprintf(&b, "%v", cfg.Registries)
-	return b.String()
-}
-
-func rateLimits(cfg *config.Config) map[string]float64 {
-	out := make(map[string]float64, len(cfg.Registries))
-	for host, r := range cfg.Registries {
-		out[host] = r.RateLimit
-	}
-	return out
 }

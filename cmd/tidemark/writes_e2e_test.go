@@ -151,7 +151,7 @@ func seed(t *testing.T, env map[string]string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	src := cfg.Sources[0].Source
+	src := cfg.Sources[0].Source.Source
 	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
 		t.Fatal(err)
 	}

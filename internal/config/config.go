@@ -8,10 +8,10 @@ package config
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -22,6 +22,7 @@ const (
 	MinInterval        = 10 * time.Second
 	DefaultConcurrency = 8
 	DefaultTimeout     = 30 * time.Second
+	DefaultRecheck     = 24 * time.Hour
 	// DockerHubRateLimit applies to docker.io unless registries: says otherwise:
 	// anonymous Docker Hub clients that poll faster get throttled.
 	DockerHubRateLimit = 10
@@ -39,23 +40,26 @@ type Config struct {
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry
 	Warnings   []string // e.g. ignored channelserver keys, one line each
+
+	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).
+	sourcesYAML string
 }
 
-// Source is one indexed repository.
+// Source is one indexed repository. Its indexer.Source is built whole
+// here (the password func included), so a key added to the file reaches
+// the indexer without a copy in between; the rest is how it was written,
+// for config check.
 type Source struct {
-	resolver.Source // Name, Image, Parser, Labels (nil: resolver.DefaultLabels)
+	// Name, Image, Parser, Labels (nil: resolver.DefaultLabels), Interval
+	// (default 15m), Exclude, Insecure, Concurrency (default 8), Timeout
+	// (default 30s), Recheck (default 24h, < 0: never), Username, Password.
+	indexer.Source
 
-	Scheme      resolver.Scheme
-	Build       string         // the build pattern as written
-	Interval    time.Duration  // default 15m
-	Exclude     *regexp.Regexp // raw tags never stored; nil: none
-	Insecure    bool
-	Concurrency int           // digest resolution; default 8
-	Timeout     time.Duration // per registry request; default 30s
-	Username    string
-	// PasswordFile and PasswordEnv name where the password is; it is read at
-	// use time so that a rotated secret needs no restart and never sits in
-	// the Config (which config check prints).
+	Scheme resolver.Scheme
+	Build  string // the build pattern as written
+	// PasswordFile and PasswordEnv name where Password reads from; it reads
+	// at use time so that a rotated secret needs no restart and never sits
+	// in the Config (which config check prints).
 	PasswordFile string
 	PasswordEnv  string
 }
@@ -65,30 +69,64 @@ type Registry struct {
 	RateLimit float64 // requests per second; 0 = unlimited
 }
 
-// Password returns a function reading the source's password at call time, or
+// password returns a function reading a source's password at call time, or
 // nil when the source has neither password_file nor password_env.
-func (s *Source) Password(getenv func(string) string) func() (string, error) {
+func password(source, file, env string, getenv func(string) string) func() (string, error) {
 	switch {
-	case s.PasswordFile != "":
-		file := s.PasswordFile
+	case file != "":
 		return func() (string, error) {
 			b, err := os.ReadFile(file)
 			if err != nil {
-				return "", fmt.Errorf("source %q: password_file: %w", s.Name, err)
+				return "", fmt.Errorf("source %q: password_file: %w", source, err)
 			}
 			return strings.TrimRight(string(b), "\r\n"), nil
 		}
-	case s.PasswordEnv != "":
-		name := s.PasswordEnv
+	case env != "":
 		return func() (string, error) {
-			v := getenv(name)
+			v := getenv(env)
 			if v == "" {
-				return "", fmt.Errorf("source %q: password_env: %s is empty: %w", s.Name, name, resolver.ErrInvalid)
+				return "", fmt.Errorf("source %q: password_env: %s is empty: %w", source, env, resolver.ErrInvalid)
 			}
 			return v, nil
 		}
 	}
 	return nil
+}
+
+// IndexerSources are the sources as the indexer takes them.
+func (c *Config) IndexerSources() []indexer.Source {
+	out := make([]indexer.Source, len(c.Sources))
+	for i, s := range c.Sources {
+		out[i] = s.Source
+	}
+	return out
+}
+
+// ResolverSources are the sources as the store and the server take them.
+func (c *Config) ResolverSources() []resolver.Source {
+	out := make([]resolver.Source, len(c.Sources))
+	for i, s := range c.Sources {
+		out[i] = s.Source.Source
+	}
+	return out
+}
+
+// RateLimits are the registries' rate limits as the indexer takes them.
+func (c *Config) RateLimits() map[string]float64 {
+	out := make(map[string]float64, len(c.Registries))
+	for host, r := range c.Registries {
+		out[host] = r.RateLimit
+	}
+	return out
+}
+
+// SameSources reports whether o configures the same sources and registries
+// as c: everything a running indexer was built from. It compares the
+// `sources:` and `registries:` sections as written (comments, key order and
+// YAML spelling aside), so a key added to them later cannot be missed.
+// Durations written differently (60m, 1h) count as a change.
+func (c *Config) SameSources(o *Config) bool {
+	return c.sourcesYAML == o.sourcesYAML
 }
 
 // Source finds a configured source by name.

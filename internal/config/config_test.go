@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -27,6 +28,9 @@ var cmpOpts = cmp.Options{
 		return (a == nil) == (b == nil) && (a == nil || a.Scheme() == b.Scheme())
 	}),
 	cmpopts.EquateEmpty(),
+	// Password is a func; the tests call it instead.
+	cmpopts.IgnoreFields(indexer.Source{}, "Password"),
+	cmpopts.IgnoreUnexported(Config{}),
 }
 
 func env(vars map[string]string) func(string) string {
@@ -63,14 +67,18 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Listen:     ":8080",
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
 		Sources: []Source{{
-			Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
-			Scheme:   resolver.SchemeJuju,
-			Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second,
+			Source: indexer.Source{
+				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
+				Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second, Recheck: 24 * time.Hour,
+			},
+			Scheme: resolver.SchemeJuju,
 		}, {
-			Source:   resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)},
-			Scheme:   resolver.SchemeSemver,
-			Build:    `k3s(\d+)`,
-			Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second,
+			Source: indexer.Source{
+				Source:   resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)},
+				Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second, Recheck: 24 * time.Hour,
+			},
+			Scheme: resolver.SchemeSemver,
+			Build:  `k3s(\d+)`,
 		}},
 		Channels: []resolver.Channel{
 			{Name: "released", Source: "juju", Stream: resolver.Released},
@@ -107,6 +115,7 @@ func TestParseReadsEverySourceKey(t *testing.T) {
     insecure: true
     concurrency: 2
     timeout: 5s
+    recheck: 6h
     username: robot
     password_env: APP_REGISTRY_PASSWORD
     labels: {alpha: devel, rc: testing}
@@ -114,17 +123,20 @@ registries:
   localhost:5000: {rate_limit: 0}
   docker.io: {rate_limit: 2.5}
 `
-	cfg, err := Parse("t.yaml", []byte(yaml), nil)
+	cfg, err := Parse("t.yaml", []byte(yaml), env(map[string]string{"APP_REGISTRY_PASSWORD": "s3cret"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Source{
-		Source: resolver.Source{
-			Name: "private", Image: "localhost:5000/team/app", Parser: mustParser(t, resolver.SchemeSemver, ""),
-			Labels: resolver.Labels{"": resolver.Released, "rc": resolver.Testing, "beta": resolver.Devel, "alpha": resolver.Devel},
+		Source: indexer.Source{
+			Source: resolver.Source{
+				Name: "private", Image: "localhost:5000/team/app", Parser: mustParser(t, resolver.SchemeSemver, ""),
+				Labels: resolver.Labels{"": resolver.Released, "rc": resolver.Testing, "beta": resolver.Devel, "alpha": resolver.Devel},
+			},
+			Interval: 30 * time.Second, Exclude: regexp.MustCompile(`\.sig$`),
+			Insecure: true, Concurrency: 2, Timeout: 5 * time.Second, Recheck: 6 * time.Hour, Username: "robot",
 		},
-		Scheme: resolver.SchemeSemver, Interval: 30 * time.Second, Exclude: regexp.MustCompile(`\.sig$`),
-		Insecure: true, Concurrency: 2, Timeout: 5 * time.Second, Username: "robot", PasswordEnv: "APP_REGISTRY_PASSWORD",
+		Scheme: resolver.SchemeSemver, PasswordEnv: "APP_REGISTRY_PASSWORD",
 	}
 	if diff := cmp.Diff([]Source{want}, cfg.Sources, cmpOpts); diff != "" {
 		t.Errorf("source (-want +got):\n%s", diff)
@@ -133,16 +145,31 @@ registries:
 	if diff := cmp.Diff(wantReg, cfg.Registries); diff != "" {
 		t.Errorf("registries (-want +got):\n%s", diff)
 	}
-	pw := cfg.Sources[0].Password(env(map[string]string{"APP_REGISTRY_PASSWORD": "s3cret"}))
-	if got, err := pw(); err != nil || got != "s3cret" {
+	if got, err := cfg.IndexerSources()[0].Password(); err != nil || got != "s3cret" {
 		t.Errorf("password = %q, %v; want s3cret", got, err)
+	}
+}
+
+func TestRecheckZeroIsNever(t *testing.T) {
+	cfg, err := Parse("t.yaml", []byte("sources: [{name: a, image: docker.io/a/b, scheme: juju, recheck: 0}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Sources[0].Recheck; got >= 0 {
+		t.Errorf("recheck: 0 gives Recheck %v, want < 0 (the indexer's never)", got)
 	}
 }
 
 func TestPasswordFileIsReadAtUseTime(t *testing.T) {
 	file := t.TempDir() + "/pw"
-	s := Source{Source: resolver.Source{Name: "a"}, Username: "u", PasswordFile: file}
-	pw := s.Password(nil)
+	cfg, err := Parse("t.yaml", []byte("sources: [{name: a, image: docker.io/a/b, scheme: juju, username: u, password_file: '"+file+"'}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := cfg.Sources[0].Password
+	if pw == nil {
+		t.Fatal("password_file: no password func")
+	}
 	if _, err := pw(); err == nil {
 		t.Fatal("missing password file: want an error")
 	}
@@ -152,7 +179,11 @@ func TestPasswordFileIsReadAtUseTime(t *testing.T) {
 	if got, err := pw(); err != nil || got != "rotated" {
 		t.Errorf("password = %q, %v; want rotated", got, err)
 	}
-	if (&Source{}).Password(nil) != nil {
+	cfg, err = Parse("t.yaml", []byte("sources: [{name: a, image: docker.io/a/b, scheme: juju}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sources[0].Password != nil {
 		t.Error("a source without password keys has a password func")
 	}
 }
@@ -292,5 +323,46 @@ func TestLoadNamesAMissingFile(t *testing.T) {
 	_, err := Load("testdata/nope.yaml", nil)
 	if err == nil || !strings.Contains(err.Error(), "testdata/nope.yaml") {
 		t.Errorf("got %v, want an error naming the file", err)
+	}
+}
+
+func TestSameSourcesComparesSourcesAndRegistriesAsWritten(t *testing.T) {
+	const running = `sources:
+  - name: a   # a comment
+    image: docker.io/a/b
+    scheme: juju
+registries:
+  docker.io: {rate_limit: 5}
+channels:
+  - {name: c, source: a}
+`
+	tests := []struct {
+		name, next string
+		same       bool
+	}{
+		{"a channel changed", strings.Replace(running, "name: c", "name: d", 1), true},
+		{"comments, key order and style", "sources: [{scheme: juju, image: docker.io/a/b, name: a}]\n" +
+			"registries: {docker.io: {rate_limit: 5}}\nchannels: [{name: c, source: a}]\n", true},
+		// Any source key, including ones added after this test was written.
+		{"recheck added", strings.Replace(running, "scheme: juju", "scheme: juju\n    recheck: 1h", 1), false},
+		{"interval added", strings.Replace(running, "scheme: juju", "scheme: juju\n    interval: 1h", 1), false},
+		{"image changed", strings.Replace(running, "a/b", "a/c", 1), false},
+		{"rate limit changed", strings.Replace(running, "rate_limit: 5", "rate_limit: 6", 1), false},
+		{"registries removed", strings.Replace(running, "registries:\n  docker.io: {rate_limit: 5}\n", "", 1), false},
+	}
+	old, err := Parse("t.yaml", []byte(running), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, err := Parse("t.yaml", []byte(tt.next), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := next.SameSources(old); got != tt.same {
+				t.Errorf("SameSources = %v, want %v", got, tt.same)
+			}
+		})
 	}
 }

@@ -61,6 +61,8 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:9: source "k3s": interval: 5s is shorter than the minimum 10s`}},
 		{"bad source exclude regexp", base + "    exclude: '[a-'\n", []string{
 			"t.yaml:9: source \"k3s\": exclude: missing closing ]: `[a-`"}},
+		{"negative recheck", base + "    recheck: -1h\n", []string{
+			`t.yaml:9: source "k3s": recheck: want a duration like 24h, or 0 for never, got -1h0m0s`}},
 		{"concurrency zero", base + "    concurrency: 0\n", []string{
 			`t.yaml:9: source "k3s": concurrency: want at least 1, got 0`}},
 		{"insecure not a bool", base + "    insecure: maybe\n", []string{

@@ -79,6 +79,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	p.registries(top["registries"], cfg)
 	cfg.Sources = p.sources(top["sources"])
+	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
 	// A file with nothing in it (empty, or the wrong file) would serve
@@ -226,4 +227,21 @@ func keysOf(n *yaml.Node) []string {
 		}
 	}
 	return keys
+}
+
+// canonical re-encodes n the same way however it is spelled (comments,
+// key order, flow or block style, anchors), for Config.SameSources.
+func canonical(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return "undecodable: " + err.Error() // a problem reported elsewhere
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	return string(b)
 }

@@ -12,7 +12,7 @@ import (
 
 var sourceKeys = []string{
 	"name", "image", "scheme", "interval", "exclude", "build", "insecure", "concurrency",
-	"timeout", "username", "password_file", "password_env", "labels",
+	"timeout", "recheck", "username", "password_file", "password_env", "labels",
 }
 
 var (
@@ -80,7 +80,7 @@ func valueOf(m *yaml.Node, key string) *yaml.Node {
 // as naming an unknown source on top of the real problem.
 func (p *parser) source(f map[string]*yaml.Node, item string, at *yaml.Node) (s Source, ok bool) {
 	before := len(p.problems)
-	s.Interval, s.Concurrency, s.Timeout = DefaultInterval, DefaultConcurrency, DefaultTimeout
+	s.Interval, s.Concurrency, s.Timeout, s.Recheck = DefaultInterval, DefaultConcurrency, DefaultTimeout, DefaultRecheck
 
 	if v, has := p.str(f["name"], item, "name"); !has {
 		p.add(at, item, "name: missing")
@@ -123,6 +123,16 @@ func (p *parser) source(f map[string]*yaml.Node, item string, at *yaml.Node) (s 
 			p.add(deref(f["timeout"]), item, "timeout: want a positive duration, got %v", d)
 		} else {
 			s.Timeout = d
+		}
+	}
+	if d, has := p.duration(f["recheck"], item, "recheck"); has {
+		switch {
+		case d < 0:
+			p.add(deref(f["recheck"]), item, "recheck: want a duration like 24h, or 0 for never, got %v", d)
+		case d == 0:
+			s.Recheck = -1 // the indexer's never
+		default:
+			s.Recheck = d
 		}
 	}
 	if c, has := p.integer(f["concurrency"], item, "concurrency"); has {
@@ -190,6 +200,7 @@ func (p *parser) auth(s *Source, f map[string]*yaml.Node, item string) {
 	case s.Username != "" && s.PasswordFile == "" && s.PasswordEnv == "":
 		p.add(deref(f["username"]), item, "username: needs password_file or password_env")
 	}
+	s.Password = password(s.Name, s.PasswordFile, s.PasswordEnv, p.getenv)
 }
 
 // labels reads a pre-release label -> stream map and lays it over the
