@@ -55,13 +55,16 @@ type Store interface {
 	FailScan(ctx context.Context, scanID int64, cause error) error
 	RecheckedAt(ctx context.Context, source string) (time.Time, error)
 	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
-	TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error)
 }
 
 // Options configure an Indexer.
 type Options struct {
 	Sources []Source
 	Store   Store
+	// Lock is the indexer lock Run leads under (*store.Store's
+	// TryIndexerLock, wired by cmd/tidemark). Run needs it; scans asked
+	// for (ScanNow, Trigger) do not.
+	Lock    TryLock
 	Log     *slog.Logger          // nil: discard
 	Metrics prometheus.Registerer // nil: metrics are kept but not exposed
 	// RateLimits caps requests per second per registry host, shared by every
@@ -104,6 +107,7 @@ type Indexer struct {
 	sources       map[string]*source
 	order         []*source
 	store         Store
+	tryLock       TryLock
 	log           *slog.Logger
 	metrics       *metrics
 	onChng        func(string)
@@ -209,6 +213,7 @@ func New(opts Options) (*Indexer, error) {
 	ix := &Indexer{
 		sources:       map[string]*source{},
 		store:         opts.Store,
+		tryLock:       opts.Lock,
 		log:           log,
 		metrics:       m,
 		onChng:        opts.OnChange,
@@ -252,44 +257,6 @@ func New(opts Options) (*Indexer, error) {
 		ix.order = append(ix.order, src)
 	}
 	return ix, nil
-}
-
-// Run indexes until ctx ends. It takes the store's indexer lock, retrying
-// every little while if another replica holds it; once held it scans every
-// source at once and then each on its interval. If the lock is lost (its
-// database session ended) it stops the schedule and its running scans at
-// once, since another replica may take over, and goes back to trying. It
-// returns nil when ctx ends, and only once every scan in flight (scheduled,
-// or started by ScanNow, RecheckDigests or Trigger) has finished, so that
-// its caller may close the store then; trouble with the database is logged
-// and retried, never fatal.
-func (ix *Indexer) Run(ctx context.Context) error {
-	defer ix.scans.wait()
-	for {
-		lock, held, err := ix.store.TryIndexerLock(ctx)
-		switch {
-		case ctx.Err() != nil:
-			lock.Release()
-			return nil
-		case err != nil:
-			ix.log.WarnContext(ctx, "indexer lock unavailable; retrying", "err", err, "retry", ix.lockRetry)
-		case !held:
-			ix.log.DebugContext(ctx, "another replica indexes; standing by", "retry", ix.lockRetry)
-		default:
-			ix.log.InfoContext(ctx, "indexer lock taken; indexing", "sources", len(ix.order))
-			err := ix.leadWhileHeld(ctx, lock)
-			lock.Release()
-			if ctx.Err() != nil {
-				return nil
-			}
-			ix.log.ErrorContext(ctx, "indexing stopped; retrying", "err", err, "retry", ix.lockRetry)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(ix.lockRetry):
-		}
-	}
 }
 
 // Leading reports whether this replica holds the indexer lock and runs the

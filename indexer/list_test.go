@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
 )
 
 // fastRetry keeps fault tests quick while exercising the same code paths.
@@ -44,12 +45,24 @@ func newTestIndexer(t *testing.T, st Store, reg *testRegistry, repo string, edit
 	if st == nil {
 		st = unusedStore{}
 	}
-	ix, err := New(Options{Sources: []Source{src}, Store: st, Metrics: prometheus.NewRegistry(), Log: testLog(t)})
+	opts := Options{Sources: []Source{src}, Store: st, Metrics: prometheus.NewRegistry(), Log: testLog(t)}
+	if s, ok := st.(*store.Store); ok {
+		opts.Lock = storeLock(s)
+	}
+	ix, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ix.retry = fastRetry
 	return ix
+}
+
+// storeLock is the store's indexer lock as Options.Lock, as serve wires it.
+func storeLock(st *store.Store) TryLock {
+	return func(ctx context.Context) (<-chan struct{}, func(), bool, error) {
+		l, held, err := st.TryIndexerLock(ctx)
+		return l.Lost(), l.Release, held, err
+	}
 }
 
 func testLog(t *testing.T) *slog.Logger {

@@ -12,16 +12,66 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
+// TryLock tries to take the lock whose holder indexes (one replica of
+// many). held reports whether this process now holds it. lost is closed if
+// the lock goes away without release (its database session ended), so the
+// holder stops before another takes over; release gives it up, and is safe
+// to call more than once. Both are only used when held.
+type TryLock func(ctx context.Context) (lost <-chan struct{}, release func(), held bool, err error)
+
+// Run indexes until ctx ends. It takes the indexer lock (Options.Lock), retrying
+// every little while if another replica holds it; once held it scans every
+// source at once and then each on its interval. If the lock is lost (its
+// database session ended) it stops the schedule and its running scans at
+// once, since another replica may take over, and goes back to trying. It
+// returns nil when ctx ends, and only once every scan in flight (scheduled,
+// or started by ScanNow, RecheckDigests or Trigger) has finished, so that
+// its caller may close the store then; trouble with the database is logged
+// and retried, never fatal. Its one error is a missing Options.Lock.
+func (ix *Indexer) Run(ctx context.Context) error {
+	defer ix.scans.wait()
+	if ix.tryLock == nil {
+		return errors.New("indexer: Run needs Options.Lock")
+	}
+	for {
+		lost, release, held, err := ix.tryLock(ctx)
+		switch {
+		case ctx.Err() != nil:
+			if held {
+				release()
+			}
+			return nil
+		case err != nil:
+			ix.log.WarnContext(ctx, "indexer lock unavailable; retrying", "err", err, "retry", ix.lockRetry)
+		case !held:
+			ix.log.DebugContext(ctx, "another replica indexes; standing by", "retry", ix.lockRetry)
+		default:
+			ix.log.InfoContext(ctx, "indexer lock taken; indexing", "sources", len(ix.order))
+			err := ix.leadWhileHeld(ctx, lost)
+			release()
+			if ctx.Err() != nil {
+				return nil
+			}
+			ix.log.ErrorContext(ctx, "indexing stopped; retrying", "err", err, "retry", ix.lockRetry)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(ix.lockRetry):
+		}
+	}
+}
+
 // errLockLost ends leading when the indexer lock's session ended.
 var errLockLost = errors.New("indexer lock lost (its database session ended); another replica may index now")
 
 // leadWhileHeld leads until ctx ends or the lock is lost, whichever is first.
-func (ix *Indexer) leadWhileHeld(ctx context.Context, lock resolver.Lock) error {
+func (ix *Indexer) leadWhileHeld(ctx context.Context, lost <-chan struct{}) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
 		select {
-		case <-lock.Lost():
+		case <-lost:
 			cancel(errLockLost)
 		case <-lctx.Done():
 		}

@@ -3,6 +3,8 @@ package indexer
 import (
 	"context"
 	"errors"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -28,6 +30,13 @@ func (unusedStore) RecheckedAt(context.Context, string) (time.Time, error) {
 	return time.Time{}, errUnused
 }
 func (unusedStore) SetRecheckedAt(context.Context, string, time.Time) error { return errUnused }
-func (unusedStore) TryIndexerLock(context.Context) (resolver.Lock, bool, error) {
-	return nil, false, errUnused
+
+func TestRunWithoutALockSaysSo(t *testing.T) {
+	ix, err := New(Options{Store: unusedStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "Options.Lock") {
+		t.Errorf("Run = %v, want an error naming Options.Lock", err)
+	}
 }

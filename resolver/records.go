@@ -65,12 +65,3 @@ type ScanResult struct {
 	Err      error // non-nil: the scan failed; its text is recorded, tags are untouched
 	Requests int   // registry requests made
 }
-
-// Lock is a held exclusive lock, such as the store's indexer lock. Lost is
-// closed if the lock went away without Release (its session ended), so the
-// holder stops before someone else takes over; Release gives it up. Both are
-// safe on a lock that is not held.
-type Lock interface {
-	Lost() <-chan struct{}
-	Release()
-}

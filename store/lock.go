@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // lockTimeout bounds TryIndexerLock.
@@ -36,7 +35,7 @@ type IndexerLock struct {
 // TryIndexerLock; if the holder's session ends under it (database restart,
 // pg_terminate_backend, a network cut), lock.Lost fires, so the holder stops
 // indexing before another replica takes over.
-func (s *Store) TryIndexerLock(ctx context.Context) (lock resolver.Lock, held bool, err error) {
+func (s *Store) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
 	// Not held: a nil *IndexerLock, whose methods are safe to call.
 	var none *IndexerLock
 	// A database that does not answer must not hold the indexer's loop.

@@ -49,7 +49,7 @@ func TestIndexerLockIsExclusiveUntilReleased(t *testing.T) {
 		t.Fatalf("first replica: lock %v, held %v, err %v", lockA, held, err)
 	}
 	lockB, held, err := b.TryIndexerLock(ctx)
-	if err != nil || held || lockB.(*store.IndexerLock) != nil {
+	if err != nil || held || lockB != nil {
 		t.Fatalf("second replica while first holds: lock %v, held %v, err %v", lockB, held, err)
 	}
 	lockB.Release() // a nil *IndexerLock: a no-op, must not panic

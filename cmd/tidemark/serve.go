@@ -158,8 +158,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	started()
 
 	ix, err = indexer.New(indexer.Options{
-		Sources:    cfg.IndexerSources(),
-		Store:      st,
+		Sources: cfg.IndexerSources(),
+		Store:   st,
+		Lock: func(ctx context.Context) (<-chan struct{}, func(), bool, error) {
+			l, held, err := st.TryIndexerLock(ctx)
+			return l.Lost(), l.Release, held, err
+		},
 		Log:        log,
 		Metrics:    reg,
 		RateLimits: cfg.RateLimits(),
