@@ -3,7 +3,7 @@ package resolver
 import "time"
 
 // The records that move between the store and the packages built on it:
-// indexing results in, audit events, channel changes and tokens out. They
+// indexing results in, audit events and channel changes out. They
 // live here, at the centre, so that server and indexer need not import the
 // store (and its driver) to speak to it.
 
@@ -41,16 +41,6 @@ type ChannelChange struct {
 	// stream. "" when it served nothing. When From is "", the previous pin
 	// is recorded instead; Pin always records Version as To.
 	From, To string
-}
-
-// Token is an API token as stored; the plaintext is never kept.
-type Token struct {
-	ID        int64
-	Name      string
-	Scopes    []string
-	CreatedAt time.Time
-	LastUsed  time.Time // zero: never used
-	RevokedAt time.Time // zero: valid
 }
 
 // ScanResult is what one indexing run of one source found.

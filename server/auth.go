@@ -70,21 +70,21 @@ func (s *Server) requireScope(need string) echo.MiddlewareFunc {
 				s.authFails.failed(addr)
 				return err
 			}
-			tok, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
+			name, scopes, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
 			if errors.Is(err, resolver.ErrUnauthorized) {
 				s.authFails.failed(addr)
 			}
 			if err != nil {
 				return err // the store's error already says "authenticate"
 			}
-			if wait, ok := s.limits.allow(tok.Name); !ok {
+			if wait, ok := s.limits.allow(name); !ok {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-				return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, tok.Name, float64(s.limits.rate), wait)
+				return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, name, float64(s.limits.rate), wait)
 			}
-			if !allows(tok.Scopes, need) {
-				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, tok.Name, strings.Join(tok.Scopes, ","), need)
+			if !allows(scopes, need) {
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), need)
 			}
-			c.Set(actorKey, tok.Name)
+			c.Set(actorKey, name)
 			return next(c)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 type Store interface {
 	// Authenticate answers ErrUnauthorized for unknown and revoked tokens
 	// alike, so that the two look the same from outside.
-	Authenticate(ctx context.Context, token string) (resolver.Token, error)
+	Authenticate(ctx context.Context, token string) (name string, scopes []string, err error)
 	// Pin and Unpin check c.IfRevision (resolver.AnyRevision: no check) against
 	// the channel's revision inside the transaction: ErrConflict when it moved.
 	Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)

@@ -24,6 +24,16 @@ var Scopes = []string{"promote", "scan", "admin"}
 // (secret scanners) and a wrong kind of credential is refused early.
 const TokenPrefix = "tdm_"
 
+// Token is an API token as stored; the plaintext is never kept.
+type Token struct {
+	ID        int64
+	Name      string
+	Scopes    []string
+	CreatedAt time.Time
+	LastUsed  time.Time // zero: never used
+	RevokedAt time.Time // zero: valid
+}
+
 // CreateToken makes a token named name with scopes and returns its
 // plaintext, which exists only in this return value: the database keeps its
 // SHA-256. ErrConflict when the name is taken (revoked tokens keep theirs).
@@ -60,24 +70,24 @@ func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (
 	return plain, nil
 }
 
-// Authenticate finds the valid token whose plaintext this is and records its
-// use. Unknown, malformed and revoked tokens are all ErrUnauthorized with
+// Authenticate finds the valid token whose plaintext this is, records its
+// use and returns its name and scopes: what the server acts on. Unknown, malformed and revoked tokens are all ErrUnauthorized with
 // the same text, so a caller learns nothing from the difference.
 //
 // A failed lookup only reads: a guessed token must not cost a database
 // write. A valid one records last_used at most once a minute, which is
 // what `token list` shows, without a write per request.
-func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Token, error) {
+func (s *Store) Authenticate(ctx context.Context, plaintext string) (name string, scopes []string, err error) {
 	denied := fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
 	if !strings.HasPrefix(plaintext, TokenPrefix) {
-		return resolver.Token{}, denied
+		return "", nil, denied
 	}
 	hash := sha256.Sum256([]byte(plaintext))
 	var (
-		t      resolver.Token
+		t      Token
 		stored []byte
 	)
-	err := s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
 		// The lookup is by hash, so timing reveals nothing about the secret;
 		// the constant-time compare below is belt and braces.
 		var stale bool
@@ -101,14 +111,14 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.To
 		return tx.QueryRow(ctx, `update tokens set last_used = now() where id = $1 returning last_used`, t.ID).Scan(&t.LastUsed)
 	})
 	if err != nil {
-		return resolver.Token{}, err
+		return "", nil, err
 	}
-	return t, nil
+	return t.Name, t.Scopes, nil
 }
 
 // ListTokens lists every token, revoked ones included, by name.
-func (s *Store) ListTokens(ctx context.Context) ([]resolver.Token, error) {
-	tokens := []resolver.Token{}
+func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
+	tokens := []Token{}
 	err := s.inTx(ctx, "list tokens", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select id, name, scopes, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
@@ -116,7 +126,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]resolver.Token, error) {
 		if err != nil {
 			return err
 		}
-		var t resolver.Token
+		var t Token
 		_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsed, &t.RevokedAt}, func() error {
 			c := t
 			c.LastUsed, c.RevokedAt = unEpoch(c.LastUsed), unEpoch(c.RevokedAt)
