@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +50,10 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func (p *parser) syntax(err error) {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		var line int
-		fmt.Sscan(m[1], &line)
+		line, err := strconv.Atoi(m[1])
+		if err != nil {
+			line = 0 // more digits than an int: say it without a line
+		}
 		p.problems = append(p.problems, Problem{Line: line, Msg: "invalid YAML: " + m[2]})
 		return
 	}

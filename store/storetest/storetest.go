@@ -127,9 +127,9 @@ func templateName(t testing.TB) string {
 
 const templateLockKey = int64(0x746d_7465_6d70_6c74)
 
-func ensureTemplate(admin string) (string, error) {
+func ensureTemplate(admin string) (_ string, err error) {
 	h := sha256.New()
-	err := fs.WalkDir(migrations.FS, ".", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(migrations.FS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -153,7 +153,13 @@ func ensureTemplate(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "select pg_advisory_lock($1)", templateLockKey); err != nil {
 		return "", err
 	}
-	defer conn.Exec(ctx, "select pg_advisory_unlock($1)", templateLockKey)
+	// Closing the connection would free the lock too, but only once the
+	// server notices; a failed unlock is worth knowing about.
+	defer func() {
+		if _, uerr := conn.Exec(ctx, "select pg_advisory_unlock($1)", templateLockKey); uerr != nil && err == nil {
+			err = fmt.Errorf("unlock template lock: %w", uerr)
+		}
+	}()
 
 	var ready bool
 	err = conn.QueryRow(ctx, "select datistemplate from pg_database where datname = $1", name).Scan(&ready)
