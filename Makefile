@@ -18,7 +18,11 @@ IMAGE_DIR ?= bin/image
 IMAGE_BUILD ?= bin/image-build
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: all build run demo image image-push release test bench lint fmt vet clean
+# Pinned so that lint means the same on every machine; go run fetches it
+# through the module proxy on first use and caches it.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build run demo image image-push release test bench lint fmt vet staticcheck clean
 
 all: lint test
 
@@ -41,13 +45,16 @@ test:
 bench:
 	scripts/with-pg $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-lint: fmt vet
+lint: fmt vet staticcheck
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 # The multi-arch OCI image, built without a container daemon or a base image
 # (deploy/image): an OCI layout in $(IMAGE_DIR), tagged $(VERSION).

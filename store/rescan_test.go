@@ -182,9 +182,7 @@ func TestRescanThatDiffersMergesOnlyWhatDiffers(t *testing.T) {
 			// The rows say what the second listing's classification says.
 			rows := query(t, u, `select tag, valid, coalesce(canonical, ''), coalesce(stream, '') from tags where source = 'src' and present order by tag`)
 			var gotRows, wantRows [][]any
-			for _, r := range rows {
-				gotRows = append(gotRows, r)
-			}
+			gotRows = append(gotRows, rows...)
 			byTag := map[string]resolver.Tag{}
 			for _, tg := range second {
 				byTag[tg.Name] = tg
