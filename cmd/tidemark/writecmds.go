@@ -46,11 +46,17 @@ func newPromoteCmd(e *env) *cobra.Command {
 			}
 			var after openapi.Channel
 			body := openapi.PinRequest{Version: version, Reason: reason, Force: force}
-			raw, _, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote")
+			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote")
 			if err != nil {
 				return err
 			}
 			return f.output.print(e.stdout, raw, func() error {
+				// The server records nothing for a pin that is already in
+				// place, and its ETag (the state's revision) stays put.
+				if before.Pinned && hdr.Get("ETag") != "" && afterHdr.Get("ETag") == hdr.Get("ETag") {
+					_, err := fmt.Fprintf(e.stdout, "%s: already pinned to %s\n", name, orDash(deref(after.Version)))
+					return err
+				}
 				_, err := fmt.Fprintf(e.stdout, "%s: %s -> %s (pinned)\n", name, orDash(deref(before.Version)), orDash(deref(after.Version)))
 				return err
 			})

@@ -214,6 +214,10 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	if out := bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "regression in 1.33.6"); out != "v1.33: v1.33.6+k3s2 -> v1.33.5+k3s1 (pinned)\n" {
 		t.Errorf("promote printed %q", out)
 	}
+	// Again: nothing changes, nothing is recorded (history below holds one pin).
+	if out := bot.must("promote", "v1.33", "v1.33.5+k3s1", "--reason", "again"); out != "v1.33: already pinned to v1.33.5+k3s1\n" {
+		t.Errorf("promote of the pinned version printed %q", out)
+	}
 	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+v1\.33\.5\+k3s1\s+yes\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(out) ||
 		!strings.HasPrefix(out, "CHANNEL") {
 		t.Errorf("channels table:\n%s", out)
