@@ -168,3 +168,29 @@ func newValidatingServer(t *testing.T, s *Server) *httptest.Server {
 	t.Cleanup(ts.Close)
 	return ts
 }
+
+// BenchmarkConsoleLivePoll is the cost of one open channel page's poll
+// when nothing moved (a 304): the rows are rendered to compare ETags.
+func BenchmarkConsoleLivePoll(b *testing.B) {
+	snap := k3sSnapshot(b)
+	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) { return snap, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/live/channels", nil))
+	etag := rec.Header().Get("ETag")
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, "/ui/live/channels", nil)
+		req.Header.Set("If-None-Match", etag)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotModified {
+			b.Fatalf("%d, want 304", rec.Code)
+		}
+	}
+}
