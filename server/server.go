@@ -258,7 +258,7 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
 	s.get(e, "/openapi.yaml", s.spec)
 
-	s.get(e, "/", s.root)
+	s.get(e, "/", s.rootOrConsole)
 	s.get(e, "/v1-release", s.root)
 	s.get(e, "/api/v1", s.root)
 
@@ -277,6 +277,7 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/api/v1/resolve", s.resolve)
 
 	s.registerWrites(e)
+	s.registerUI(e)
 	return e
 }
 

@@ -1,0 +1,270 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// The shapes the console's templates render. Rows embed the API's wire
+// types, so a field the API grows is one a template can show.
+//
+// Rollout progress, fleet counts and gated marks (CONTRACT section 10) are
+// not rendered: the data does not exist yet. When openapi.Channel (or a
+// sibling type) grows it, add it here and a column in ui/templates/rows.html
+// guarded by {{if}}, so a column shows only where there is data. Never a
+// placeholder.
+
+// uiPage is what the layout renders around a page's content.
+type uiPage struct {
+	Title    string
+	Nav      string    // the navigation entry that is the current page
+	Snapshot time.Time // when the data shown was loaded
+	Body     any
+}
+
+type uiChannelsBody struct {
+	Rows    []uiChannelRow
+	Sources []openapi.Source
+	ETag    string // of the rows, for the live poll
+}
+
+type uiChannelRow struct {
+	openapi.Channel
+	Why string // why nothing is served, when nothing is
+}
+
+type uiChannelBody struct {
+	Row      uiChannelRow
+	Include  string
+	Exclude  string
+	Latest   string // a version fixed by configuration
+	ETag     string // If-Match for the pin form: a pin over a change made since is refused
+	Eligible []string
+	History  []openapi.AuditEvent
+	// HistoryProblem is why the history could not be read (no database).
+	HistoryProblem *uiProblem
+}
+
+type uiSourceBody struct {
+	Source   openapi.Source
+	Stream   string // the stream filter, "" for all
+	Streams  []uiStreamCount
+	Versions []uiVersionRow
+	Unparsed []openapi.Unparsed
+	Channels []string // the channels that follow this source
+}
+
+type uiStreamCount struct {
+	Name  string
+	Count int
+}
+
+type uiVersionRow struct {
+	openapi.Version
+	BlockReason string
+}
+
+type uiResolveBody struct {
+	Query    url.Values
+	Sources  []string
+	Channels []string
+	Streams  []string
+	Answer   *openapi.ResolveAnswer
+	Problem  *uiProblem
+}
+
+// maxEligible bounds the pin form's suggestions; any version can be typed.
+const maxEligible = 40
+
+func (s *Server) uiChannels(c echo.Context) error {
+	body, err := s.channelsBody()
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	return s.render(c, http.StatusOK, "page_channels.html", uiPage{Title: "Channels", Nav: "channels", Body: body})
+}
+
+func (s *Server) channelsBody() (uiChannelsBody, error) {
+	v, err := s.view()
+	if err != nil {
+		return uiChannelsBody{}, err
+	}
+	var b uiChannelsBody
+	for _, e := range v.list {
+		b.Rows = append(b.Rows, uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why})
+	}
+	for _, sv := range v.snap.Sources() {
+		b.Sources = append(b.Sources, sourceJSON(sv))
+	}
+	rows, err := renderRows(b.Rows)
+	if err != nil {
+		return b, err
+	}
+	b.ETag = rowsETag(rows)
+	return b, nil
+}
+
+// uiLiveChannels is the channel table's rows, polled by the channels page
+// with If-None-Match: an unchanged table costs a 304 and no bytes. The ETag
+// is of the rendered rows, so anything a row shows (a column added later
+// too) moves it.
+func (s *Server) uiLiveChannels(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err // the poller reads problem+json
+	}
+	rows := make([]uiChannelRow, 0, len(v.list))
+	for _, e := range v.list {
+		rows = append(rows, uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why})
+	}
+	html, err := renderRows(rows)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("ETag", rowsETag(html))
+	h.Set("Cache-Control", "no-cache")
+	if etagMatches(c.Request().Header.Get("If-None-Match"), h.Get("ETag")) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.HTMLBlob(http.StatusOK, html)
+}
+
+func renderRows(rows []uiChannelRow) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := uiTemplates["rows.html"].ExecuteTemplate(&buf, "rows", rows); err != nil {
+		return nil, fmt.Errorf("console: render channel rows: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func rowsETag(html []byte) string {
+	h := fnv.New64a()
+	h.Write(html)
+	return fmt.Sprintf(`"rows-%x"`, h.Sum64())
+}
+
+func (s *Server) uiChannel(c echo.Context) error {
+	v, e, err := s.channelParam(c)
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	ch := e.ans.Channel
+	b := uiChannelBody{Row: uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why}, Latest: ch.Latest, ETag: e.etag}
+	if ch.Include != nil {
+		b.Include = ch.Include.String()
+	}
+	if ch.Exclude != nil {
+		b.Exclude = ch.Exclude.String()
+	}
+	if vs, err := v.snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
+		for _, vv := range slices.Backward(vs) {
+			if len(b.Eligible) == maxEligible {
+				break
+			}
+			if _, err := v.snap.Eligible(ch.Name, vv.Version.String()); err == nil {
+				b.Eligible = append(b.Eligible, vv.Version.String())
+			}
+		}
+	}
+	err = s.uiCall(c, s.dbDeadline(s.history), "/api/v1/channels/"+url.PathEscape(ch.Name)+"/history", []string{"name", ch.Name}, &b.History)
+	if err != nil {
+		// The channel is still worth showing without its history.
+		b.HistoryProblem = problemOf(err)
+	}
+	return s.render(c, http.StatusOK, "page_channel.html", uiPage{Title: "Channel " + ch.Name, Nav: "channels", Body: b})
+}
+
+func (s *Server) uiSource(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	name := pathParam(c, "source")
+	sv, err := v.snap.SourceInfo(name)
+	if err != nil {
+		return s.uiError(c, paramIf("source", resolver.ErrNotFound, err))
+	}
+	b := uiSourceBody{Source: sourceJSON(sv)}
+	stream := resolver.Testing // every version
+	if q := c.QueryParam("stream"); q != "" {
+		if stream, err = resolver.ParseStream(q); err != nil {
+			return s.uiError(c, badParam("stream", err))
+		}
+		b.Stream = stream.String()
+	}
+	for st := resolver.Released; st <= resolver.Testing; st++ {
+		b.Streams = append(b.Streams, uiStreamCount{Name: st.String(), Count: sv.Streams[st]})
+	}
+	vs, err := v.snap.Versions(name, stream, "")
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	// Newest first: the top of the list is what channels are about.
+	for _, vv := range slices.Backward(vs) {
+		if b.Stream != "" && vv.Stream != stream {
+			continue // by stream: each version under its own stream only
+		}
+		b.Versions = append(b.Versions, uiVersionRow{Version: versionJSON(vv), BlockReason: vv.BlockReason})
+	}
+	unparsed, err := v.snap.Unparsed(name)
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	for _, t := range unparsed {
+		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+	}
+	for _, e := range v.list {
+		if e.ans.Channel.Source == name {
+			b.Channels = append(b.Channels, e.ans.Channel.Name)
+		}
+	}
+	return s.render(c, http.StatusOK, "page_source.html", uiPage{Title: "Source " + name, Nav: "channels", Body: b})
+}
+
+// uiResolve is the resolve form; with a query it also shows the API's
+// answer to it, or the API's error next to the field it names.
+func (s *Server) uiResolve(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	q := c.QueryParams()
+	b := uiResolveBody{Query: q}
+	for _, sv := range v.snap.Sources() {
+		b.Sources = append(b.Sources, sv.Source.Name)
+	}
+	for _, e := range v.list {
+		b.Channels = append(b.Channels, e.ans.Channel.Name)
+	}
+	for st := resolver.Released; st <= resolver.Testing; st++ {
+		b.Streams = append(b.Streams, st.String())
+	}
+	status := http.StatusOK
+	if q.Get("current") != "" || q.Get("source") != "" || q.Get("channel") != "" {
+		var ans openapi.ResolveAnswer
+		err := s.uiCall(c, s.resolve, "/api/v1/resolve?"+q.Encode(), nil, &ans)
+		switch {
+		case err == nil:
+			b.Answer = &ans
+		case errors.Is(err, resolver.ErrUnavailable):
+			return s.uiError(c, err)
+		default:
+			// The form is the page: show it again with what was wrong.
+			b.Problem = problemOf(err)
+			status = b.Problem.Status
+		}
+	}
+	return s.render(c, status, "page_resolve.html", uiPage{Title: "Resolve", Nav: "resolve", Body: b})
+}
