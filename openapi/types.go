@@ -150,3 +150,41 @@ type Problem struct {
 type Root struct {
 	Links map[string]string `json:"links"`
 }
+
+// FleetSummary is one channel's fleet (GET /api/v1/fleet).
+type FleetSummary struct {
+	Channel  string         `json:"channel"`
+	Clusters int            `json:"clusters"`
+	Active   int            `json:"active"`
+	Versions []VersionCount `json:"versions"`
+	Served   []VersionCount `json:"served"`
+}
+
+// VersionCount is how many clusters report, or were served, one version.
+type VersionCount struct {
+	Version  string `json:"version"`
+	Clusters int    `json:"clusters"`
+}
+
+// FleetCluster is one cluster's record on one channel.
+type FleetCluster struct {
+	ID            string     `json:"id"`
+	Channel       string     `json:"channel"`
+	Reported      *string    `json:"reported"`
+	ReportedSince *time.Time `json:"reported_since"`
+	Served        *string    `json:"served"`
+	FirstSeen     time.Time  `json:"first_seen"`
+	LastSeen      time.Time  `json:"last_seen"`
+}
+
+// FleetClusterPage is a page of a channel's clusters (GET /api/v1/fleet/clusters).
+type FleetClusterPage struct {
+	Clusters []FleetCluster `json:"clusters"`
+	Next     *string        `json:"next"`
+}
+
+// FleetClusterChannels is one cluster on every channel it asked (GET /api/v1/fleet/clusters/{id}).
+type FleetClusterChannels struct {
+	ID       string         `json:"id"`
+	Channels []FleetCluster `json:"channels"`
+}

@@ -18,7 +18,8 @@ func TestTypesMatchSchemas(t *testing.T) {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}
 	for _, v := range []any{Channel{}, ReleaseCollection{}, ReleaseChannel{}, Version{}, Source{}, Scan{},
-		Unparsed{}, ResolveAnswer{}, PinRequest{}, ReasonRequest{}, ScanStarted{}, AuditEvent{}, Problem{}, Root{}} {
+		Unparsed{}, ResolveAnswer{}, PinRequest{}, ReasonRequest{}, ScanStarted{}, AuditEvent{}, Problem{}, Root{},
+		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

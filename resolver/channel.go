@@ -23,6 +23,12 @@ type Channel struct {
 	Latest         string         // fixed version from config (channelserver "latest"); acts as a pin
 	Builds         bool           // juju: serve versions with build numbers
 	Redirect       string         // Location prefix; "" means the default (see server)
+	// Stepwise answers each cluster with its next step toward the
+	// channel's version, from the version it reports (stepwise.go).
+	Stepwise bool
+	// Settle is how long a cluster must have reported a version before a
+	// stepwise channel moves it on; 0: at once.
+	Settle time.Duration
 }
 
 // ChannelState is the mutable part of a channel, kept in the database.

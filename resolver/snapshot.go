@@ -22,6 +22,9 @@ type Snapshot struct {
 	answers   []ChannelAnswer
 	filters   []filter // answers[i]'s channel, constraint compiled
 	byChannel map[string]int
+	// steps are stepwise channels' precomputed next steps (stepwise.go);
+	// nil for other channels.
+	steps []map[string]*Tag
 	// constraints are the clients' ?constraint= values, compiled (Versions).
 	constraints constraintCache
 	// channels and states are what the answers were computed from, kept
@@ -73,6 +76,10 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 		f.ch = &s.answers[i].Channel
 		s.filters[i] = f
 		s.byChannel[channels[i].Name] = i
+	}
+	s.steps = make([]map[string]*Tag, len(channels))
+	for i := range channels {
+		s.steps[i] = s.stepTable(i)
 	}
 }
 

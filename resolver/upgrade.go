@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -91,10 +92,7 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 		a.Reason = fmt.Sprintf("%s was asked for: a %s version of %s", t.Version, t.Stream, minorOf(t.Version))
 		return a, nil
 	}
-	target := r.newestIn(cur.Minor)
-	if next := r.nextMinor(cur.Minor); next >= 0 && r.newestIn(next) != nil {
-		target = r.newestIn(next)
-	}
+	target := r.step()
 	if target != nil {
 		a.Target = &target.Tag
 	}
@@ -144,6 +142,31 @@ type resolution struct {
 	// exists is, even when none of its versions is eligible (Kubernetes
 	// refuses it; a release-candidate-only minor still gets its release).
 	minors []int
+}
+
+// step is the next step from r.cur, the one rule of every upgrade answer:
+// the newest candidate of the next existing minor, or when that minor has
+// none (or there is none), the newest of the current minor; nil when
+// nothing is newer. Stepwise channels answer with it too (stepwise.go).
+func (r *resolution) step() *VersionView {
+	if next := r.nextMinor(r.cur.Minor); next >= 0 {
+		if t := r.newestIn(next); t != nil {
+			return t
+		}
+	}
+	return r.newestIn(r.cur.Minor)
+}
+
+// above narrows r, collected from an older current version of the same
+// major with the same filter, to what collect would find from cur: the
+// candidates newer than cur and the existing minors above cur's. Every
+// version of a higher minor is newer than cur, so nothing is missed.
+func (r resolution) above(cur Version) resolution {
+	k := sort.Search(len(r.cands), func(i int) bool { return Compare(r.cands[i].Version, cur) > 0 })
+	r.cands = r.cands[k:]
+	r.minors = r.minors[sort.SearchInts(r.minors, cur.Minor+1):]
+	r.cur = cur
+	return r
 }
 
 // nextMinor is the first existing minor above m, or -1.

@@ -22,6 +22,9 @@ const (
 	ScopePromote = "promote"
 	ScopeScan    = "scan"
 	ScopeAdmin   = "admin"
+	// ScopeRead reads what needs a token: the fleet, whose cluster IDs are
+	// customer data.
+	ScopeRead = "read"
 )
 
 // Default write rate per token: a person or a pipeline promotes a handful
@@ -45,8 +48,9 @@ func allows(scopes []string, need string) bool {
 	if slices.Contains(scopes, ScopeAdmin) || slices.Contains(scopes, need) {
 		return true
 	}
-	// Someone trusted to move channels may also ask for a fresh index.
-	return need == ScopeScan && slices.Contains(scopes, ScopePromote)
+	// Someone trusted to move channels may also ask for a fresh index, and
+	// read the fleet they move.
+	return (need == ScopeScan || need == ScopeRead) && slices.Contains(scopes, ScopePromote)
 }
 
 // requireScope authenticates the bearer token, rate-limits per token and
@@ -55,6 +59,16 @@ func allows(scopes []string, need string) bool {
 // The token itself is never logged or echoed; errors name the token only by
 // the name it was created with.
 func (s *Server) requireScope(need string) echo.MiddlewareFunc {
+	return s.authorize(need, true)
+}
+
+// requireRead is requireScope for reads: the per-token budget is for
+// writes, and a console or a script paging the fleet reads many times.
+func (s *Server) requireRead() echo.MiddlewareFunc {
+	return s.authorize(ScopeRead, false)
+}
+
+func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if s.opts.Store == nil {
@@ -77,9 +91,11 @@ func (s *Server) requireScope(need string) echo.MiddlewareFunc {
 			if err != nil {
 				return err // the store's error already says "authenticate"
 			}
-			if wait, ok := s.limits.allow(name); !ok {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-				return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, name, float64(s.limits.rate), wait)
+			if limited {
+				if wait, ok := s.limits.allow(name); !ok {
+					c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, name, float64(s.limits.rate), wait)
+				}
 			}
 			if !allows(scopes, need) {
 				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), need)

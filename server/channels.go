@@ -26,14 +26,14 @@ var (
 // Location ends in the version, or 404. It is the hot path, so everything
 // it sends is precomputed in the view when it can be.
 func (s *Server) releaseChannel(c echo.Context) error {
-	_, e, err := s.channelParam(c)
+	v, e, err := s.channelParam(c)
 	if err != nil {
 		return err
 	}
-	if e.ans.Tag == nil {
-		return noAnswer(e.ans)
-	}
 	req := c.Request()
+	if e, err = s.clusterAnswer(req, v, e); err != nil {
+		return err
+	}
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
 	if wantsJSON(req) {

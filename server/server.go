@@ -69,6 +69,9 @@ type Options struct {
 	// tokens, history): a database that accepts connections but never
 	// answers costs a request this much and a 503. 0: 5s.
 	DBTimeout time.Duration
+	// Fleet records the clusters that ask channel URLs and serves the
+	// fleet routes (fleet.go); recording runs under Run.
+	Fleet FleetOptions
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -99,6 +102,7 @@ type Server struct {
 	pendingMu sync.Mutex
 	pending   resolver.Changes
 	kick      chan struct{}
+	fleet     *recorder
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -137,6 +141,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.fleet, err = newRecorder(opts.Fleet, opts.Metrics); err != nil {
+		return nil, fmt.Errorf("register fleet metrics: %w", err)
+	}
 	s.echo = s.routes()
 	return s, nil
 }
@@ -277,6 +284,7 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/api/v1/resolve", s.resolve)
 
 	s.registerWrites(e)
+	s.registerFleet(e)
 	s.registerUI(e)
 	return e
 }

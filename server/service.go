@@ -81,9 +81,20 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	for _, f := range ro.Background {
 		run(func() { f(ctx) })
 	}
+	// The fleet flusher outlives serving: requests still draining after
+	// ctx ends record sightings too, and its last flush writes them.
+	fctx, fstop := context.WithCancel(context.WithoutCancel(ctx))
+	var fwg sync.WaitGroup
+	if s.opts.Fleet.Store != nil {
+		warn := func(msg string, args ...any) { s.log.Warn(msg, args...) }
+		fwg.Go(func() { s.fleet.run(fctx, warn) })
+		run(func() { s.fleet.maintain(ctx, warn) })
+	}
 	err := s.Serve(ctx, ln)
 	stop()
 	wg.Wait()
+	fstop()
+	fwg.Wait()
 	return err
 }
 

@@ -29,41 +29,85 @@ type channelEntry struct {
 	suffix string
 	digest string // the image to pull by; "" when nothing is eligible
 	etag   string
+	// steps are a stepwise channel's per-cluster answers by the canonical
+	// version they serve (stepEntries); nil for other channels.
+	steps map[string]*channelEntry
 }
 
 func newView(snap *resolver.Snapshot, externalURL string) *view {
 	answers := snap.Channels()
 	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers))}
 	for _, a := range answers {
-		e := &channelEntry{ans: a}
-		if a.Tag != nil {
-			e.version = a.Tag.Version.String()
-			switch {
-			case strings.HasPrefix(a.Channel.Redirect, "/") && !strings.HasPrefix(a.Channel.Redirect, "//"):
-				// A path on this service: absolute like every other link,
-				// from external_url or else the request.
-				if externalURL != "" {
-					e.location = externalURL + a.Channel.Redirect + e.version
-				} else {
-					e.suffix = a.Channel.Redirect + e.version
-				}
-			case a.Channel.Redirect != "":
-				e.location = a.Channel.Redirect + e.version
-			case externalURL != "":
-				e.location = externalURL + defaultRedirectPath(a.Channel.Source) + e.version
-			default:
-				e.suffix = defaultRedirectPath(a.Channel.Source) + e.version
-			}
-			if e.location != "" {
-				e.body = redirectBody(e.location)
-			}
+		e := newEntry(a, externalURL)
+		if a.Channel.Stepwise && a.Tag != nil {
+			e.steps = stepEntries(snap, a, externalURL)
 		}
-		e.digest = servedDigest(a)
-		e.etag = channelETag(a.State.Revision, e.version, a.Pinned, e.digest)
 		v.channels[a.Channel.Name] = e
 		v.list = append(v.list, e)
 	}
 	return v
+}
+
+// newEntry is a's answer made ready to send.
+func newEntry(a resolver.ChannelAnswer, externalURL string) *channelEntry {
+	e := &channelEntry{ans: a}
+	if a.Tag != nil {
+		e.version = a.Tag.Version.String()
+		switch {
+		case strings.HasPrefix(a.Channel.Redirect, "/") && !strings.HasPrefix(a.Channel.Redirect, "//"):
+			// A path on this service: absolute like every other link,
+			// from external_url or else the request.
+			if externalURL != "" {
+				e.location = externalURL + a.Channel.Redirect + e.version
+			} else {
+				e.suffix = a.Channel.Redirect + e.version
+			}
+		case a.Channel.Redirect != "":
+			e.location = a.Channel.Redirect + e.version
+		case externalURL != "":
+			e.location = externalURL + defaultRedirectPath(a.Channel.Source) + e.version
+		default:
+			e.suffix = defaultRedirectPath(a.Channel.Source) + e.version
+		}
+		if e.location != "" {
+			e.body = redirectBody(e.location)
+		}
+	}
+	e.digest = servedDigest(a)
+	e.etag = channelETag(a.State.Revision, e.version, a.Pinned, e.digest)
+	return e
+}
+
+// stepEntries are a stepwise channel's per-cluster answers, ready to send:
+// one per indexed version of the channel's major up to its version, which
+// is every answer NextStep gives a cluster in that major. Answers outside
+// it (a cluster above the channel, on another major, or on a version never
+// indexed) are built per request (stepEntry).
+func stepEntries(snap *resolver.Snapshot, a resolver.ChannelAnswer, externalURL string) map[string]*channelEntry {
+	vs, err := snap.Versions(a.Channel.Source, resolver.Testing, "")
+	if err != nil {
+		return nil
+	}
+	c := a.Tag.Version
+	out := make(map[string]*channelEntry)
+	for i := range vs {
+		v := vs[i].Version
+		if v.Major != c.Major || resolver.Compare(v, c) > 0 {
+			continue
+		}
+		out[v.String()] = stepEntry(a, vs[i].Tag, externalURL)
+	}
+	return out
+}
+
+// stepEntry is a's channel answering tag to one cluster. The pin's digest
+// belongs to the channel's own version only.
+func stepEntry(a resolver.ChannelAnswer, tag resolver.Tag, externalURL string) *channelEntry {
+	if a.Tag != nil && tag.Version.String() != a.Tag.Version.String() {
+		a.State.PinDigest = ""
+	}
+	a.Tag = &tag
+	return newEntry(a, externalURL)
 }
 
 // defaultRedirectPath is the redirect used when a channel names none: the

@@ -6,8 +6,8 @@
 //
 // One file per entity: sources.go, scans.go (ApplyScan; fingerprint.go for
 // its no-change fast path), tags.go, load.go, channels.go (pins, history),
-// blocks.go, tokens.go, notify.go (Listen, NOTIFY), lock.go (the indexer
-// lock), migrate.go.
+// blocks.go, tokens.go, fleet.go (clusters per channel), notify.go (Listen,
+// NOTIFY), lock.go (the indexer lock), migrate.go.
 package store
 
 import (

@@ -18,7 +18,7 @@ import (
 )
 
 // Scopes a token may carry (CONTRACT section 3): admin implies the others.
-var Scopes = []string{"promote", "scan", "admin"}
+var Scopes = []string{"promote", "scan", "read", "admin"}
 
 // TokenPrefix starts every token, so that a leaked one is easy to find
 // (secret scanners) and a wrong kind of credential is refused early.

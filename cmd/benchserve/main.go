@@ -51,7 +51,11 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		return err
 	}
 	var loads atomic.Int64
+	fleet := &discardFleet{}
 	s, err := server.New(server.Options{
+		// Fleet recording on: every sighting goes through the buffer and
+		// the flusher; the store takes batches at once (no database here).
+		Fleet:       server.FleetOptions{Store: fleet},
 		ExternalURL: "https://tidemark.example.com",
 		// A real JSON access log line per request, thrown away: its cost is
 		// part of what is measured.
@@ -75,22 +79,35 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		return err
 	}
 	defer stopFloor()
-	tmURL, stopTM, err := listen(s.Handler())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return fmt.Errorf("listen: %w", err)
 	}
-	defer stopTM()
-	tmURL += "/v1-release/channels/v1.33"
+	ctx, stopTM := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx, ln, server.RunOptions{}) }()
+	defer func() { stopTM(); <-ran }()
+	tmURL := "http://" + ln.Addr().String() + "/v1-release/channels/v1.33"
 	if err := check(tmURL); err != nil {
 		return err
 	}
+	stepURL := "http://" + ln.Addr().String() + "/v1-release/channels/stepwise"
+	script, err := clusterScript()
+	if err != nil {
+		return err
+	}
+	defer os.Remove(script)
 	loadsBefore := loads.Load()
 
 	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback; snapshot: %d tags, 1 source, %d channels\n",
 		threads, conns, d, tags, len(snap.Channels()))
-	results := make([]result, 0, 2)
-	for _, target := range []struct{ name, url string }{{"floor (bare net/http 302)", floorURL + "/"}, {"tidemark /v1-release/channels/v1.33", tmURL}} {
-		r, err := runWrk(wrk, target.url, d, conns, threads)
+	results := make([]result, 0, 3)
+	for _, target := range []struct{ name, url, script string }{
+		{"floor (bare net/http 302)", floorURL + "/", ""},
+		{"tidemark /v1-release/channels/v1.33", tmURL, ""},
+		{"stepwise, 10k clusters (fleet on)", stepURL, script},
+	} {
+		r, err := runWrk(wrk, target.url, target.script, d, conns, threads)
 		if err != nil {
 			return fmt.Errorf("%s: %w", target.name, err)
 		}
@@ -104,7 +121,10 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	ratio := results[1].rps / results[0].rps
 	fmt.Printf("\ntidemark/floor: %.2fx (goal >= 0.60x); p99 %s (goal < 5ms); snapshot loads during the run: %d (no database)\n",
 		ratio, results[1].p99, loads.Load()-loadsBefore)
-	if ratio < 0.6 || results[1].p99 >= 5*time.Millisecond || results[1].errors > 0 {
+	step := results[2].rps / results[1].rps
+	fmt.Printf("stepwise/plain: %.2fx (goal >= 0.80x); p99 %s; fleet records written: %d\n",
+		step, results[2].p99, fleet.rows.Load())
+	if ratio < 0.6 || results[1].p99 >= 5*time.Millisecond || results[1].errors > 0 || step < 0.8 || results[2].errors > 0 {
 		fmt.Println("GOAL MISSED")
 	}
 	return nil
@@ -154,9 +174,13 @@ var (
 // that latency measures the server rather than the two fighting for cores.
 var wrkCPUs string
 
-func runWrk(wrk, u string, d time.Duration, conns, threads int) (result, error) {
+func runWrk(wrk, u, script string, d time.Duration, conns, threads int) (result, error) {
 	args := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns),
-		"-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", u}
+		"-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency"}
+	if script != "" {
+		args = append(args, "-s", script)
+	}
+	args = append(args, u)
 	cmd := exec.Command(wrk, args...)
 	if wrkCPUs != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", wrkCPUs, wrk}, args...)...)
@@ -197,3 +221,55 @@ func wrkDuration(m []string) time.Duration {
 	}
 	return d
 }
+
+// clusterScript writes a wrk script that rotates 10,000 cluster IDs, each
+// reporting one of the released versions of the bench's source, as a fleet
+// of system-upgrade-controllers would.
+func clusterScript() (string, error) {
+	var vs []string
+	for minor := 16; minor <= 33; minor++ {
+		for _, patch := range []int{0, 5, 10} {
+			vs = append(vs, fmt.Sprintf("%q", fmt.Sprintf("v1.%d.%d-k3s1", minor, patch)))
+		}
+	}
+	lua := `local versions = {` + strings.Join(vs, ", ") + `}
+local n = 0
+request = function()
+  n = n + 1
+  local i = n % 10000
+  wrk.headers["X-SUC-Cluster-ID"] = "bench-cluster-" .. i
+  wrk.headers["X-SUC-Latest-Version"] = versions[(i % #versions) + 1]
+  return wrk.format("GET")
+end
+`
+	f, err := os.CreateTemp("", "benchserve-*.lua")
+	if err != nil {
+		return "", fmt.Errorf("wrk script: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lua); err != nil {
+		return "", fmt.Errorf("wrk script: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// discardFleet takes every batch at once and keeps only the count.
+type discardFleet struct{ rows atomic.Int64 }
+
+func (f *discardFleet) RecordFleet(_ context.Context, s []resolver.Sighting) ([]resolver.ClusterRecord, error) {
+	f.rows.Add(int64(len(s)))
+	return nil, nil
+}
+func (f *discardFleet) FleetSummary(context.Context, string, time.Time) (resolver.FleetSummary, error) {
+	return resolver.FleetSummary{}, nil
+}
+func (f *discardFleet) FleetClusters(context.Context, resolver.ClusterQuery) ([]resolver.ClusterRecord, string, error) {
+	return nil, "", nil
+}
+func (f *discardFleet) FleetCluster(context.Context, string) ([]resolver.ClusterRecord, error) {
+	return nil, nil
+}
+func (f *discardFleet) FleetActive(context.Context, time.Time) (map[string][]resolver.VersionCount, error) {
+	return nil, nil
+}
+func (f *discardFleet) PurgeFleet(context.Context, time.Time) (int64, error) { return 0, nil }

@@ -56,6 +56,8 @@ func snapshot() (*resolver.Snapshot, int, error) {
 		{Name: "stable", Source: "k3s", Stream: resolver.Testing, Latest: "v1.33.6+k3s1", Redirect: redirect},
 		{Name: "latest", Source: "k3s", Stream: resolver.Testing, Include: regexp.MustCompile(`.*`), Exclude: regexp.MustCompile(`^[^+]+-`), Redirect: redirect},
 		{Name: "testing", Source: "k3s", Stream: resolver.Testing, Include: regexp.MustCompile(`-(alpha|beta|rc)`), Redirect: redirect},
+		// Each cluster's next step, held a second after it reports a version.
+		{Name: "stepwise", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: time.Second, Redirect: redirect},
 	}
 	for minor := 16; minor <= 34; minor++ {
 		channels = append(channels, resolver.Channel{

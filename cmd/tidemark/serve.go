@@ -146,6 +146,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Data:        st,
 		Sources:     sources,
 		Channels:    cfg.Channels,
+		Fleet:       server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
 	})
 	if err != nil {
 		return err

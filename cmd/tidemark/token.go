@@ -33,7 +33,7 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 	var name string
 	var scopes []string
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --scope promote|scan|admin",
+		Use:   "create --name NAME --scope promote|scan|read|admin",
 		Short: "Create a token and print it, once, alone on stdout",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,7 +61,7 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 	}
 	cf.registerPath(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "token name, recorded as the actor of its writes (required)")
-	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "promote, scan or admin; repeat or comma-separate (required)")
+	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "promote, scan, read or admin; repeat or comma-separate (required)")
 	return cmd
 }
 

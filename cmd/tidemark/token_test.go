@@ -40,6 +40,7 @@ func TestTokenCommands(t *testing.T) {
 		{"DATABASE_URL alone is enough", onlyURL, []string{"token", "create", "--name", "ci", "--scope", "promote,scan"}, 0, "tdm_", "shown this once"},
 		{"a config file names the database", nothing, []string{"token", "create", "--config", withDB, "--name", "ops", "--scope", "admin", "--scope", "admin"}, 0, "tdm_", ""},
 		{"TIDEMARK_CONFIG names the file", nothing.with("TIDEMARK_CONFIG", withDB), []string{"token", "list"}, 0, "NAME", ""},
+		{"the read scope is one", onlyURL, []string{"token", "create", "--name", "reader", "--scope", "read"}, 0, "tdm_", ""},
 		{"a taken name is refused", onlyURL, []string{"token", "create", "--name", "ci", "--scope", "scan"}, 1, "", "already exists"},
 		{"an unknown scope is named", onlyURL, []string{"token", "create", "--name", "x", "--scope", "deploy"}, 1, "", `unknown scope "deploy"`},
 		{"no scope", onlyURL, []string{"token", "create", "--name", "x"}, 1, "", "needs --scope"},
@@ -81,7 +82,7 @@ func TestTokenCommands(t *testing.T) {
 			t.Error("ops is not revoked")
 		}
 	}
-	if len(got) != 2 || got["ci"] != "promote,scan" || got["ops"] != "admin" {
-		t.Errorf("tokens in the database: %v, want ci=promote,scan and ops=admin", got)
+	if len(got) != 3 || got["ci"] != "promote,scan" || got["ops"] != "admin" || got["reader"] != "read" {
+		t.Errorf("tokens in the database: %v, want ci=promote,scan, ops=admin and reader=read", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
+	"stepwise", "settle",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -95,6 +96,18 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	c.Include = p.either(f, item, "latestRegexp", "include")
 	c.Exclude = p.either(f, item, "excludeRegexp", "exclude")
 	c.Builds = p.boolean(f["builds"], item, "builds")
+
+	c.Stepwise = p.boolean(f["stepwise"], item, "stepwise")
+	if d, ok := p.duration(f["settle"], item, "settle"); ok {
+		switch {
+		case d < 0:
+			p.add(deref(f["settle"]), item, "settle: want a duration >= 0, got %s", d)
+		case !c.Stepwise:
+			p.add(deref(f["settle"]), item, "settle: only a stepwise channel settles; add stepwise: true or remove settle")
+		default:
+			c.Settle = d
+		}
+	}
 
 	c.Redirect = redirectBase
 	if v, ok := p.str(f["redirect"], item, "redirect"); ok && p.redirect(f["redirect"], item, "redirect", v) {

@@ -66,6 +66,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		File:       "t.yaml",
 		Listen:     ":8080",
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
+		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow},
 		Sources: []Source{{
 			Source: indexer.Source{
 				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},

@@ -56,7 +56,17 @@ func TestParseRejects(t *testing.T) {
 		{"build pattern without a group", "sources:\n  - name: a\n    image: rancher/k3s\n    scheme: semver\n    build: 'k3s\\d+'\n", []string{
 			"t.yaml:5: source \"a\": build: `k3s\\d+` has no capture group for the build number, like `k3s(\\d+)`"}},
 		{"interval that is not a duration", base + "    interval: 15\n", []string{
-			`t.yaml:9: source "k3s": interval: want a duration like 15m or 30s, got "15"`}},
+			`t.yaml:9: source "k3s": interval: want a duration like 15m, 30s or 30d, got "15"`}},
+		{"settle without stepwise", base + "channels:\n  - name: c\n    source: k3s\n    settle: 30m\n", []string{
+			`t.yaml:12: channel "c": settle: only a stepwise channel settles; add stepwise: true or remove settle`}},
+		{"negative settle", base + "channels:\n  - name: c\n    source: k3s\n    stepwise: true\n    settle: -1m\n", []string{
+			`t.yaml:13: channel "c": settle: want a duration >= 0, got -1m0s`}},
+		{"fleet retention that is not a duration", base + "fleet: {retention: 30 days}\n", []string{
+			`t.yaml:9: fleet.retention: want a duration like 15m, 30s or 30d, got "30 days"`}},
+		{"fleet active window longer than retention", base + "fleet:\n  retention: 1h\n  active_window: 2h\n", []string{
+			`t.yaml:10: fleet: active_window 2h0m0s is longer than retention 1h0m0s; records would be purged while active`}},
+		{"unknown fleet key", base + "fleet:\n  retension: 1d\n", []string{
+			`t.yaml:10: fleet: unknown key "retension"`}},
 		{"interval under the minimum", base + "    interval: 5s\n", []string{
 			`t.yaml:9: source "k3s": interval: 5s is shorter than the minimum 10s`}},
 		{"bad source exclude regexp", base + "    exclude: '[a-'\n", []string{

@@ -220,8 +220,14 @@ func (p *parser) duration(n *yaml.Node, item, key string) (time.Duration, bool) 
 		return 0, false
 	}
 	d, err := time.ParseDuration(s)
+	if days, cut := strings.CutSuffix(s, "d"); err != nil && cut {
+		// Days, which Go's durations lack: retention is said in them.
+		if n, aerr := strconv.Atoi(days); aerr == nil && n >= 0 && n <= 100000 {
+			d, err = time.Duration(n)*24*time.Hour, nil
+		}
+	}
 	if err != nil {
-		p.add(n, item, "%swant a duration like 15m or 30s, got %q", prefix(key), s)
+		p.add(n, item, "%swant a duration like 15m, 30s or 30d, got %q", prefix(key), s)
 		return 0, false
 	}
 	return d, true

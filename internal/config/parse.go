@@ -17,7 +17,7 @@ import (
 )
 
 var topKeys = []string{
-	"listen", "external_url", "database_url", "defaults", "sources", "registries", "channels",
+	"listen", "external_url", "database_url", "defaults", "sources", "registries", "channels", "fleet",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
 }
@@ -78,6 +78,7 @@ func (p *parser) parse(data []byte) *Config {
 		redirectBase = ""
 	}
 	p.registries(top["registries"], cfg)
+	cfg.Fleet = p.fleet(top["fleet"])
 	cfg.Sources = p.sources(top["sources"])
 	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)

@@ -1,0 +1,87 @@
+package resolver
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sighting is one channel request from a cluster (CONTRACT section 5), as
+// the server hands it to the fleet recorder.
+type Sighting struct {
+	Cluster  string
+	Channel  string
+	Reported string    // canonical version the cluster reports; "" when it reports none
+	Served   string    // canonical version answered; "" when none (a 404)
+	At       time.Time // when the request came
+	// Since is when this replica first saw Reported in the batch being
+	// written (At for a single sighting); the store keeps the earliest.
+	Since time.Time
+}
+
+// ClusterRecord is what the fleet knows of one cluster on one channel.
+type ClusterRecord struct {
+	ID            string
+	Channel       string
+	Reported      string    // "" when it never reported a version
+	ReportedSince time.Time // when any replica first saw Reported; zero when none
+	Served        string    // "" when never answered with a version
+	FirstSeen     time.Time
+	LastSeen      time.Time
+}
+
+// VersionCount is how many clusters have one version.
+type VersionCount struct {
+	Version  string
+	Clusters int
+}
+
+// FleetSummary is one channel's fleet: every recorded cluster, how many
+// were seen within the active window, and counts by reported and served
+// version.
+type FleetSummary struct {
+	Channel  string
+	Clusters int
+	Active   int
+	Versions []VersionCount
+	Served   []VersionCount
+}
+
+// ClusterQuery selects a page of one channel's clusters, ordered by ID.
+type ClusterQuery struct {
+	Channel string
+	Version string    // "": any reported version
+	Stale   bool      // only clusters last seen before ActiveSince
+	Since   time.Time // the start of the active window
+	Limit   int
+	After   string // the last ID of the previous page
+}
+
+// SortNewestFirst orders counts by version, newest first, under the scheme
+// of channel's source; what does not parse goes last, by name.
+func (s *Snapshot) SortNewestFirst(channel string, counts []VersionCount) {
+	type keyed struct {
+		v  Version
+		ok bool
+	}
+	keys := make(map[string]keyed, len(counts))
+	for _, c := range counts {
+		v, ok := s.Reported(channel, c.Version)
+		keys[c.Version] = keyed{v, ok}
+	}
+	slices.SortFunc(counts, func(a, b VersionCount) int {
+		ka, kb := keys[a.Version], keys[b.Version]
+		switch {
+		case ka.ok && kb.ok:
+			if c := Compare(kb.v, ka.v); c != 0 {
+				return c
+			}
+		case ka.ok != kb.ok:
+			if ka.ok {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Version, b.Version)
+	})
+}

@@ -1,0 +1,333 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// FleetStore keeps the fleet (*store.Store).
+type FleetStore interface {
+	RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error)
+	FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error)
+	FleetClusters(ctx context.Context, q resolver.ClusterQuery) ([]resolver.ClusterRecord, string, error)
+	FleetCluster(ctx context.Context, id string) ([]resolver.ClusterRecord, error)
+	FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error)
+	PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
+// FleetOptions configure fleet recording (CONTRACT section 5).
+type FleetOptions struct {
+	// Store keeps the records. nil: nothing is recorded and the fleet
+	// routes answer 503; stepwise channels still answer, settling on this
+	// replica's own clock.
+	Store FleetStore
+	// Retention is how long a record outlives its last sighting. 0: 30 days.
+	Retention time.Duration
+	// ActiveWindow: a cluster seen within it is active. 0: 1h.
+	ActiveWindow time.Duration
+	// Buffer is how many sightings may wait for the flusher; beyond it they
+	// are dropped and counted. 0: 65536.
+	Buffer int
+	// FlushEvery is the flusher's period. 0: 1s (a replica's records reach
+	// the others well within the contract's 5 s).
+	FlushEvery time.Duration
+}
+
+const (
+	defaultRetention    = 30 * 24 * time.Hour
+	defaultActiveWindow = time.Hour
+	defaultFleetBuffer  = 1 << 16
+	defaultFlushEvery   = time.Second
+	// maxPending bounds the sightings coalesced between two flushes: one
+	// per (channel, cluster), so a fleet this large seen within one second.
+	maxPending    = 1 << 17
+	fleetPurgeGap = 10 * time.Minute
+	fleetGaugeGap = 30 * time.Second
+	fleetWriteMax = 5 * time.Second // one flush's deadline
+)
+
+// recorder takes sightings off the request path: a request sends on a
+// buffered channel and never waits (a full buffer drops and counts); one
+// goroutine coalesces them per (channel, cluster) and writes a batch every
+// FlushEvery. While the database is down a flush fails after its deadline,
+// its batch is dropped and counted, and the buffer fills and drops too, so
+// memory stays bounded and no request notices.
+type recorder struct {
+	opts     FleetOptions
+	in       chan resolver.Sighting
+	dropped  prometheus.Counter
+	written  prometheus.Counter
+	flushDur prometheus.Histogram
+	clusters *prometheus.GaugeVec
+	// settle is each (channel, cluster)'s reported version and since when,
+	// for stepwise channels' settle: kept in memory because a request may
+	// not touch the database (see since).
+	settle sync.Map // settleKey -> *settling
+}
+
+type settling struct {
+	reported string
+	since    atomic.Int64 // unix nanoseconds
+	seen     atomic.Int64
+}
+
+func settleKey(channel, cluster string) string { return channel + "\x00" + cluster }
+
+func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error) {
+	if opts.Retention <= 0 {
+		opts.Retention = defaultRetention
+	}
+	if opts.ActiveWindow <= 0 {
+		opts.ActiveWindow = defaultActiveWindow
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = defaultFleetBuffer
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = defaultFlushEvery
+	}
+	r := &recorder{
+		opts: opts,
+		in:   make(chan resolver.Sighting, opts.Buffer),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tidemark_fleet_dropped_total",
+			Help: "Cluster sightings dropped: the buffer was full or the database did not take them.",
+		}),
+		written: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tidemark_fleet_records_written_total",
+			Help: "Fleet records written (one per channel and cluster per flush).",
+		}),
+		flushDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tidemark_fleet_flush_duration_seconds",
+			Help:    "Time to write one batch of fleet records.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		// Labels are channel and version only: cluster IDs are customer
+		// data and never a label.
+		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tidemark_fleet_clusters",
+			Help: "Active clusters (seen within fleet.active_window) by channel and reported version.",
+		}, []string{"channel", "version"}),
+	}
+	for _, c := range []prometheus.Collector{r.dropped, r.written, r.flushDur, r.clusters} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// record queues s; it never blocks.
+func (r *recorder) record(s resolver.Sighting) {
+	if r.opts.Store == nil {
+		return
+	}
+	select {
+	case r.in <- s:
+	default:
+		r.dropped.Inc()
+	}
+}
+
+// since is when this replica first saw cluster report reported on channel,
+// or, once a flush has come back, when any replica did (the database's
+// reported_since, which is earlier or equal). Before that write returns it
+// is this replica's own first sighting: a lower bound on how long the
+// cluster has run its version, so settle can only hold a cluster longer
+// than the fleet says, never move it early.
+func (r *recorder) since(channel, cluster, reported string, now time.Time) time.Time {
+	key := settleKey(channel, cluster)
+	if v, ok := r.settle.Load(key); ok {
+		st := v.(*settling)
+		if st.reported == reported {
+			st.seen.Store(now.UnixNano())
+			return time.Unix(0, st.since.Load())
+		}
+	}
+	st := &settling{reported: reported}
+	st.since.Store(now.UnixNano())
+	st.seen.Store(now.UnixNano())
+	r.settle.Store(key, st)
+	return now
+}
+
+// adopt takes the database's reported_since for the settle clocks.
+func (r *recorder) adopt(recs []resolver.ClusterRecord) {
+	for _, c := range recs {
+		if c.ReportedSince.IsZero() {
+			continue
+		}
+		v, ok := r.settle.Load(settleKey(c.Channel, c.ID))
+		if !ok {
+			continue
+		}
+		st := v.(*settling)
+		if st.reported != c.Reported {
+			continue
+		}
+		if db := c.ReportedSince.UnixNano(); db < st.since.Load() {
+			st.since.Store(db)
+		}
+	}
+}
+
+// sweep forgets settle clocks of clusters not seen within the active
+// window; one that comes back is corrected by the database at its first
+// flush.
+func (r *recorder) sweep(now time.Time) {
+	cutoff := now.Add(-r.opts.ActiveWindow).UnixNano()
+	r.settle.Range(func(k, v any) bool {
+		if v.(*settling).seen.Load() < cutoff {
+			r.settle.Delete(k)
+		}
+		return true
+	})
+}
+
+type fleetKey struct{ channel, cluster string }
+
+// run flushes every FlushEvery until ctx ends, then drains what is queued
+// and flushes once more.
+func (r *recorder) run(ctx context.Context, log func(msg string, args ...any)) {
+	flush := time.NewTicker(r.opts.FlushEvery)
+	defer flush.Stop()
+	pending := make(map[fleetKey]resolver.Sighting)
+	for {
+		select {
+		case s := <-r.in:
+			r.merge(pending, s)
+		case <-flush.C:
+			r.flush(ctx, pending, log)
+			clear(pending)
+		case <-ctx.Done():
+		drain:
+			for {
+				select {
+				case s := <-r.in:
+					r.merge(pending, s)
+				default:
+					break drain
+				}
+			}
+			r.flush(context.WithoutCancel(ctx), pending, log)
+			return
+		}
+	}
+}
+
+// merge coalesces s into the pending batch: the latest sighting, with the
+// earliest time its reported version was seen.
+func (r *recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sighting) {
+	k := fleetKey{s.Channel, s.Cluster}
+	p, ok := pending[k]
+	if !ok {
+		if len(pending) >= maxPending {
+			r.dropped.Inc()
+			return
+		}
+		s.Since = s.At
+		pending[k] = s
+		return
+	}
+	if s.At.After(p.At) {
+		p.At = s.At
+	}
+	if s.Served != "" {
+		p.Served = s.Served
+	}
+	if s.Reported != "" && s.Reported != p.Reported {
+		p.Reported, p.Since = s.Reported, s.At
+	}
+	pending[k] = p
+}
+
+func (r *recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sighting, log func(msg string, args ...any)) {
+	if len(pending) == 0 {
+		return
+	}
+	batch := make([]resolver.Sighting, 0, len(pending))
+	for _, s := range pending {
+		batch = append(batch, s)
+	}
+	ctx, cancel := context.WithTimeout(ctx, fleetWriteMax)
+	defer cancel()
+	start := time.Now()
+	recs, err := r.opts.Store.RecordFleet(ctx, batch)
+	r.flushDur.Observe(time.Since(start).Seconds())
+	r.written.Add(float64(len(recs)))
+	r.adopt(recs)
+	if err != nil {
+		r.dropped.Add(float64(len(batch) - len(recs)))
+		log("fleet records dropped: the database did not take them", "records", len(batch)-len(recs), "err", err)
+	}
+}
+
+// maintain purges records past retention, refreshes the active-clusters
+// gauge and sweeps settle clocks, until ctx ends.
+func (r *recorder) maintain(ctx context.Context, log func(msg string, args ...any)) {
+	gauge := time.NewTicker(fleetGaugeGap)
+	defer gauge.Stop()
+	purge := time.NewTicker(fleetPurgeGap)
+	defer purge.Stop()
+	r.refreshGauge(ctx, log)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-gauge.C:
+			r.refreshGauge(ctx, log)
+			r.sweep(time.Now())
+		case <-purge.C:
+			n, err := r.opts.Store.PurgeFleet(ctx, time.Now().Add(-r.opts.Retention))
+			if err != nil && ctx.Err() == nil {
+				log("fleet purge failed", "err", err)
+			} else if n > 0 {
+				log("fleet records purged", "records", n, "retention", r.opts.Retention)
+			}
+		}
+	}
+}
+
+func (r *recorder) refreshGauge(ctx context.Context, log func(msg string, args ...any)) {
+	active, err := r.opts.Store.FleetActive(ctx, time.Now().Add(-r.opts.ActiveWindow))
+	if err != nil {
+		if ctx.Err() == nil {
+			log("counting active clusters failed", "err", err)
+		}
+		return
+	}
+	r.clusters.Reset()
+	for ch, counts := range active {
+		for _, c := range counts {
+			r.clusters.WithLabelValues(ch, c.Version).Set(float64(c.Clusters))
+		}
+	}
+}
+
+// clusterID is the request's X-SUC-Cluster-ID when it is one (1-128 of
+// [A-Za-z0-9._:-]); anything else counts as absent.
+func clusterID(r *http.Request) string {
+	v := r.Header["X-Suc-Cluster-Id"]
+	if len(v) == 0 {
+		return ""
+	}
+	id := v[0]
+	if len(id) == 0 || len(id) > 128 {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return ""
+		}
+	}
+	return id
+}

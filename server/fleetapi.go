@@ -1,0 +1,135 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Fleet pages: 100 clusters unless asked, at most 1000.
+const (
+	defaultFleetLimit = 100
+	maxFleetLimit     = 1000
+)
+
+// registerFleet adds the fleet reads (CONTRACT section 5). They need a
+// token (scope read, promote or admin): cluster IDs are customer data.
+func (s *Server) registerFleet(e *echo.Echo) {
+	read := s.requireRead()
+	s.get(e, "/api/v1/fleet", s.fleetSummary, s.dbDeadline, s.fleetAvailable, read)
+	s.get(e, "/api/v1/fleet/clusters", s.fleetClusters, s.dbDeadline, s.fleetAvailable, read)
+	s.get(e, "/api/v1/fleet/clusters/:id", s.fleetCluster, s.dbDeadline, s.fleetAvailable, read)
+}
+
+func (s *Server) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.opts.Fleet.Store == nil {
+			return s.writeUnavailable(c)
+		}
+		return next(c)
+	}
+}
+
+// fleetChannel is the ?channel= of a fleet read: required, and configured.
+func (s *Server) fleetChannel(c echo.Context) (*view, string, error) {
+	name := c.QueryParam("channel")
+	if name == "" {
+		return nil, "", invalidParam("channel", "channel is required: ?channel=<name>")
+	}
+	v, err := s.view()
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := v.channel(name); err != nil {
+		return nil, "", badParam("channel", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
+	}
+	return v, name, nil
+}
+
+func (s *Server) fleetSummary(c echo.Context) error {
+	v, name, err := s.fleetChannel(c)
+	if err != nil {
+		return err
+	}
+	sum, err := s.opts.Fleet.Store.FleetSummary(c.Request().Context(), name, time.Now().Add(-s.fleet.opts.ActiveWindow))
+	if err != nil {
+		return err
+	}
+	v.snap.SortNewestFirst(name, sum.Versions)
+	v.snap.SortNewestFirst(name, sum.Served)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, openapi.FleetSummary{
+		Channel: sum.Channel, Clusters: sum.Clusters, Active: sum.Active,
+		Versions: countsJSON(sum.Versions), Served: countsJSON(sum.Served),
+	})
+}
+
+func (s *Server) fleetClusters(c echo.Context) error {
+	v, name, err := s.fleetChannel(c)
+	if err != nil {
+		return err
+	}
+	q := resolver.ClusterQuery{Channel: name, Limit: defaultFleetLimit, After: c.QueryParam("after"),
+		Since: time.Now().Add(-s.fleet.opts.ActiveWindow)}
+	if ver := c.QueryParam("version"); ver != "" {
+		// Records keep canonical versions; a tag asks for its version.
+		q.Version = ver
+		if rv, ok := v.snap.Reported(name, ver); ok {
+			q.Version = rv.String()
+		}
+	}
+	if st := c.QueryParam("stale"); st != "" {
+		if q.Stale, err = strconv.ParseBool(st); err != nil {
+			return invalidParam("stale", "stale %q: want true or false", st)
+		}
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxFleetLimit {
+			return invalidParam("limit", "limit %q: want 1 to %d", l, maxFleetLimit)
+		}
+		q.Limit = n
+	}
+	page, next, err := s.opts.Fleet.Store.FleetClusters(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := openapi.FleetClusterPage{Clusters: clustersJSON(page), Next: strOrNil(next)}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) fleetCluster(c echo.Context) error {
+	id := pathParam(c, "id")
+	recs, err := s.opts.Fleet.Store.FleetCluster(c.Request().Context(), id)
+	if err != nil {
+		return badParam("id", err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, openapi.FleetClusterChannels{ID: id, Channels: clustersJSON(recs)})
+}
+
+func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
+	out := make([]openapi.VersionCount, len(cs))
+	for i, c := range cs {
+		out[i] = openapi.VersionCount{Version: c.Version, Clusters: c.Clusters}
+	}
+	return out
+}
+
+func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
+	out := make([]openapi.FleetCluster, len(recs))
+	for i, r := range recs {
+		out[i] = openapi.FleetCluster{
+			ID: r.ID, Channel: r.Channel, Reported: strOrNil(r.Reported), ReportedSince: timeOrNil(r.ReportedSince),
+			Served: strOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
+		}
+	}
+	return out
+}

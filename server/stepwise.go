@@ -1,0 +1,93 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// clusterAnswer is the answer of channel entry e to request r: e itself for
+// a plain channel, the cluster's next step for a stepwise one (CONTRACT
+// section 6). A request from a cluster (X-SUC-Cluster-ID) is recorded in
+// the fleet on the way, off the request path. The work is bounded: header
+// reads, map lookups (the reported version in the index, its step in the
+// view), and a parse when the version was never indexed.
+func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*channelEntry, error) {
+	id := clusterID(r)
+	ch := &e.ans.Channel
+	if id == "" && !ch.Stepwise {
+		// The plain hot path: nothing to read or record.
+		if e.ans.Tag == nil {
+			return nil, noAnswer(e.ans)
+		}
+		return e, nil
+	}
+	now := time.Now()
+	reported, ok := reportedVersion(r, v, ch.Name)
+	sighting := resolver.Sighting{Cluster: id, Channel: ch.Name, At: now}
+	if ok {
+		sighting.Reported = reported.String()
+	}
+	ans, err := s.answerFor(v, e, id, reported, ok, now)
+	if id != "" {
+		if ans != nil {
+			sighting.Served = ans.version
+		}
+		s.fleet.record(sighting)
+	}
+	return ans, err
+}
+
+func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolver.Version, ok bool, now time.Time) (*channelEntry, error) {
+	ch := &e.ans.Channel
+	if e.ans.Tag == nil {
+		return nil, noAnswer(e.ans)
+	}
+	if !ch.Stepwise {
+		return e, nil
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
+			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
+			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)
+	}
+	next, err := v.snap.NextStep(ch.Name, reported)
+	if err != nil {
+		return nil, err
+	}
+	// Settle holds a cluster at its version until it has reported it for
+	// ch.Settle. A request without a cluster ID has no history to settle
+	// on (a person asking with ?current=) and gets the step at once.
+	if ch.Settle > 0 && id != "" {
+		if since := s.fleet.since(ch.Name, id, reported.String(), now); now.Sub(since) < ch.Settle {
+			next = reported
+		}
+	}
+	if se := e.steps[next.String()]; se != nil {
+		return se, nil
+	}
+	// Outside the precomputed answers: a version above the channel's, on
+	// another major, or never indexed. Bounded: one lookup and one entry.
+	tag := resolver.Tag{Name: next.String(), Version: next, Valid: true}
+	if vv, err := v.snap.Version(ch.Source, next.String()); err == nil {
+		tag = vv.Tag
+	}
+	return stepEntry(e.ans, tag, s.opts.ExternalURL), nil
+}
+
+// reportedVersion is the version a request reports: X-SUC-Latest-Version,
+// else ?current=, read with the channel's source's scheme (a tag such as
+// v1.33.6-k3s1 works); ok is false when neither parses.
+func reportedVersion(r *http.Request, v *view, channel string) (resolver.Version, bool) {
+	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" {
+		if rv, ok := v.snap.Reported(channel, h[0]); ok {
+			return rv, true
+		}
+	}
+	if r.URL.RawQuery == "" {
+		return resolver.Version{}, false
+	}
+	return v.snap.Reported(channel, r.URL.Query().Get("current"))
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// fleetChunk is the most rows one upsert statement carries: large enough
+// that a busy second is a handful of statements, small enough that one
+// statement's locks and WAL stay short.
+const fleetChunk = 5000
+
+// fleetUpsert writes a batch of sightings in one statement (the arrays are
+// columns). reported_since is kept while the reported version stays the
+// same, taking the earliest any replica saw, so replicas agree on it to
+// their clocks' skew; it starts again when the version changes. An empty
+// reported or served (none this time) keeps what was known.
+const fleetUpsert = `
+insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served)
+select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served
+from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[])
+	as u(channel, cluster, at, reported, since, served)
+on conflict (channel, cluster) do update set
+	first_seen = least(f.first_seen, excluded.first_seen),
+	last_seen = greatest(f.last_seen, excluded.last_seen),
+	reported = case when excluded.reported = '' then f.reported else excluded.reported end,
+	reported_since = case
+		when excluded.reported = '' then f.reported_since
+		when excluded.reported = f.reported then least(f.reported_since, excluded.reported_since)
+		else excluded.reported_since end,
+	served = case when excluded.served = '' then f.served else excluded.served end
+returning f.channel, f.cluster, f.reported, f.reported_since`
+
+// RecordFleet writes sightings, at most one per (channel, cluster) (the
+// recorder coalesces), and returns each written row's reported version and
+// since when: the earliest any replica saw it, which the caller's settle
+// clock adopts. Rows are written in key order, so two replicas writing
+// overlapping batches lock them in the same order and never deadlock.
+func (s *Store) RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error) {
+	rows := slices.Clone(sightings)
+	slices.SortFunc(rows, func(a, b resolver.Sighting) int {
+		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Cluster, b.Cluster))
+	})
+	out := make([]resolver.ClusterRecord, 0, len(rows))
+	for len(rows) > 0 {
+		n := min(len(rows), fleetChunk)
+		chunk := rows[:n]
+		rows = rows[n:]
+		cols := struct {
+			channel, cluster, reported, served []string
+			at, since                          []time.Time
+		}{}
+		for _, r := range chunk {
+			since := r.Since
+			if since.IsZero() {
+				since = r.At
+			}
+			cols.channel = append(cols.channel, r.Channel)
+			cols.cluster = append(cols.cluster, r.Cluster)
+			cols.reported = append(cols.reported, r.Reported)
+			cols.served = append(cols.served, r.Served)
+			cols.at = append(cols.at, r.At)
+			cols.since = append(cols.since, since)
+		}
+		err := s.inTx(ctx, fmt.Sprintf("record %d fleet sightings", n), func(tx pgx.Tx) error {
+			res, err := tx.Query(ctx, fleetUpsert, cols.channel, cols.cluster, cols.at, cols.reported, cols.since, cols.served)
+			if err != nil {
+				return err
+			}
+			defer res.Close()
+			for res.Next() {
+				var c resolver.ClusterRecord
+				var since *time.Time
+				if err := res.Scan(&c.Channel, &c.ID, &c.Reported, &since); err != nil {
+					return err
+				}
+				if since != nil {
+					c.ReportedSince = *since
+				}
+				out = append(out, c)
+			}
+			return res.Err()
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+const fleetColumns = `channel, cluster, reported, reported_since, served, first_seen, last_seen`
+
+func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
+	var c resolver.ClusterRecord
+	var since *time.Time
+	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.FirstSeen, &c.LastSeen)
+	if since != nil {
+		c.ReportedSince = *since
+	}
+	return c, err
+}
+
+// FleetSummary counts channel's clusters: all of them, those seen since
+// activeSince, and by reported and by served version (unordered; the
+// caller orders versions by its scheme). Each count is one pass over an
+// index that holds last_seen (migration 004).
+func (s *Store) FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error) {
+	sum := resolver.FleetSummary{Channel: channel, Versions: []resolver.VersionCount{}, Served: []resolver.VersionCount{}}
+	err := s.inTxOpts(ctx, fmt.Sprintf("fleet summary of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select reported, count(*), count(*) filter (where last_seen >= $2)
+			from fleet where channel = $1 group by reported`, channel, activeSince)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v string
+			var n, active int
+			if err := rows.Scan(&v, &n, &active); err != nil {
+				rows.Close()
+				return err
+			}
+			sum.Clusters += n
+			sum.Active += active
+			if v != "" {
+				sum.Versions = append(sum.Versions, resolver.VersionCount{Version: v, Clusters: n})
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `select served, count(*) from fleet where channel = $1 and served <> '' group by served`, channel)
+		if err != nil {
+			return err
+		}
+		sum.Served, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.VersionCount, error) {
+			var c resolver.VersionCount
+			return c, r.Scan(&c.Version, &c.Clusters)
+		})
+		if sum.Served == nil {
+			sum.Served = []resolver.VersionCount{}
+		}
+		return err
+	})
+	return sum, err
+}
+
+// FleetClusters is one page of a channel's clusters by ID; next is the last
+// ID when more may follow, "" at the end.
+func (s *Store) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (page []resolver.ClusterRecord, next string, err error) {
+	if q.Limit <= 0 {
+		return nil, "", fmt.Errorf("%w: fleet page limit %d", resolver.ErrInvalid, q.Limit)
+	}
+	err = s.inTxOpts(ctx, fmt.Sprintf("list fleet clusters of channel %q", q.Channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet
+			where channel = $1 and cluster > $2
+				and ($3 = '' or reported = $3)
+				and (not $4 or last_seen < $5)
+			order by cluster limit $6`, q.Channel, q.After, q.Version, q.Stale, q.Since, q.Limit+1)
+		if err != nil {
+			return err
+		}
+		page, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.ClusterRecord, error) { return scanCluster(r) })
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(page) > q.Limit {
+		page = page[:q.Limit]
+		next = page[len(page)-1].ID
+	}
+	return page, next, nil
+}
+
+// FleetCluster is every channel record of one cluster, by channel.
+// ErrNotFound when the fleet has none.
+func (s *Store) FleetCluster(ctx context.Context, id string) ([]resolver.ClusterRecord, error) {
+	var out []resolver.ClusterRecord
+	err := s.inTxOpts(ctx, fmt.Sprintf("fleet cluster %q", id), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet where cluster = $1 order by channel`, id)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.ClusterRecord, error) { return scanCluster(r) })
+		if err == nil && len(out) == 0 {
+			return fmt.Errorf("%w: cluster %q is not in the fleet", resolver.ErrNotFound, id)
+		}
+		return err
+	})
+	return out, err
+}
+
+// FleetActive counts the clusters seen since activeSince by channel and
+// reported version (the tidemark_fleet_clusters gauge).
+func (s *Store) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
+	out := map[string][]resolver.VersionCount{}
+	err := s.inTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select channel, reported, count(*) from fleet
+			where last_seen >= $1 and reported <> '' group by channel, reported`, activeSince)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ch string
+			var c resolver.VersionCount
+			if err := rows.Scan(&ch, &c.Version, &c.Clusters); err != nil {
+				return err
+			}
+			out[ch] = append(out[ch], c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// PurgeFleet deletes the records last seen before cutoff, a bounded batch
+// per statement so that no purge holds many row locks at once against the
+// recorders' upserts. It returns how many went.
+func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.inTx(ctx, "purge fleet", func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `delete from fleet where ctid = any(array(
+				select ctid from fleet where last_seen < $1 limit 10000))`, cutoff)
+			n = tag.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil || n < 10000 {
+			return total, err
+		}
+	}
+}
