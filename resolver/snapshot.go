@@ -28,6 +28,9 @@ type Snapshot struct {
 	// so that Apply can recompute them without the caller restating them.
 	channels []Channel
 	states   map[string]ChannelState
+	// soakEnds maps a source to the earliest end of a soak that holds one
+	// of its versions, under the source's gates or a channel's own soak.
+	soakEnds map[string]time.Time
 }
 
 // sourceIndex is one source, indexed.
@@ -42,6 +45,9 @@ type sourceIndex struct {
 	tags   []VersionView
 	byTag  map[string]int
 	blocks map[string]Block
+	// soakEnd is the earliest end of a source soak still running when the
+	// index was built; zero: none.
+	soakEnd time.Time
 }
 
 // NewSnapshot indexes data. channels are the configured channels; states maps
@@ -52,7 +58,7 @@ func NewSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 		bySource: make(map[string]*sourceIndex, len(data)),
 	}
 	for i := range data {
-		idx := indexSource(&data[i])
+		idx := indexSource(&data[i], loadedAt)
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
@@ -66,8 +72,9 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	s.byChannel = make(map[string]int, len(channels))
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]filter, len(channels))
+	s.soakEnds = soakEnds(s.sources, channels, s.bySource, s.LoadedAt)
 	for i := range channels {
-		f := channelFilter(&channels[i])
+		f := channelFilter(&channels[i], s.LoadedAt)
 		s.answers[i] = s.answer(&channels[i], states[channels[i].Name], f)
 		// Keep the filter pointing at the snapshot's own copy of the channel.
 		f.ch = &s.answers[i].Channel
@@ -76,7 +83,7 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	}
 }
 
-func indexSource(d *SourceData) *sourceIndex {
+func indexSource(d *SourceData, now time.Time) *sourceIndex {
 	idx := &sourceIndex{
 		view: SourceView{
 			Source:   d.Source,
@@ -84,6 +91,7 @@ func indexSource(d *SourceData) *sourceIndex {
 			LastOK:   d.LastOK,
 			Tags:     len(d.Tags),
 			Streams:  make(map[Stream]int, 4),
+			HeldBy:   map[string]int{},
 		},
 		tags:   make([]VersionView, len(d.Tags)),
 		byTag:  make(map[string]int, len(d.Tags)),
@@ -107,6 +115,7 @@ func indexSource(d *SourceData) *sourceIndex {
 		if b, ok := idx.blocks[canon]; ok {
 			vv.Blocked, vv.BlockReason = true, b.Reason
 		}
+		idx.gate(&vv, now)
 		idx.tags[i] = vv
 		if j, ok := best[canon]; !ok || preferTag(canon, t.Name, d.Tags[j].Name) {
 			best[canon] = i
@@ -140,6 +149,9 @@ func indexSource(d *SourceData) *sourceIndex {
 		v := &idx.versions[i]
 		idx.byCanon[v.Version.String()] = i
 		idx.view.Streams[v.Stream]++
+		for _, h := range v.Gates.Held() {
+			idx.view.HeldBy[h]++
+		}
 	}
 	return idx
 }
@@ -213,6 +225,10 @@ func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is not indexed", c.Name, pin)
 		case v.Blocked:
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is blocked", c.Name, pin)
+		case v.registryHeld:
+			// A pin overrides a soak (force), never an incomplete or
+			// unsigned image: like a block, it holds the pin too.
+			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is held by release gates (%s)", c.Name, pin, f.gates(v).Reason())
 		default:
 			a.Tag = &v.Tag
 		}
@@ -298,6 +314,7 @@ type SourceView struct {
 	Tags     int            // present tags, parsed or not
 	Unparsed int            // present tags that are not versions
 	Streams  map[Stream]int // versions per stream (one per canonical version)
+	HeldBy   map[string]int // versions held per gate ("platforms", "signature", "soak"), the source's gates
 }
 
 // Sources lists sources in configuration order.
@@ -318,11 +335,19 @@ func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
 	return idx.view, nil
 }
 
-// VersionView is a tag with whether it is blocked.
+// VersionView is a tag with whether it is blocked and its gate state.
 type VersionView struct {
 	Tag
 	Blocked     bool
 	BlockReason string
+	// Gates is the version's state per release gate of its source when the
+	// snapshot was built; nil when the source has no gates. Servable is
+	// false while a gate holds it: no channel serves it and no resolve
+	// answer offers it, as if blocked (a channel's own soak may differ).
+	Gates    *GateState
+	Servable bool
+	// registryHeld: held by platforms or signature, which no soak lifts.
+	registryHeld bool
 }
 
 // Versions lists a source's valid versions ascending, filtered by stream
@@ -398,3 +423,61 @@ func (s *Snapshot) Version(source, versionOrTag string) (VersionView, error) {
 	}
 	return *v, nil
 }
+
+// gate evaluates v's release gates at now, and notes when a soak that
+// holds it ends.
+func (idx *sourceIndex) gate(v *VersionView, now time.Time) {
+	g := idx.view.Source.Gates
+	v.Gates, v.Servable = EvaluateGates(g, &v.Tag, now, nil)
+	if v.Gates == nil {
+		return
+	}
+	v.registryHeld = v.Gates.Platforms != "" && v.Gates.Platforms != GateOK ||
+		v.Gates.Signature != "" && v.Gates.Signature != GateOK
+	if g.Soak > 0 {
+		idx.noteSoak(v.FirstSeen.Add(g.Soak), now)
+	}
+}
+
+func (idx *sourceIndex) noteSoak(end, now time.Time) {
+	if end.After(now) && (idx.soakEnd.IsZero() || end.Before(idx.soakEnd)) {
+		idx.soakEnd = end
+	}
+}
+
+// soakEnds finds, per source, the earliest end of a soak holding one of its
+// versions: the source's own (noted when it was indexed, which may be
+// before now when Apply kept the index) or a channel's.
+func soakEnds(sources []*sourceIndex, channels []Channel, bySource map[string]*sourceIndex, now time.Time) map[string]time.Time {
+	ends := map[string]time.Time{}
+	note := func(src string, end time.Time) {
+		if cur, ok := ends[src]; !ok || end.Before(cur) {
+			ends[src] = end
+		}
+	}
+	for _, idx := range sources {
+		if !idx.soakEnd.IsZero() {
+			note(idx.view.Source.Name, idx.soakEnd)
+		}
+	}
+	for i := range channels {
+		c := &channels[i]
+		idx := bySource[c.Source]
+		if c.Soak == nil || *c.Soak <= 0 || idx == nil {
+			continue
+		}
+		for j := range idx.versions {
+			v := &idx.versions[j]
+			if end := v.FirstSeen.Add(*c.Soak); !v.registryHeld && end.After(now) {
+				note(c.Source, end)
+			}
+		}
+	}
+	return ends
+}
+
+// SoakEnds maps each source to the earliest moment at which a version of
+// it finishes a soak and may be served: the snapshot answers as of when it
+// was built, so whoever holds it builds the source again then (a moment
+// already past means now). Sources with no soak running are not listed.
+func (s *Snapshot) SoakEnds() map[string]time.Time { return s.soakEnds }
