@@ -58,13 +58,20 @@ type GateChecks struct {
 // digest (a re-tag) or of another configuration (a platform added, a key
 // rotated) do not count, and the version is held until checked again.
 func (c *GateChecks) For(g Gates, digest string) bool {
+	if len(g.Platforms) > 0 && !c.PlatformsFor(g, digest) {
+		return false
+	}
 	if c == nil || digest == "" || c.Digest != digest {
 		return false
 	}
-	if len(g.Platforms) > 0 && !sameSet(c.Platforms, g.Platforms) {
-		return false
-	}
 	return g.SignatureKeyFile == "" || (c.KeyID == g.SignatureKeyID && c.Signature != "")
+}
+
+// PlatformsFor reports whether c holds a platform check of digest against
+// g's platforms. A digest's content never changes, so such a result stands
+// for good: the indexer asks only about the signature again.
+func (c *GateChecks) PlatformsFor(g Gates, digest string) bool {
+	return c != nil && digest != "" && c.Digest == digest && sameSet(c.Platforms, g.Platforms)
 }
 
 // NeedsGateCheck reports whether the indexer should ask the registry about

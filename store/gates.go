@@ -40,12 +40,13 @@ func (s *Store) GateTargets(ctx context.Context, source string, names []string) 
 }
 
 // SetGateChecks records gate checks of tags of source (tag name -> checks),
-// replacing what was stored. A NOTIFY goes out when a stored result changed
-// (not for a check that only confirmed it), so that a rescan in which every
-// gate answers as before rebuilds no snapshot.
-func (s *Store) SetGateChecks(ctx context.Context, source string, checks map[string]resolver.GateChecks) error {
+// replacing what was stored, and reports whether a stored result changed.
+// Only then does a NOTIFY go out (not for a check that confirmed what was
+// stored), so that a rescan in which every gate answers as before rebuilds
+// no snapshot.
+func (s *Store) SetGateChecks(ctx context.Context, source string, checks map[string]resolver.GateChecks) (changed bool, err error) {
 	if len(checks) == 0 {
-		return nil
+		return false, nil
 	}
 	n := len(checks)
 	var (
@@ -64,8 +65,8 @@ func (s *Store) SetGateChecks(ctx context.Context, source string, checks map[str
 		}
 		at = append(at, c.CheckedAt)
 	}
-	return s.inTx(ctx, fmt.Sprintf("set gate checks of source %q", source), func(tx pgx.Tx) error {
-		var changed int
+	err = s.inTx(ctx, fmt.Sprintf("set gate checks of source %q", source), func(tx pgx.Tx) error {
+		var n int
 		err := tx.QueryRow(ctx, `
 			with new as (
 				select $1::text as source, tag, digest,
@@ -92,12 +93,14 @@ func (s *Store) SetGateChecks(ctx context.Context, source string, checks map[str
 				select 1 from old o where o.tag = up.tag and
 					(o.digest, o.platforms, o.missing_platforms, o.key_id, o.signature, o.signature_reason) =
 					(up.digest, up.platforms, up.missing_platforms, up.key_id, up.signature, up.signature_reason))`,
-			source, tags, digests, platforms, missing, keys, sigs, reasons, at).Scan(&changed)
-		if err != nil || changed == 0 {
+			source, tags, digests, platforms, missing, keys, sigs, reasons, at).Scan(&n)
+		if err != nil || n == 0 {
 			return err
 		}
+		changed = true
 		return s.notify(ctx, tx, "gates", source)
 	})
+	return changed, err
 }
 
 func joinList(l []string) string { return strings.Join(l, ",") }

@@ -28,8 +28,8 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 		"1.0.1": {Digest: "sha256:b", Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1",
 			Signature: resolver.GateInvalid, SignatureReason: "payload names another digest: sha256:c", CheckedAt: at},
 	}
-	if err := st.SetGateChecks(ctx, "src", checks); err != nil {
-		t.Fatal(err)
+	if changed, err := st.SetGateChecks(ctx, "src", checks); err != nil || !changed {
+		t.Fatalf("first checks: changed %v, %v", changed, err)
 	}
 	if m := next(t, got); m["kind"] != "gates" || m["source"] != "src" {
 		t.Errorf("after gate checks: %v", m)
@@ -75,8 +75,8 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 		c.CheckedAt = at.Add(time.Hour)
 		again[tag] = c
 	}
-	if err := st.SetGateChecks(ctx, "src", again); err != nil {
-		t.Fatal(err)
+	if changed, err := st.SetGateChecks(ctx, "src", again); err != nil || changed {
+		t.Fatalf("the same results again: changed %v, %v", changed, err)
 	}
 	// Notifications arrive in commit order: the next one is this, not gates.
 	if err := st.SetDigests(ctx, "src", map[string]string{"1.0.2": "sha256:d"}); err != nil {
@@ -88,8 +88,8 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 	// A changed result (the signature pushed) notifies.
 	c := checks["1.0.1"]
 	c.Signature, c.SignatureReason = resolver.GateOK, ""
-	if err := st.SetGateChecks(ctx, "src", map[string]resolver.GateChecks{"1.0.1": c}); err != nil {
-		t.Fatal(err)
+	if changed, err := st.SetGateChecks(ctx, "src", map[string]resolver.GateChecks{"1.0.1": c}); err != nil || !changed {
+		t.Fatalf("a changed result: changed %v, %v", changed, err)
 	}
 	if m := next(t, got); m["kind"] != "gates" {
 		t.Errorf("after a changed result: %v", m)
