@@ -11,7 +11,7 @@ import (
 
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
-	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
+	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect", "soak",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -95,6 +95,11 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	c.Include = p.either(f, item, "latestRegexp", "include")
 	c.Exclude = p.either(f, item, "excludeRegexp", "exclude")
 	c.Builds = p.boolean(f["builds"], item, "builds")
+	if !isNull(deref(f["soak"])) {
+		// A channel's own soak, in place of its source's; 0 lifts it.
+		d := p.soak(f["soak"], item, "soak")
+		c.Soak = &d
+	}
 
 	c.Redirect = redirectBase
 	if v, ok := p.str(f["redirect"], item, "redirect"); ok && p.redirect(f["redirect"], item, "redirect", v) {
