@@ -81,6 +81,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	for _, f := range ro.Background {
 		run(func() { f(ctx) })
 	}
+	defer s.stopSoaks()
 	err := s.Serve(ctx, ln)
 	stop()
 	wg.Wait()
