@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/tidemark-dev/tidemark/indexer/gates"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -43,6 +44,9 @@ type Source struct {
 	// Password is read at every scan so that a rotated password file is
 	// picked up. nil: no basic auth; Options.Keychain, then anonymous.
 	Password func() (string, error)
+	// SignatureKey is Gates.SignatureKeyFile parsed (the configuration
+	// reads it to validate it); nil with a signature gate: New reads it.
+	SignatureKey *gates.Key
 }
 
 // Store is what the indexer needs of *store.Store.
@@ -55,6 +59,8 @@ type Store interface {
 	FailScan(ctx context.Context, scanID int64, cause error) error
 	RecheckedAt(ctx context.Context, source string) (time.Time, error)
 	SetRecheckedAt(ctx context.Context, source string, at time.Time) error
+	GateTargets(ctx context.Context, source string, names []string) ([]resolver.Tag, error)
+	SetGateChecks(ctx context.Context, source string, checks map[string]resolver.GateChecks) (changed bool, err error)
 }
 
 // Options configure an Indexer.
@@ -166,6 +172,7 @@ type source struct {
 	registry string        // host as requests go to it, the metric label
 	limiter  *rate.Limiter // shared per registry; nil: unlimited
 	base     http.RoundTripper
+	gates    gates.Config // the registry gates, parsed
 
 	mu       sync.Mutex
 	running  *scanRun // nil when idle
@@ -252,7 +259,11 @@ func New(opts Options) (*Indexer, error) {
 		if s.Recheck == 0 {
 			s.Recheck = 24 * time.Hour
 		}
-		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base}
+		gcfg, err := gateConfig(&s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: source %q: %w", resolver.ErrInvalid, s.Name, err)
+		}
+		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base, gates: gcfg}
 		ix.sources[s.Name] = src
 		ix.order = append(ix.order, src)
 	}

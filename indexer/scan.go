@@ -104,6 +104,12 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	if derr == nil {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
 	}
+	// Gates after digests: a new digest (a new tag, a re-tag) is checked
+	// in the scan that found it. Not when the registry went down.
+	var gerr error
+	if !errors.Is(derr, errRegistryDown) {
+		gerr = ix.checkGates(ctx, log, src, rt, nil, recheck)
+	}
 	if recheck && derr == nil {
 		if err := ix.store.SetRecheckedAt(ctx, src.Name, time.Now()); err != nil {
 			log.WarnContext(ctx, "recording the digest re-check; the next scheduled scan re-checks again", "err", err)
@@ -137,6 +143,9 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		log.InfoContext(ctx, "digests interrupted; resumed next scan", "cause", context.Cause(ctx))
 	case derr != nil:
 		log.WarnContext(ctx, "digests incomplete; retried next scan", "err", derr)
+	}
+	if gerr != nil && ctx.Err() == nil {
+		log.WarnContext(ctx, "gate checks incomplete; retried next scan", "err", gerr)
 	}
 	return nil
 }

@@ -40,3 +40,9 @@ func TestRunWithoutALockSaysSo(t *testing.T) {
 		t.Errorf("Run = %v, want an error naming Options.Lock", err)
 	}
 }
+func (unusedStore) GateTargets(context.Context, string, []string) ([]resolver.Tag, error) {
+	return nil, errUnused
+}
+func (unusedStore) SetGateChecks(context.Context, string, map[string]resolver.GateChecks) (bool, error) {
+	return false, errUnused
+}

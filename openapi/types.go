@@ -56,8 +56,21 @@ type Version struct {
 	Stream    string  `json:"stream"`
 	Digest    *string `json:"digest"`
 	Blocked   bool    `json:"blocked"`
+	// Servable is false while a release gate holds the version (or it is
+	// blocked): no channel serves it and no resolve answer offers it.
+	Servable bool `json:"servable"`
+	// Gates is the state per gate of the source's; null without gates.
+	Gates *Gates `json:"gates"`
 	// PreviousDigest is set when the tag was re-pointed to another image.
 	PreviousDigest *string `json:"previous_digest,omitempty"`
+}
+
+// Gates is a version's state per release gate; a gate the source does not
+// have is left out.
+type Gates struct {
+	Platforms string `json:"platforms,omitempty"` // "ok" | "missing linux/arm64"
+	Signature string `json:"signature,omitempty"` // "ok" | "missing" | "invalid"
+	Soak      string `json:"soak,omitempty"`      // "ok" | "until 2026-11-23T05:34:23Z"
 }
 
 // Source is a source's indexing status.

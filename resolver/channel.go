@@ -29,6 +29,9 @@ type Channel struct {
 	// Settle is how long a cluster must have reported a version before a
 	// stepwise channel moves it on; 0: at once.
 	Settle time.Duration
+	// Soak is the channel's own soak gate in place of its source's
+	// (stricter or looser); nil: the source's.
+	Soak *time.Duration
 }
 
 // ChannelState is the mutable part of a channel, kept in the database.
@@ -50,12 +53,17 @@ type filter struct {
 	// are release revisions and always pass.
 	builds bool
 	cons   *constraint // ch.Constraint compiled; nil: none
+	// soak is the channel's own soak (Channel.Soak); nil: the source's
+	// gates decide alone (VersionView.Servable). now is when the snapshot
+	// was built, the moment soaks are measured at.
+	soak *time.Duration
+	now  time.Time
 }
 
 // channelFilter compiles c's constraint (memoized by text). The snapshot
 // keeps one per channel; this is for callers holding only a Channel.
-func channelFilter(c *Channel) filter {
-	return filter{ch: c, stream: c.Stream, builds: c.Builds, cons: channelConstraint(c)}
+func channelFilter(c *Channel, now time.Time) filter {
+	return filter{ch: c, stream: c.Stream, builds: c.Builds, cons: channelConstraint(c), soak: c.Soak, now: now}
 }
 
 // ok is the hot path of channel evaluation: cheapest checks first, the
@@ -66,7 +74,7 @@ func (f filter) ok(v *VersionView) bool {
 
 // base is everything but the constraint and regexps.
 func (f filter) base(v *VersionView) bool {
-	if !v.Valid || v.Blocked || !f.stream.Includes(v.Stream) {
+	if !v.Valid || v.Blocked || !f.servable(v) || !f.stream.Includes(v.Stream) {
 		return false
 	}
 	return f.builds || v.Version.Build == 0 || v.Version.Scheme != SchemeJuju
@@ -106,6 +114,8 @@ func (f filter) whyNot(v *VersionView) string {
 		return fmt.Sprintf("tag %q is not a version", v.Name)
 	case v.Blocked:
 		return fmt.Sprintf("%s is blocked", v.Version)
+	case !f.servable(v):
+		return fmt.Sprintf("%s is held by release gates (%s)", v.Version, f.gates(v).Reason())
 	case !f.stream.Includes(v.Stream):
 		return fmt.Sprintf("%s is a %s version, not served on the %s stream", v.Version, v.Stream, f.stream)
 	case !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0:
@@ -143,7 +153,7 @@ func constraintVersion(v Version) *semver.Version {
 // Snapshot.Channel). It is the uncached evaluation the snapshot runs once per
 // channel.
 func Pick(c *Channel, versions []VersionView) int {
-	return pick(channelFilter(c), versions, nil)
+	return pick(channelFilter(c, time.Now()), versions, nil)
 }
 
 // pick scans from the top: the answer is usually among the newest versions,
@@ -164,4 +174,35 @@ func pick(f filter, versions []VersionView, keys []conKey) int {
 		v := &versions[i]
 		return f.base(v) && f.regexps(v)
 	})
+}
+
+// servable is the one rule for "not servable", beside blocked: the source's
+// gates as evaluated when the snapshot was built, or, for a channel with its
+// own soak, the registry gates with the channel's soak. No allocation: it
+// runs for every version a channel looks at.
+func (f filter) servable(v *VersionView) bool {
+	if f.soak == nil {
+		return v.Servable
+	}
+	return !v.registryHeld && (*f.soak <= 0 || !f.now.Before(v.FirstSeen.Add(*f.soak)))
+}
+
+// gates is v's gate state as f sees it: the source's, with the channel's
+// own soak in place of the source's. nil when no gate applies.
+func (f filter) gates(v *VersionView) *GateState {
+	if f.soak == nil {
+		return v.Gates
+	}
+	var st GateState
+	if v.Gates != nil {
+		st = *v.Gates
+	}
+	st.Soak = ""
+	if *f.soak > 0 {
+		st.Soak = soakState(v.FirstSeen, *f.soak, f.now)
+	}
+	if st == (GateState{}) {
+		return nil
+	}
+	return &st
 }

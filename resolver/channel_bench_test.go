@@ -62,7 +62,7 @@ func BenchmarkChannelResolve(b *testing.B) {
 	idx := s.bySource["k3s-upgrade"]
 	for i := range cases {
 		c := &cases[i]
-		f := channelFilter(c)
+		f := channelFilter(c, testTime)
 		b.Run("pick/"+c.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

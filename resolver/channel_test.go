@@ -118,8 +118,8 @@ func TestFilterReasonsAgree(t *testing.T) {
 		{stream: Released},
 		{stream: Devel},
 		{stream: Testing, builds: true},
-		channelFilter(&Channel{Name: "c", Stream: Proposed, Constraint: mustConstraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}),
-		channelFilter(&Channel{Name: "r", Stream: Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}),
+		channelFilter(&Channel{Name: "c", Stream: Proposed, Constraint: mustConstraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}, testTime),
+		channelFilter(&Channel{Name: "r", Stream: Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}, testTime),
 	}
 	for _, idx := range s.sources {
 		for i := range idx.tags {

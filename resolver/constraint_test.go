@@ -268,7 +268,7 @@ func TestPickMatchesMasterminds(t *testing.T) {
 			for _, stream := range []Stream{Released, Testing} {
 				c := Channel{Name: "c", Stream: stream, Constraint: mustConstraint(t, text), ConstraintText: text}
 				want := refPick(&c, idx.versions)
-				f := channelFilter(&c)
+				f := channelFilter(&c, testTime)
 				if got := pick(f, idx.versions, idx.keys); got != want {
 					t.Errorf("%s %q on %s: keyed pick %d, Masterminds %d", idx.view.Source.Name, text, stream, got, want)
 				}

@@ -26,7 +26,7 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 	}
 	copy(n.sources, s.sources)
 	for i := range d.Sources {
-		idx := indexSource(&d.Sources[i])
+		idx := indexSource(&d.Sources[i], loadedAt)
 		name := idx.view.Source.Name
 		if old, ok := s.bySource[name]; ok {
 			for k, o := range n.sources {

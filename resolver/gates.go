@@ -10,10 +10,16 @@ import (
 // Gates are a source's release gates (contract section 9). The zero value
 // has none, and every version is servable.
 type Gates struct {
-	Platforms        []string      // "os/arch[/variant]": the tag must be an index holding each
-	SignatureKeyFile string        // cosign public key; "": no signature gate
-	Soak             time.Duration // indexed at least this long; 0: no soak gate
+	Platforms        []string // "os/arch[/variant]": the tag must be an index holding each
+	SignatureKeyFile string   // cosign public key; "": no signature gate
+	// SignatureKeyID is the key's fingerprint (indexer/gates.Key.ID): a
+	// signature checked with another key (before a rotation) does not count.
+	SignatureKeyID string
+	Soak           time.Duration // indexed at least this long; 0: no soak gate
 }
+
+// registry reports whether g has a gate the registry must be asked about.
+func (g Gates) registry() bool { return len(g.Platforms) > 0 || g.SignatureKeyFile != "" }
 
 // Enabled reports whether any gate is set.
 func (g Gates) Enabled() bool {
@@ -35,10 +41,65 @@ func (g Gates) Validate() error {
 }
 
 // GateChecks is what the registry said about a version's digest (the
-// indexer's gate checker). A version not checked yet has none: nil.
+// indexer's gate checker), as stored per tag. A tag not checked yet has
+// none: nil.
 type GateChecks struct {
+	Digest           string   // the digest checked
+	Platforms        []string // the platforms asked for, as configured then
 	MissingPlatforms []string // in the order configured
-	Signature        string   // GateOK, GateMissing or GateInvalid
+	KeyID            string   // the key the signature was checked with
+	Signature        string   // GateOK, GateMissing or GateInvalid; "": no signature gate then
+	SignatureReason  string   // why invalid
+	CheckedAt        time.Time
+}
+
+// For reports whether c are checks of g's registry gates on digest: the
+// same digest, the same platforms and the same key. Checks of another
+// digest (a re-tag) or of another configuration (a platform added, a key
+// rotated) do not count, and the version is held until checked again.
+func (c *GateChecks) For(g Gates, digest string) bool {
+	if len(g.Platforms) > 0 && !c.PlatformsFor(g, digest) {
+		return false
+	}
+	if c == nil || digest == "" || c.Digest != digest {
+		return false
+	}
+	return g.SignatureKeyFile == "" || (c.KeyID == g.SignatureKeyID && c.Signature != "")
+}
+
+// PlatformsFor reports whether c holds a platform check of digest against
+// g's platforms. A digest's content never changes, so such a result stands
+// for good: the indexer asks only about the signature again.
+func (c *GateChecks) PlatformsFor(g Gates, digest string) bool {
+	return c != nil && digest != "" && c.Digest == digest && sameSet(c.Platforms, g.Platforms)
+}
+
+// NeedsGateCheck reports whether the indexer should ask the registry about
+// t's gates on this scan: its digest is known and it has no checks that
+// count (never checked, re-tagged, configuration changed), or it is still
+// held by platforms or signature (arm64 pushed into the tag later, the
+// signature pushed after the image). A version that passed is not asked
+// again until the digest re-check schedule says so.
+func NeedsGateCheck(g Gates, t *Tag) bool {
+	if !g.registry() || !t.Valid || t.Digest == "" {
+		return false
+	}
+	c := t.Gates
+	if !c.For(g, t.Digest) {
+		return true
+	}
+	return len(g.Platforms) > 0 && len(c.MissingPlatforms) > 0 ||
+		g.SignatureKeyFile != "" && c.Signature != GateOK
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // Gate states, as served.
@@ -74,17 +135,23 @@ func (s *GateState) Held() []string {
 	return held
 }
 
-// EvaluateGates is a version's gate state at now. checks is nil until the
-// registry has been asked: a version not yet checked is held (its platforms
-// all missing, its signature missing), never served on trust. soak, when
-// not nil, is a channel's own soak in place of the source's. Without any
-// gate the state is nil (served as "gates": null) and the version servable.
-func EvaluateGates(g Gates, checks *GateChecks, indexedAt, now time.Time, soak *time.Duration) (*GateState, bool) {
+// EvaluateGates is tag t's gate state at now. Its checks (t.Gates) count
+// only when they are of its digest and of g (GateChecks.For): a version not
+// yet checked is held (its platforms all missing, its signature missing),
+// never served on trust. The soak runs from t.FirstSeen, when it was first
+// indexed. soak, when not nil, is a channel's own soak in place of the
+// source's. Without any gate the state is nil (served as "gates": null)
+// and the version servable.
+func EvaluateGates(g Gates, t *Tag, now time.Time, soak *time.Duration) (*GateState, bool) {
 	if soak != nil {
 		g.Soak = *soak
 	}
 	if !g.Enabled() {
 		return nil, true
+	}
+	checks := t.Gates
+	if !checks.For(g, t.Digest) {
+		checks = nil
 	}
 	var st GateState
 	if len(g.Platforms) > 0 {
@@ -104,10 +171,32 @@ func EvaluateGates(g Gates, checks *GateChecks, indexedAt, now time.Time, soak *
 		}
 	}
 	if g.Soak > 0 {
-		st.Soak = GateOK
-		if until := indexedAt.Add(g.Soak); now.Before(until) {
-			st.Soak = "until " + until.UTC().Format(time.RFC3339)
-		}
+		st.Soak = soakState(t.FirstSeen, g.Soak, now)
 	}
 	return &st, len(st.Held()) == 0
+}
+
+// soakState is the soak gate's state of a version indexed at indexedAt.
+func soakState(indexedAt time.Time, soak time.Duration, now time.Time) string {
+	if until := indexedAt.Add(soak); now.Before(until) {
+		return "until " + until.UTC().Format(time.RFC3339)
+	}
+	return GateOK
+}
+
+// Reason says which gates hold the version and how, for a person:
+// "platforms missing linux/arm64, soak until 2026-11-23T05:00:00Z".
+func (s *GateState) Reason() string {
+	var parts []string
+	for _, g := range s.Held() {
+		switch g {
+		case "platforms":
+			parts = append(parts, "platforms "+s.Platforms)
+		case "signature":
+			parts = append(parts, "signature "+s.Signature)
+		case "soak":
+			parts = append(parts, "soak "+s.Soak)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

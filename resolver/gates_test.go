@@ -12,8 +12,13 @@ import (
 func TestEvaluateGates(t *testing.T) {
 	indexed := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
 	now := indexed.Add(6 * time.Hour)
-	all := Gates{Platforms: []string{"linux/amd64", "linux/arm64"}, SignatureKeyFile: "/etc/tidemark/cosign.pub", Soak: 24 * time.Hour}
-	passed := &GateChecks{Signature: GateOK}
+	const digest = "sha256:aaaa"
+	plat := []string{"linux/amd64", "linux/arm64"}
+	all := Gates{Platforms: plat, SignatureKeyFile: "/etc/tidemark/cosign.pub", SignatureKeyID: "k1", Soak: 24 * time.Hour}
+	checked := func(missing []string, sig string) *GateChecks {
+		return &GateChecks{Digest: digest, Platforms: plat, MissingPlatforms: missing, KeyID: "k1", Signature: sig}
+	}
+	passed := checked(nil, GateOK)
 	hour, week := time.Hour, 7*24*time.Hour
 
 	for _, tc := range []struct {
@@ -29,24 +34,61 @@ func TestEvaluateGates(t *testing.T) {
 			want: &GateState{Platforms: "ok", Signature: "ok", Soak: "until 2026-11-23T05:00:00Z"}},
 		{name: "a looser channel soak: servable", gates: all, checks: passed, soak: &hour,
 			want: &GateState{Platforms: "ok", Signature: "ok", Soak: "ok"}, servable: true},
-		{name: "a channel soak of 0 lifts only the soak", gates: all, checks: &GateChecks{Signature: GateInvalid}, soak: new(time.Duration),
+		{name: "a channel soak of 0 lifts only the soak", gates: all, checks: checked(nil, GateInvalid), soak: new(time.Duration),
 			want: &GateState{Platforms: "ok", Signature: "invalid"}},
 		{name: "a stricter channel soak holds what the source would serve", gates: Gates{Soak: time.Hour}, soak: &week,
 			want: &GateState{Soak: "until 2026-11-29T05:00:00Z"}},
 		{name: "a channel soak on an ungated source gates it", gates: Gates{}, soak: &week,
 			want: &GateState{Soak: "until 2026-11-29T05:00:00Z"}},
-		{name: "arm64 missing: held", gates: Gates{Platforms: all.Platforms}, checks: &GateChecks{MissingPlatforms: []string{"linux/arm64"}},
+		{name: "arm64 missing: held", gates: Gates{Platforms: plat}, checks: checked([]string{"linux/arm64"}, ""),
 			want: &GateState{Platforms: "missing linux/arm64"}},
 		{name: "not checked yet: every platform and the signature missing", gates: all, checks: nil, soak: &hour,
 			want: &GateState{Platforms: "missing linux/amd64,linux/arm64", Signature: "missing", Soak: "ok"}},
-		{name: "signature missing: held", gates: Gates{SignatureKeyFile: "k.pub"}, checks: &GateChecks{Signature: GateMissing},
+		{name: "checks of the digest before a re-tag do not count", gates: all, soak: &hour,
+			checks: &GateChecks{Digest: "sha256:old", Platforms: plat, KeyID: "k1", Signature: GateOK},
+			want:   &GateState{Platforms: "missing linux/amd64,linux/arm64", Signature: "missing", Soak: "ok"}},
+		{name: "a signature checked with a rotated key does not count", gates: Gates{SignatureKeyFile: "k.pub", SignatureKeyID: "k2"},
+			checks: passed, want: &GateState{Signature: "missing"}},
+		{name: "a platform added since the check: held until checked", gates: Gates{Platforms: append(plat, "linux/s390x")},
+			checks: passed, want: &GateState{Platforms: "missing linux/amd64,linux/arm64,linux/s390x"}},
+		{name: "signature missing: held", gates: Gates{SignatureKeyFile: "k.pub", SignatureKeyID: "k1"}, checks: checked(nil, GateMissing),
 			want: &GateState{Signature: "missing"}},
 		{name: "soak ends exactly now: ok", gates: Gates{Soak: 6 * time.Hour}, want: &GateState{Soak: "ok"}, servable: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, servable := EvaluateGates(tc.gates, tc.checks, indexed, now, tc.soak)
+			tag := &Tag{Name: "v1", Valid: true, Digest: digest, FirstSeen: indexed, Gates: tc.checks}
+			got, servable := EvaluateGates(tc.gates, tag, now, tc.soak)
 			if diff := cmp.Diff(tc.want, got); diff != "" || servable != tc.servable {
 				t.Errorf("servable %v, want %v; state (-want +got):\n%s", servable, tc.servable, diff)
+			}
+		})
+	}
+}
+
+func TestNeedsGateCheck(t *testing.T) {
+	plat := []string{"linux/amd64", "linux/arm64"}
+	g := Gates{Platforms: plat, SignatureKeyFile: "k.pub", SignatureKeyID: "k1", Soak: time.Hour}
+	ok := &GateChecks{Digest: "sha256:a", Platforms: plat, KeyID: "k1", Signature: GateOK}
+	for _, tc := range []struct {
+		name string
+		g    Gates
+		tag  Tag
+		want bool
+	}{
+		{"passed: not asked again", g, Tag{Valid: true, Digest: "sha256:a", Gates: ok}, false},
+		{"never checked: asked", g, Tag{Valid: true, Digest: "sha256:a"}, true},
+		{"re-tagged: asked", g, Tag{Valid: true, Digest: "sha256:b", Gates: ok}, true},
+		{"platform missing: asked on every scan", g, Tag{Valid: true, Digest: "sha256:a",
+			Gates: &GateChecks{Digest: "sha256:a", Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1", Signature: GateOK}}, true},
+		{"signature invalid: asked on every scan", g, Tag{Valid: true, Digest: "sha256:a",
+			Gates: &GateChecks{Digest: "sha256:a", Platforms: plat, KeyID: "k1", Signature: GateInvalid}}, true},
+		{"digest unknown: not yet", g, Tag{Valid: true}, false},
+		{"not a version: never", g, Tag{Digest: "sha256:a"}, false},
+		{"soak only: nothing to ask the registry", Gates{Soak: time.Hour}, Tag{Valid: true, Digest: "sha256:a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NeedsGateCheck(tc.g, &tc.tag); got != tc.want {
+				t.Errorf("NeedsGateCheck = %v, want %v", got, tc.want)
 			}
 		})
 	}

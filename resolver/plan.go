@@ -3,6 +3,7 @@ package resolver
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The rules of release engineering's writes, decided against a snapshot:
@@ -21,10 +22,25 @@ func BlockedError(source, version, reason string) error {
 	return fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", ErrUnprocessable, version, source, reason)
 }
 
+// GatedError is why a version held by release gates cannot be pinned,
+// naming the gates. force overrides a soak (a person decides the version
+// has aged enough), never an incomplete or unsigned image: onlySoak says
+// whether force would pass.
+func GatedError(channel, version string, st *GateState) error {
+	held := st.Held()
+	hint := `; force overrides only "soak"`
+	if len(held) == 1 && held[0] == "soak" {
+		hint = `; to pin it anyway, send "force": true (tidemark promote --force)`
+	}
+	return fmt.Errorf("%w: pin %q: %s is held by release gate %s (%s)%s", ErrUnprocessable, channel, version,
+		strings.Join(held, " and "), st.Reason(), hint)
+}
+
 // PlanPin decides a pin of channel to version (canonical or tag). The
-// version must be indexed and not blocked, whatever force says: a pin to a
-// version the registry does not have would hand clients a tag they cannot
-// pull. Without force it must also be eligible for the channel. Every
+// version must be indexed, not blocked and not held by its platform or
+// signature gate, whatever force says: a pin to a version the registry does
+// not have (whole) would hand clients a tag they cannot pull. Without force
+// it must also be eligible for the channel and past its soak. Every
 // refusal is ErrUnprocessable (the request is well-formed; the version it
 // names is not one the channel can serve), except an unknown channel
 // (ErrNotFound). The plan's From is what the channel serves now.
@@ -43,6 +59,9 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (ChannelChange, 
 	}
 	if v.Blocked {
 		return ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason)
+	}
+	if f := s.filters[s.byChannel[channel]]; !f.servable(&v) && (!force || v.registryHeld) {
+		return ChannelChange{}, GatedError(ch.Name, v.Version.String(), f.gates(&v))
 	}
 	if !force {
 		if _, err := s.Eligible(channel, version); err != nil {

@@ -31,6 +31,9 @@ type Snapshot struct {
 	// so that Apply can recompute them without the caller restating them.
 	channels []Channel
 	states   map[string]ChannelState
+	// soakEnds maps a source to the earliest end of a soak that holds one
+	// of its versions, under the source's gates or a channel's own soak.
+	soakEnds map[string]time.Time
 }
 
 // sourceIndex is one source, indexed.
@@ -45,6 +48,9 @@ type sourceIndex struct {
 	tags   []VersionView
 	byTag  map[string]int
 	blocks map[string]Block
+	// soakEnd is the earliest end of a source soak still running when the
+	// index was built; zero: none.
+	soakEnd time.Time
 }
 
 // NewSnapshot indexes data. channels are the configured channels; states maps
@@ -55,7 +61,7 @@ func NewSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 		bySource: make(map[string]*sourceIndex, len(data)),
 	}
 	for i := range data {
-		idx := indexSource(&data[i])
+		idx := indexSource(&data[i], loadedAt)
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
@@ -69,8 +75,9 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	s.byChannel = make(map[string]int, len(channels))
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]filter, len(channels))
+	s.soakEnds = soakEnds(s.sources, channels, s.bySource, s.LoadedAt)
 	for i := range channels {
-		f := channelFilter(&channels[i])
+		f := channelFilter(&channels[i], s.LoadedAt)
 		s.answers[i] = s.answer(&channels[i], states[channels[i].Name], f)
 		// Keep the filter pointing at the snapshot's own copy of the channel.
 		f.ch = &s.answers[i].Channel
@@ -83,7 +90,7 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	}
 }
 
-func indexSource(d *SourceData) *sourceIndex {
+func indexSource(d *SourceData, now time.Time) *sourceIndex {
 	idx := &sourceIndex{
 		view: SourceView{
 			Source:   d.Source,
@@ -91,6 +98,7 @@ func indexSource(d *SourceData) *sourceIndex {
 			LastOK:   d.LastOK,
 			Tags:     len(d.Tags),
 			Streams:  make(map[Stream]int, 4),
+			HeldBy:   map[string]int{},
 		},
 		tags:   make([]VersionView, len(d.Tags)),
 		byTag:  make(map[string]int, len(d.Tags)),
@@ -114,6 +122,7 @@ func indexSource(d *SourceData) *sourceIndex {
 		if b, ok := idx.blocks[canon]; ok {
 			vv.Blocked, vv.BlockReason = true, b.Reason
 		}
+		idx.gate(&vv, now)
 		idx.tags[i] = vv
 		if j, ok := best[canon]; !ok || preferTag(canon, t.Name, d.Tags[j].Name) {
 			best[canon] = i
@@ -147,6 +156,9 @@ func indexSource(d *SourceData) *sourceIndex {
 		v := &idx.versions[i]
 		idx.byCanon[v.Version.String()] = i
 		idx.view.Streams[v.Stream]++
+		for _, h := range v.Gates.Held() {
+			idx.view.HeldBy[h]++
+		}
 	}
 	return idx
 }
@@ -220,6 +232,10 @@ func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is not indexed", c.Name, pin)
 		case v.Blocked:
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is blocked", c.Name, pin)
+		case v.registryHeld:
+			// A pin overrides a soak (force), never an incomplete or
+			// unsigned image: like a block, it holds the pin too.
+			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is held by release gates (%s)", c.Name, pin, f.gates(v).Reason())
 		default:
 			a.Tag = &v.Tag
 		}
@@ -305,6 +321,7 @@ type SourceView struct {
 	Tags     int            // present tags, parsed or not
 	Unparsed int            // present tags that are not versions
 	Streams  map[Stream]int // versions per stream (one per canonical version)
+	HeldBy   map[string]int // versions held per gate ("platforms", "signature", "soak"), the source's gates
 }
 
 // Sources lists sources in configuration order.
@@ -325,11 +342,19 @@ func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
 	return idx.view, nil
 }
 
-// VersionView is a tag with whether it is blocked.
+// VersionView is a tag with whether it is blocked and its gate state.
 type VersionView struct {
 	Tag
 	Blocked     bool
 	BlockReason string
+	// Gates is the version's state per release gate of its source when the
+	// snapshot was built; nil when the source has no gates. Servable is
+	// false while a gate holds it: no channel serves it and no resolve
+	// answer offers it, as if blocked (a channel's own soak may differ).
+	Gates    *GateState
+	Servable bool
+	// registryHeld: held by platforms or signature, which no soak lifts.
+	registryHeld bool
 }
 
 // Versions lists a source's valid versions ascending, filtered by stream

@@ -9,6 +9,7 @@ type Source struct {
 	Image  string
 	Parser *Parser
 	Labels Labels // nil: DefaultLabels
+	Gates  Gates  // release gates; the zero value has none
 }
 
 // Classify parses a tag under the source's scheme and label map. It never

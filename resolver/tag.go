@@ -43,4 +43,7 @@ type Tag struct {
 	FirstSeen      time.Time
 	LastSeen       time.Time
 	Present        bool // still in the registry's latest complete listing
+	// Gates is what the registry said about the tag's release gates, as
+	// stored; nil when never checked. See GateChecks.For.
+	Gates *GateChecks
 }

@@ -41,8 +41,17 @@ func versionJSON(v resolver.VersionView) openapi.Version {
 		Stream:         v.Stream.String(),
 		Digest:         strOrNil(v.Digest),
 		Blocked:        v.Blocked,
+		Servable:       v.Servable,
+		Gates:          gatesJSON(v.Gates),
 		PreviousDigest: strOrNil(v.PreviousDigest),
 	}
+}
+
+func gatesJSON(g *resolver.GateState) *openapi.Gates {
+	if g == nil {
+		return nil
+	}
+	return &openapi.Gates{Platforms: g.Platforms, Signature: g.Signature, Soak: g.Soak}
 }
 
 func sourceJSON(sv resolver.SourceView) openapi.Source {

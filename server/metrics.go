@@ -18,6 +18,7 @@ type metrics struct {
 	requests       *prometheus.CounterVec
 	latency        *prometheus.HistogramVec
 	lastSuccess    *prometheus.GaugeVec
+	held           *prometheus.GaugeVec
 	reloadFailures prometheus.Counter
 	handler        http.Handler
 }
@@ -38,6 +39,10 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 			Name: "tidemark_source_last_success_timestamp_seconds",
 			Help: "End of the newest successful scan per source, as seen in the served snapshot.",
 		}, []string{"source"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tidemark_versions_held",
+			Help: "Versions a release gate of their source holds back (not servable), per gate (platforms, signature, soak), in the served snapshot. A version held by two gates counts under each.",
+		}, []string{"source", "gate"}),
 		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tidemark_snapshot_reload_failures_total",
 			Help: "Snapshot reloads that failed; the previous snapshot kept being served.",
@@ -47,7 +52,7 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.reloadFailures, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -58,9 +63,19 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 
 func (m *metrics) observeSnapshot(snap *resolver.Snapshot) {
 	m.lastSuccess.Reset()
+	m.held.Reset()
 	for _, sv := range snap.Sources() {
 		if sv.LastOK != nil && !sv.LastOK.Finished.IsZero() {
 			m.lastSuccess.WithLabelValues(sv.Source.Name).Set(float64(sv.LastOK.Finished.UnixNano()) / 1e9)
+		}
+		if g := sv.Source.Gates; g.Enabled() {
+			// Every configured gate has a series, 0 included, so that an
+			// alert on a gate holding versions has something to read.
+			for gate, on := range map[string]bool{"platforms": len(g.Platforms) > 0, "signature": g.SignatureKeyFile != "", "soak": g.Soak > 0} {
+				if on {
+					m.held.WithLabelValues(sv.Source.Name, gate).Set(float64(sv.HeldBy[gate]))
+				}
+			}
 		}
 	}
 }

@@ -101,6 +101,7 @@ type Server struct {
 	// pending collects Notify's changes until the reload loop takes them.
 	pendingMu sync.Mutex
 	pending   resolver.Changes
+	soaks     soakTimer // rebuilds the snapshot when a soak ends
 	kick      chan struct{}
 	fleet     *recorder
 }
@@ -198,6 +199,7 @@ func (s *Server) swap(snap *resolver.Snapshot) {
 	v := newView(snap, s.opts.ExternalURL)
 	s.cur.Store(v)
 	s.metrics.observeSnapshot(snap)
+	s.scheduleSoaks(snap)
 	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt)
 }
 

@@ -90,6 +90,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 		fwg.Go(func() { s.fleet.run(fctx, warn) })
 		run(func() { s.fleet.maintain(ctx, warn) })
 	}
+	defer s.stopSoaks()
 	err := s.Serve(ctx, ln)
 	stop()
 	wg.Wait()

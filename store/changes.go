@@ -45,7 +45,7 @@ func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
 	switch m["kind"] {
 	case "pin", "unpin":
 		return resolver.Change{Channel: m["channel"]}, false
-	case "block", "unblock", "scan", "digests":
+	case "block", "unblock", "scan", "digests", "gates":
 		if m["source"] != "" {
 			return resolver.Change{Source: m["source"]}, false
 		}

@@ -102,8 +102,10 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 	// A present tag was in the source's last complete listing (or seen later
 	// by a partial one), which a no-change rescan records only as listed_at.
 	rows, err = tx.Query(ctx, `
-		select t.source, t.tag, t.digest, t.previous_digest, t.first_seen, greatest(t.last_seen, s.listed_at)
+		select t.source, t.tag, t.digest, t.previous_digest, t.first_seen, greatest(t.last_seen, s.listed_at),
+			`+gateColumns+`
 		from tags t join sources s on s.name = t.source
+		left join gate_checks g on g.source = t.source and g.tag = t.tag
 		where t.present and t.source = any($1)`, names)
 	if err != nil {
 		return err
@@ -112,10 +114,12 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 		tag, digest, prev string
 		first, last       time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&src, &tag, &digest, &prev, &first, &last}, func() error {
+	var gc gateScan
+	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag, &digest, &prev, &first, &last}, gc.dest()...), func() error {
 		d := &data[byName[src]]
 		t := classify(&d.Source, tag)
 		t.Digest, t.PreviousDigest, t.FirstSeen, t.LastSeen, t.Present = digest, prev, first, last, true
+		t.Gates = gc.checks()
 		d.Tags = append(d.Tags, t)
 		return nil
 	})

@@ -172,6 +172,15 @@ func sourceOptions(s config.Source) string {
 		sort.Strings(labels)
 		opts = append(opts, "labels="+strings.Join(labels, ","))
 	}
+	if g := s.Gates; len(g.Platforms) > 0 {
+		opts = append(opts, "gates.platforms="+strings.Join(g.Platforms, ","))
+	}
+	if g := s.Gates; g.SignatureKeyFile != "" {
+		opts = append(opts, "gates.signature="+g.SignatureKeyFile)
+	}
+	if g := s.Gates; g.Soak > 0 {
+		opts = append(opts, "gates.soak="+shortDuration(g.Soak))
+	}
 	return strings.Join(opts, " ")
 }
 

@@ -12,7 +12,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
-	"stepwise", "settle",
+	"stepwise", "settle", "soak",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -96,6 +96,11 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	c.Include = p.either(f, item, "latestRegexp", "include")
 	c.Exclude = p.either(f, item, "excludeRegexp", "exclude")
 	c.Builds = p.boolean(f["builds"], item, "builds")
+	if !isNull(deref(f["soak"])) {
+		// A channel's own soak, in place of its source's; 0 lifts it.
+		d := p.soak(f["soak"], item, "soak")
+		c.Soak = &d
+	}
 
 	c.Stepwise = p.boolean(f["stepwise"], item, "stepwise")
 	if d, ok := p.duration(f["settle"], item, "settle"); ok {

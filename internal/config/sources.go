@@ -12,7 +12,7 @@ import (
 
 var sourceKeys = []string{
 	"name", "image", "scheme", "interval", "exclude", "build", "insecure", "concurrency",
-	"timeout", "recheck", "username", "password_file", "password_env", "labels",
+	"timeout", "recheck", "username", "password_file", "password_env", "labels", "gates",
 }
 
 var (
@@ -145,6 +145,7 @@ func (p *parser) source(f map[string]*yaml.Node, item string, at *yaml.Node) (s 
 	s.Exclude, _ = p.regexp(f["exclude"], item, "exclude")
 	p.auth(&s, f, item)
 	s.Labels = p.labels(f["labels"], item)
+	p.gates(&s, f["gates"], item)
 	return s, len(p.problems) == before
 }
 

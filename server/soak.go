@@ -1,0 +1,70 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// soakTimer rebuilds the snapshot when a soak ends. A snapshot answers as
+// of when it was built, and nothing in the database changes when a version
+// finishes soaking, so without it a soaked version would wait for the next
+// unrelated change to be served.
+type soakTimer struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	done  bool // Run ended: schedule nothing more
+}
+
+// scheduleSoaks arms the timer for the earliest soak end of snap, replacing
+// the one armed for the previous snapshot. When it fires, the sources
+// whose soak ended are read again (Change{Source}), which re-evaluates their
+// gates and every channel's answer.
+func (s *Server) scheduleSoaks(snap *resolver.Snapshot) {
+	ends := snap.SoakEnds()
+	t := &s.soaks
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	if len(ends) == 0 || t.done {
+		return
+	}
+	var next time.Time
+	for _, at := range ends {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	t.timer = time.AfterFunc(max(time.Until(next), 0), func() {
+		now := time.Now()
+		due := 0
+		for src, at := range ends {
+			if !at.After(now) {
+				due++
+				s.Notify(resolver.Change{Source: src})
+			}
+		}
+		if due == 0 {
+			// The wall clock disagreed with the timer's monotonic one:
+			// look again from the snapshot being served.
+			if v := s.cur.Load(); v != nil {
+				s.scheduleSoaks(v.snap)
+			}
+		}
+	})
+}
+
+// stopSoaks stops the timer for good (Run is returning).
+func (s *Server) stopSoaks() {
+	t := &s.soaks
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
