@@ -276,7 +276,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	for _, c := range cfg.Channels {
 		names = append(names, c.Name)
 	}
-	want := []string{"released", "proposed", "devel", "2.9", "3.6", "stable", "latest", "testing", "v1.31", "v1.32", "v1.33", "v1.34"}
+	want := []string{"released", "proposed", "devel", "2.9", "3.6", "stable", "latest", "testing", "v1.31", "v1.32", "v1.33", "v1.34", "stepwise"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("channels (-want +got):\n%s", diff)
 	}
