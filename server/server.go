@@ -55,6 +55,15 @@ type Options struct {
 	// Scan starts a scan for POST .../scan. nil when this replica does not
 	// index: the route answers 503.
 	Scan ScanFunc
+	// Push queues the tags registry webhooks name (webhooks.go). nil when
+	// this replica does not index: the webhook routes answer 503.
+	Push PushFunc
+	// GitHubSecret and DockerHubSecret read the secrets of those webhooks;
+	// nil: that webhook is not configured (404).
+	GitHubSecret, DockerHubSecret SecretFunc
+	// Notifications lists outbound events for GET /api/v1/notifications;
+	// nil: that route answers 503.
+	Notifications NotificationsFunc
 	// WriteRate and WriteBurst limit writes per token (per second, bucket
 	// size). 0: 5/s, burst 10.
 	WriteRate  float64
@@ -288,6 +297,7 @@ func (s *Server) routes() *echo.Echo {
 	s.registerWrites(e)
 	s.registerFleet(e)
 	s.registerUI(e)
+	s.registerWebhooks(e)
 	return e
 }
 
