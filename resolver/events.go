@@ -55,6 +55,14 @@ type NotifyCursor struct {
 	DeliveredAt time.Time // zero: never delivered
 }
 
+// Delivery is one attempt to send an event to an endpoint.
+type Delivery struct {
+	Event    Event
+	Attempts int           // including this one
+	Err      error         // the send's error; nil: delivered
+	Retry    time.Duration // when Err is set: the wait before the next attempt
+}
+
 // ServedChanges lists the channels whose served version differs between
 // prev and next, as channel.changed events (Actor and Reason unset). A
 // channel new in next, or gone from it, is a configuration change, not a

@@ -50,14 +50,6 @@ func (s *Store) StartCursor(ctx context.Context, endpoint string) error {
 	})
 }
 
-// Delivery is what DeliverNext did.
-type Delivery struct {
-	Event    resolver.Event
-	Attempts int           // including this one
-	Err      error         // the send's error; nil: delivered
-	Retry    time.Duration // when Err is set: the wait before the next attempt
-}
-
 // DeliverNext sends endpoint's next wanted event, if one is due, while
 // holding the endpoint's cursor row (FOR UPDATE SKIP LOCKED): a replica
 // that finds it locked skips it, so two replicas never send one event at
@@ -67,7 +59,7 @@ type Delivery struct {
 // locked or waiting out its backoff, or no event). A failure to commit
 // after a successful send means the event goes again: at least once.
 func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.EventFilter,
-	send func(context.Context, resolver.Event) error, backoff func(attempts int) time.Duration) (d Delivery, ok bool, err error) {
+	send func(context.Context, resolver.Event) error, backoff func(attempts int) time.Duration) (d resolver.Delivery, ok bool, err error) {
 	err = s.inTx(ctx, fmt.Sprintf("deliver to %q", endpoint), func(tx pgx.Tx) error {
 		var last int64
 		var attempts int
@@ -86,7 +78,7 @@ func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.Eve
 			return err
 		}
 		ok = true
-		d = Delivery{Event: e, Attempts: attempts + 1}
+		d = resolver.Delivery{Event: e, Attempts: attempts + 1}
 		if d.Err = send(ctx, e); d.Err == nil {
 			_, err = tx.Exec(ctx, `
 				update notify_cursors set last_id = $2, attempts = 0, last_error = '',
