@@ -61,6 +61,10 @@ type Options struct {
 	// GitHubSecret and DockerHubSecret read the secrets of those webhooks;
 	// nil: that webhook is not configured (404).
 	GitHubSecret, DockerHubSecret SecretFunc
+	// OnSnapshot is called with the previous and the new snapshot after
+	// each swap, in order (notify.Deliverer.SnapshotChanged); it must not
+	// block. prev is nil for the first.
+	OnSnapshot func(prev, next *resolver.Snapshot)
 	// Notifications lists outbound events for GET /api/v1/notifications;
 	// nil: that route answers 503.
 	Notifications NotificationsFunc
@@ -189,8 +193,15 @@ func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 		s.log.ErrorContext(ctx, "snapshot reload failed; serving the previous snapshot", "err", err)
 		return fmt.Errorf("reload snapshot: %w", err)
 	}
+	var prev *resolver.Snapshot
+	if v := s.cur.Load(); v != nil {
+		prev = v.snap
+	}
 	s.swap(snap)
 	s.degraded.Store(nil)
+	if s.opts.OnSnapshot != nil {
+		s.opts.OnSnapshot(prev, snap)
+	}
 	return nil
 }
 
