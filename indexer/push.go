@@ -43,11 +43,13 @@ type PushEvent struct {
 
 // Confirmation retries: a registry may notify a few milliseconds before a
 // push is visible to readers (distribution sends its event before the
-// client's last request returns), so a missing tag is asked for again a few
-// times, doubling from pushRetryStart, within about a second and a half.
+// client's last request returns), so a missing tag is asked for again,
+// doubling from pushRetryStart up to pushRetryMax (so that a tag that shows
+// up late is seen within pushRetryMax of it), for pushWindow in all.
 var (
-	pushRetryStart = 5 * time.Millisecond
-	pushAttempts   = 9
+	pushRetryStart = 2 * time.Millisecond
+	pushRetryMax   = 25 * time.Millisecond
+	pushWindow     = 1500 * time.Millisecond
 	// pushTransportTTL is how long an authenticated transport is reused for
 	// pushes of one source; a rejected token is renewed by ggcr anyway.
 	pushTransportTTL = 10 * time.Minute
@@ -180,23 +182,37 @@ func (ix *Indexer) pushWorker(ctx context.Context, src *source) {
 		ev := q.pending[tag]
 		delete(q.pending, tag)
 		q.mu.Unlock()
-		outcome, err := ix.indexPushed(ctx, src, ev)
+		var st pushStats
+		outcome, err := ix.indexPushed(ctx, src, ev, &st)
 		ix.pushMetrics.tags.WithLabelValues(src.Name, outcome).Inc()
-		log := ix.log.With("source", src.Name, "tag", ev.Tag, "outcome", outcome, "delete", ev.Delete)
+		log := ix.log.With("source", src.Name, "tag", ev.Tag, "outcome", outcome, "delete", ev.Delete,
+			"since_event", time.Since(ev.Received), "queued", st.queued, "registry_requests", st.heads,
+			"confirming", st.confirming, "recording", st.recording)
 		if err != nil {
 			log.WarnContext(ctx, "pushed tag not indexed; the next scan will see it", "err", err)
 			continue
 		}
-		log.InfoContext(ctx, "pushed tag", "since_event", time.Since(ev.Received))
+		log.InfoContext(ctx, "pushed tag")
 	}
 }
 
+// pushStats say where a pushed tag's time went, for the log.
+type pushStats struct {
+	queued, confirming, recording time.Duration
+	heads                         int
+}
+
 // indexPushed confirms one tag with the registry and records what it said.
-func (ix *Indexer) indexPushed(ctx context.Context, src *source, ev PushEvent) (outcome string, err error) {
+func (ix *Indexer) indexPushed(ctx context.Context, src *source, ev PushEvent, st *pushStats) (outcome string, err error) {
 	if src.Exclude != nil && src.Exclude.MatchString(ev.Tag) {
 		return "excluded", nil
 	}
-	digest, err := ix.confirm(ctx, src, ev)
+	t0 := time.Now()
+	st.queued = t0.Sub(ev.Received)
+	digest, err := ix.confirm(ctx, src, ev, &st.heads)
+	t1 := time.Now()
+	st.confirming = t1.Sub(t0)
+	defer func() { st.recording = time.Since(t1) }()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var changed bool
@@ -230,7 +246,7 @@ var errTagMissing = errors.New("tag not in the registry")
 // confirm HEADs the tag's manifest: its digest, or errTagMissing once the
 // registry has said 404 for long enough (for a delete: at once, retried only
 // while the tag is still there).
-func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent) (string, error) {
+func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent, heads *int) (string, error) {
 	if ix.push == nil {
 		return "", fmt.Errorf("%w: the indexer has no store for pushed tags", resolver.ErrUnavailable)
 	}
@@ -243,7 +259,10 @@ func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent) (stri
 		return "", err
 	}
 	wait := pushRetryStart
+	deadline := time.Now().Add(pushWindow)
 	for attempt := 1; ; attempt++ {
+		last := time.Now().After(deadline)
+		*heads = attempt
 		desc, err := p.Head(ctx, src.repo.Tag(ev.Tag))
 		var terr *transport.Error
 		missing := errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
@@ -255,9 +274,9 @@ func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent) (stri
 		case err != nil && !missing:
 			src.push.forgetTransport()
 			return "", fmt.Errorf("HEAD manifest %s:%s: %w", src.repo, ev.Tag, err)
-		case attempt >= pushAttempts && missing:
+		case last && missing:
 			return "", fmt.Errorf("HEAD manifest %s:%s: %w after %d attempts", src.repo, ev.Tag, errTagMissing, attempt)
-		case attempt >= pushAttempts: // a delete, but the tag is (again) there
+		case last: // a delete, but the tag is (again) there
 			return desc.Digest.String(), nil
 		}
 		select {
@@ -265,7 +284,7 @@ func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent) (stri
 			return "", ctx.Err()
 		case <-time.After(wait):
 		}
-		wait *= 2
+		wait = min(2*wait, pushRetryMax)
 	}
 }
 

@@ -92,9 +92,9 @@ func TestPushIndexesOneTagWithoutListing(t *testing.T) {
 	}
 
 	// A delete the registry has not done yet leaves the tag; once done, absent.
-	oldAttempts := pushAttempts
-	pushAttempts = 2
-	t.Cleanup(func() { pushAttempts = oldAttempts })
+	oldWindow := pushWindow
+	pushWindow = 20 * time.Millisecond
+	t.Cleanup(func() { pushWindow = oldWindow })
 	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0", Delete: true})
 	waitIdle(t, ix)
 	if _, ok := byName(indexed(t, st, ix).Tags)["1.0.0"]; !ok {
