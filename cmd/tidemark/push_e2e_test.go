@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/internal/testutil"
+	"github.com/tidemark-dev/tidemark/notify"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -70,7 +72,21 @@ func TestPushIsServedWithoutAScan(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A receiver of outbound notifications: the push moves channel latest.
+	got := make(chan notify.CloudEvent, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ce notify.CloudEvent
+		if err := json.NewDecoder(r.Body).Decode(&ce); err != nil {
+			t.Errorf("notification body: %v", err)
+		}
+		got <- ce
+	}))
+	t.Cleanup(recv.Close)
+
 	cfg := fmt.Sprintf(`
+notify:
+  - name: ops
+    url: %s
 sources:
   - name: k3s
     image: %s/rancher/k3s-upgrade
@@ -81,7 +97,7 @@ sources:
 channels:
   - name: latest
     source: k3s
-`, reg.Host)
+`, recv.URL, reg.Host)
 	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -137,6 +153,18 @@ channels:
 	t.Logf("push -> served in %v", took)
 	if after := lastScan(t, addr); !after.Equal(scanBefore) {
 		t.Errorf("a scan ran (last scan started %v, was %v); the push alone should serve the tag", after, scanBefore)
+	}
+	// The start-up scan moved latest from nothing to v1.33.5, the push
+	// from there to v1.33.6: two events, in that order.
+	for _, want := range [][2]string{{"", "v1.33.5+k3s1"}, {"v1.33.5+k3s1", "v1.33.6+k3s1"}} {
+		select {
+		case ce := <-got:
+			if ce.Type != "dev.tidemark.channel.changed" || ce.Data.Channel != "latest" || ce.Data.From != want[0] || ce.Data.To != want[1] {
+				t.Errorf("notification %+v, want latest moved from %q to %q", ce, want[0], want[1])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification of latest moving to %s within 10s", want[1])
+		}
 	}
 }
 

@@ -146,18 +146,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return err
 	}
 	srv, err := server.New(server.Options{
-		ExternalURL:   cfg.ExternalURL,
-		Log:           log,
-		Metrics:       reg,
-		Store:         st,
-		Scan:          scan,
-		Push:          push,
-		Notifications: dl.Status,
-		OnSnapshot:    dl.SnapshotChanged,
-		Data:          st,
-		Sources:       sources,
-		Channels:      cfg.Channels,
-		Fleet:         server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
+		ExternalURL:     cfg.ExternalURL,
+		Log:             log,
+		Metrics:         reg,
+		Store:           st,
+		Scan:            scan,
+		Push:            push,
+		GitHubSecret:    secretFunc(cfg.Webhooks.GitHubSecretFile),
+		DockerHubSecret: secretFunc(cfg.Webhooks.DockerHubSecretFile),
+		Notifications:   dl.Status,
+		OnSnapshot:      dl.SnapshotChanged,
+		Data:            st,
+		Sources:         sources,
+		Channels:        cfg.Channels,
+		Fleet:           server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
 	})
 	if err != nil {
 		return err
