@@ -18,8 +18,8 @@ type NotificationsFunc func(ctx context.Context, limit int) (openapi.Notificatio
 
 const defaultNotificationsLimit = 100
 
-// notifications answers GET /api/v1/notifications. It needs promote (or
-// admin) until a read scope exists: the events name channels and actors.
+// notifications answers GET /api/v1/notifications (scope read, promote or
+// admin: the events name channels and actors).
 func (s *Server) notifications(c echo.Context) error {
 	if s.opts.Notifications == nil {
 		return fmt.Errorf("%w: notifications need the database, which this server was started without", resolver.ErrUnavailable)

@@ -40,7 +40,7 @@ func (s *Server) registerWebhooks(e *echo.Echo) {
 		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.dbDeadline)
 	}
 	e.POST("/api/v1/webhooks/dockerhub/:secret", s.webhook("dockerhub"), s.dbDeadline)
-	s.get(e, "/api/v1/notifications", s.notifications, s.dbDeadline, s.requireScope(ScopePromote))
+	s.get(e, "/api/v1/notifications", s.notifications, s.dbDeadline, s.requireRead())
 }
 
 func (s *Server) webhook(kind string) echo.HandlerFunc {

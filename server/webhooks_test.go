@@ -162,3 +162,27 @@ func TestWebhooksOnAReplicaThatDoesNotIndexAre503(t *testing.T) {
 		t.Errorf("github webhook without a configured secret: %d, want 404", res.StatusCode)
 	}
 }
+
+func TestNotificationsNeedAReadScope(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	tok, err := env.st.CreateToken(context.Background(), "reader", []string{ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.tokens["reader"] = tok
+	res, _ := do(t, env, env.ts, http.MethodGet, "/api/v1/notifications", "", "")
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", res.StatusCode)
+	}
+	// Without a deliverer wired, the route says so once authorised.
+	res, body := do(t, env, env.ts, http.MethodGet, "/api/v1/notifications", "scanner", "")
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("scan token: %d %s, want 403", res.StatusCode, body)
+	}
+	for _, name := range []string{"reader", "ci-promote", "root"} {
+		res, body = do(t, env, env.ts, http.MethodGet, "/api/v1/notifications", name, "")
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s token without a deliverer: %d %s, want 503", name, res.StatusCode, body)
+		}
+	}
+}
