@@ -102,3 +102,8 @@ bench-serve:
 .PHONY: bench-index
 bench-index:
 	scripts/bench-index
+
+# Push to served through a real registry's notifications (docs/webhooks.md).
+.PHONY: bench-push
+bench-push:
+	scripts/bench-push

@@ -87,6 +87,9 @@ type Options struct {
 	OnChange func(source string)
 	// Transport is the base transport (tests); nil: remote.DefaultTransport.
 	Transport http.RoundTripper
+	// PushStore indexes tags named by webhooks (push.go); nil: Store, if
+	// it is one (as *store.Store is), else pushed tags fail.
+	PushStore PushStore
 }
 
 // DefaultDockerHubRate is the indexer's one fallback request rate for Docker
@@ -125,6 +128,8 @@ type Indexer struct {
 	pageLimits    pageLimits  // what one page may hold
 	leading       atomic.Bool // holds the indexer lock and runs the schedule
 	scans         scanGroup   // scans in flight, whoever started them
+	push          PushStore
+	pushMetrics   *pushMetrics
 }
 
 // scanGroup counts scans in flight so that Run can wait for them before it
@@ -177,6 +182,7 @@ type source struct {
 	mu       sync.Mutex
 	running  *scanRun // nil when idle
 	progress Progress
+	push     pushQueue
 }
 
 type scanRun struct {
@@ -194,6 +200,10 @@ func New(opts Options) (*Indexer, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	pm, err := newPushMetrics(opts.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +240,8 @@ func New(opts Options) (*Indexer, error) {
 		progressEvery: 5 * time.Second,
 		pageSize:      pageSize,
 		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
+		push:          pushStoreOf(opts),
+		pushMetrics:   pm,
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

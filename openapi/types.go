@@ -201,3 +201,46 @@ type FleetClusterChannels struct {
 	ID       string         `json:"id"`
 	Channels []FleetCluster `json:"channels"`
 }
+
+// WebhookResult answers a registry webhook (202): how many tags the payload
+// named, how many were queued for indexing, and how many were ignored (a
+// repository no source indexes).
+type WebhookResult struct {
+	Tags    int `json:"tags"`
+	Queued  int `json:"queued"`
+	Ignored int `json:"ignored"`
+}
+
+// Notifications is GET /api/v1/notifications: the newest outbox events,
+// newest first, and each endpoint's delivery state.
+type Notifications struct {
+	Events    []NotificationEvent    `json:"events"`
+	Endpoints []NotificationEndpoint `json:"endpoints"`
+}
+
+// NotificationEvent is one outbox event and where it has been delivered.
+type NotificationEvent struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Time    string `json:"time"`
+	Channel string `json:"channel"`
+	Source  string `json:"source"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Actor   string `json:"actor"`
+	Reason  string `json:"reason"`
+	// Deliveries maps endpoint name to "delivered", "pending" or "failing";
+	// an endpoint that does not want the event is left out.
+	Deliveries map[string]string `json:"deliveries"`
+}
+
+// NotificationEndpoint is one configured endpoint's delivery state.
+type NotificationEndpoint struct {
+	Name        string  `json:"name"`
+	Kind        string  `json:"kind"`
+	Backlog     int     `json:"backlog"`
+	Attempts    int     `json:"attempts"`
+	LastError   string  `json:"last_error"`
+	NextAttempt *string `json:"next_attempt"`
+	DeliveredAt *string `json:"delivered_at"`
+}

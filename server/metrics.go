@@ -20,6 +20,7 @@ type metrics struct {
 	lastSuccess    *prometheus.GaugeVec
 	held           *prometheus.GaugeVec
 	reloadFailures prometheus.Counter
+	webhooks       *prometheus.CounterVec
 	handler        http.Handler
 }
 
@@ -47,12 +48,16 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 			Name: "tidemark_snapshot_reload_failures_total",
 			Help: "Snapshot reloads that failed; the previous snapshot kept being served.",
 		}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tidemark_webhook_events_total",
+			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable).",
+		}, []string{"kind", "outcome"}),
 	}
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}

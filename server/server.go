@@ -55,6 +55,19 @@ type Options struct {
 	// Scan starts a scan for POST .../scan. nil when this replica does not
 	// index: the route answers 503.
 	Scan ScanFunc
+	// Push queues the tags registry webhooks name (webhooks.go). nil when
+	// this replica does not index: the webhook routes answer 503.
+	Push PushFunc
+	// GitHubSecret and DockerHubSecret read the secrets of those webhooks;
+	// nil: that webhook is not configured (404).
+	GitHubSecret, DockerHubSecret SecretFunc
+	// OnSnapshot is called with the previous and the new snapshot after
+	// each swap, in order (notify.Deliverer.SnapshotChanged); it must not
+	// block. prev is nil for the first.
+	OnSnapshot func(prev, next *resolver.Snapshot)
+	// Notifications lists outbound events for GET /api/v1/notifications;
+	// nil: that route answers 503.
+	Notifications NotificationsFunc
 	// WriteRate and WriteBurst limit writes per token (per second, bucket
 	// size). 0: 5/s, burst 10.
 	WriteRate  float64
@@ -180,8 +193,15 @@ func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 		s.log.ErrorContext(ctx, "snapshot reload failed; serving the previous snapshot", "err", err)
 		return fmt.Errorf("reload snapshot: %w", err)
 	}
+	var prev *resolver.Snapshot
+	if v := s.cur.Load(); v != nil {
+		prev = v.snap
+	}
 	s.swap(snap)
 	s.degraded.Store(nil)
+	if s.opts.OnSnapshot != nil {
+		s.opts.OnSnapshot(prev, snap)
+	}
 	return nil
 }
 
@@ -288,6 +308,7 @@ func (s *Server) routes() *echo.Echo {
 	s.registerWrites(e)
 	s.registerFleet(e)
 	s.registerUI(e)
+	s.registerWebhooks(e)
 	return e
 }
 

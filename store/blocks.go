@@ -36,6 +36,9 @@ func (s *Store) Block(ctx context.Context, source, version, actor, reason string
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "block", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
+		if err := addEvent(ctx, tx, resolver.Event{Type: resolver.EventVersionBlocked, Source: source, To: version, Actor: actor, Reason: reason}); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "block", source, "version", version)
 	})
 	if err != nil {

@@ -52,6 +52,9 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 			return err
 		}
+		if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "pin", "", "channel", c.Channel)
 	})
 	return st, err
@@ -78,6 +81,9 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 			from = old.Pin
 		}
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
+			return err
+		}
+		if err := channelEvent(ctx, tx, c, from, c.To); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, "unpin", "", "channel", c.Channel)

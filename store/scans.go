@@ -173,14 +173,27 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 		_, err := tx.Exec(ctx, `update sources set listing_fingerprint = null where name = $1`, source)
 		return false, err
 	}
+	// A tag seen after this listing started (a push webhook indexed it
+	// meanwhile, store/push.go) is newer than the listing: not gone.
 	tag, err := tx.Exec(ctx, `
 		update tags t set present = false
-		where t.source = $1 and t.present
-		  and not exists (select 1 from scan_tags s where s.tag = t.tag)`, source)
+		where t.source = $1 and t.present and t.last_seen < $2
+		  and not exists (select 1 from scan_tags s where s.tag = t.tag)`, source, sc.Started)
 	if err != nil {
 		return false, err
 	}
 	sc.TagsGone = int(tag.RowsAffected())
+	// If a pushed tag was kept, the stored tags are not this listing: its
+	// fingerprint must not let the next listing skip the merge.
+	var kept bool
+	err = tx.QueryRow(ctx, `select exists (select 1 from tags t where t.source = $1 and t.present
+		and not exists (select 1 from scan_tags s where s.tag = t.tag))`, source).Scan(&kept)
+	if err != nil {
+		return false, err
+	}
+	if kept {
+		fp = nil
+	}
 	_, err = tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
 		source, fp, seen)
 	return false, err

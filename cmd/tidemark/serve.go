@@ -137,16 +137,29 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 			return running, ix.Trigger(ctx, source)
 		}
 	}
+	var push server.PushFunc
+	if index {
+		push = pushFunc(ctx, &ix)
+	}
+	dl, err := newDeliverer(cfg, st, log, reg, func() bool { return ix != nil && ix.Leading() })
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
-		ExternalURL: cfg.ExternalURL,
-		Log:         log,
-		Metrics:     reg,
-		Store:       st,
-		Scan:        scan,
-		Data:        st,
-		Sources:     sources,
-		Channels:    cfg.Channels,
-		Fleet:       server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
+		ExternalURL:     cfg.ExternalURL,
+		Log:             log,
+		Metrics:         reg,
+		Store:           st,
+		Scan:            scan,
+		Push:            push,
+		GitHubSecret:    secretFunc(cfg.Webhooks.GitHubSecretFile),
+		DockerHubSecret: secretFunc(cfg.Webhooks.DockerHubSecretFile),
+		Notifications:   dl.Status,
+		OnSnapshot:      dl.SnapshotChanged,
+		Data:            st,
+		Sources:         sources,
+		Channels:        cfg.Channels,
+		Fleet:           server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
 	})
 	if err != nil {
 		return err
@@ -199,6 +212,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Hangup:      hup,
 		Reconfigure: func() ([]resolver.Channel, error) { return reconfigure(cfg, log, getenv) },
 	}
+	ro.Background = append(ro.Background, dl.Run)
 	if index {
 		ro.Background = append(ro.Background, func(ctx context.Context) {
 			if err := ix.Run(ctx); err != nil {

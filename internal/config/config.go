@@ -39,7 +39,9 @@ type Config struct {
 	// Registries holds rate limits per registry host as written in the file
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry
-	Fleet      Fleet    // fleet: retention and active window, defaults applied
+	Fleet      Fleet // fleet: retention and active window, defaults applied
+	Webhooks   Webhooks
+	Notify     []Notify
 	Warnings   []string // e.g. ignored channelserver keys, one line each
 
 	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).

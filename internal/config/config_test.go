@@ -367,3 +367,38 @@ channels:
 		})
 	}
 }
+
+func TestParseReadsWebhooksAndNotify(t *testing.T) {
+	cfg, err := Parse("t.yaml", []byte(`sources:
+  - name: k3s
+    image: docker.io/rancher/k3s-upgrade
+    scheme: semver
+channels:
+  - name: stable
+    source: k3s
+webhooks:
+  github_secret_file: /run/secrets/github
+  dockerhub_secret_file: /run/secrets/hub
+notify:
+  - name: ops
+    url: https://hooks.example.com/tidemark
+    secret_file: /run/secrets/ops
+    channels: [stable]
+  - name: chat
+    url: https://hooks.slack.com/services/T/B/X
+    kind: slack
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Webhooks{GitHubSecretFile: "/run/secrets/github", DockerHubSecretFile: "/run/secrets/hub"}); cfg.Webhooks != want {
+		t.Errorf("webhooks %+v, want %+v", cfg.Webhooks, want)
+	}
+	want := []Notify{
+		{Name: "ops", URL: "https://hooks.example.com/tidemark", Kind: "webhook", SecretFile: "/run/secrets/ops", Channels: []string{"stable"}},
+		{Name: "chat", URL: "https://hooks.slack.com/services/T/B/X", Kind: "slack"},
+	}
+	if d := cmp.Diff(want, cfg.Notify); d != "" {
+		t.Errorf("notify (-want +got):\n%s", d)
+	}
+}

@@ -87,6 +87,15 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:2: registry "ghcr.io": rate_limit: want requests per second >= 0 (0 = unlimited), got -1`}},
 		{"defaults naming an unknown source", base + "defaults: {source: rke2}\n", []string{
 			`t.yaml:9: defaults: source: unknown source "rke2" (known: juju, k3s)`}},
+		{"notify endpoint with a bad url, kind and channel", base + "channels:\n  - name: stable\n    source: k3s\nnotify:\n  - name: ops\n    url: hooks.example.com\n    kind: email\n    channels: [stable, edge]\n", []string{
+			`t.yaml:14: notify "ops": url: want an absolute http(s) URL, got "hooks.example.com"`,
+			`t.yaml:15: notify "ops": kind: "email": want webhook or slack`,
+			`t.yaml:16: notify "ops": channels: unknown channel "edge" (channels: stable)`}},
+		{"notify endpoint without name or url", base + "notify:\n  - kind: slack\n", []string{
+			`t.yaml:10: notify #1: name: missing`,
+			`t.yaml:10: notify #1: url: missing`}},
+		{"unknown webhooks key", base + "webhooks:\n  github_secret: /x\n", []string{
+			`t.yaml:10: webhooks: unknown key "github_secret"`}},
 		{"channel with an unknown source", base + "channels:\n  - name: stable\n    source: rke2\n", []string{
 			`t.yaml:11: channel "stable": source: unknown source "rke2" (known: juju, k3s)`}},
 		{"channel with no source and no defaults", base + "channels:\n  - name: stable\n", []string{

@@ -18,6 +18,7 @@ import (
 
 var topKeys = []string{
 	"listen", "external_url", "database_url", "defaults", "sources", "registries", "channels", "fleet",
+	"webhooks", "notify",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
 }
@@ -83,6 +84,8 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
+	p.webhooks(top["webhooks"], cfg)
+	p.notify(top["notify"], cfg)
 	// A file with nothing in it (empty, or the wrong file) would serve
 	// nothing while /readyz says ready: refuse it.
 	if len(cfg.Sources) == 0 && len(cfg.Channels) == 0 && len(p.problems) == 0 {

@@ -35,6 +35,39 @@ type Registry struct {
 // Start runs the registry with filesystem storage under dir (which must
 // exist) and waits until it answers. Stop it with Stop.
 func Start(ctx context.Context, dir string) (*Registry, error) {
+	return StartWith(ctx, dir, Options{})
+}
+
+// Options are what a test may add to the registry's configuration.
+type Options struct {
+	// NotifyURL, when set, is a notifications endpoint: the registry POSTs
+	// its push and delete events there (pulls are left out), with
+	// NotifyToken as a bearer token.
+	NotifyURL   string
+	NotifyToken string
+}
+
+// notifications is the registry configuration's notifications section.
+func (o Options) notifications() string {
+	if o.NotifyURL == "" {
+		return ""
+	}
+	return fmt.Sprintf(`notifications:
+  endpoints:
+    - name: tidemark
+      url: %s
+      headers:
+        Authorization: [%q]
+      timeout: 2s
+      threshold: 3
+      backoff: 100ms
+      ignore:
+        actions: [pull]
+`, o.NotifyURL, "Bearer "+o.NotifyToken)
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, dir string, o Options) (*Registry, error) {
 	if _, err := os.Stat(Binary); err != nil {
 		return nil, fmt.Errorf("distribution registry %s missing (Debian: apt-get install docker-registry): %w", Binary, err)
 	}
@@ -55,7 +88,7 @@ storage:
     enabled: true
 http:
   addr: %s
-`, filepath.Join(dir, "storage"), host)
+%s`, filepath.Join(dir, "storage"), host, o.notifications())
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err

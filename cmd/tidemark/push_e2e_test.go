@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
+	"github.com/tidemark-dev/tidemark/notify"
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// channelTag asks the channel URL as system-upgrade-controller does and
+// returns the tag it would pull ("" when the answer is not a 302).
+func channelTag(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	res, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound {
+		return ""
+	}
+	return strings.ReplaceAll(filepath.Base(res.Header.Get("Location")), "+", "-")
+}
+
+// TestPushIsServedWithoutAScan runs a real distribution registry whose
+// notifications go to `tidemark serve`: a pushed tag is served by the
+// channel URL within a second, and no scan runs for it.
+func TestPushIsServedWithoutAScan(t *testing.T) {
+	if os.Getenv("DATABASE_URL") == "" {
+		t.Fatal("set DATABASE_URL or run via make test")
+	}
+	ctx := context.Background()
+	dbURL := storetest.URL(t)
+	st, err := store.Open(ctx, dbURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := st.CreateToken(ctx, "registry", []string{"scan"})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	reg, err := distreg.StartWith(ctx, t.TempDir(), distreg.Options{
+		NotifyURL: "http://" + addr + "/api/v1/webhooks/distribution", NotifyToken: token,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	if _, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.5-k3s1"}, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// A receiver of outbound notifications: the push moves channel latest.
+	got := make(chan notify.CloudEvent, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ce notify.CloudEvent
+		if err := json.NewDecoder(r.Body).Decode(&ce); err != nil {
+			t.Errorf("notification body: %v", err)
+		}
+		got <- ce
+	}))
+	t.Cleanup(recv.Close)
+
+	cfg := fmt.Sprintf(`
+notify:
+  - name: ops
+    url: %s
+sources:
+  - name: k3s
+    image: %s/rancher/k3s-upgrade
+    scheme: semver
+    build: 'k3s(\d+)'
+    insecure: true
+    interval: 1h
+channels:
+  - name: latest
+    source: k3s
+`, recv.URL, reg.Host)
+	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_CONFIG": cfgPath, "TIDEMARK_LISTEN": addr}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	logs := &testutil.LockedBuffer{}
+	go func() {
+		done <- Main(sctx, []string{"serve"}, strings.NewReader(""), logs, logs, func(k string) string { return env[k] })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s")
+		}
+		if t.Failed() {
+			t.Logf("serve logs:\n%s", logs.String())
+		}
+	})
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	channelURL := "http://" + addr + "/v1-release/channels/latest"
+	waitUntil := func(what string, within time.Duration, cond func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > within {
+				t.Fatalf("%s: not within %v", what, within)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	waitUntil("the start-up scan serves v1.33.5-k3s1", 20*time.Second, func() bool {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK && channelTag(t, noRedirect, channelURL) == "v1.33.5-k3s1"
+	})
+	scanBefore := lastScan(t, addr)
+
+	if _, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.6-k3s1"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	took := waitUntil("the pushed v1.33.6-k3s1 is served", 5*time.Second, func() bool {
+		return channelTag(t, noRedirect, channelURL) == "v1.33.6-k3s1"
+	})
+	t.Logf("push -> served in %v", took)
+	if after := lastScan(t, addr); !after.Equal(scanBefore) {
+		t.Errorf("a scan ran (last scan started %v, was %v); the push alone should serve the tag", after, scanBefore)
+	}
+	// The start-up scan moved latest from nothing to v1.33.5, the push
+	// from there to v1.33.6: two events, in that order.
+	for _, want := range [][2]string{{"", "v1.33.5+k3s1"}, {"v1.33.5+k3s1", "v1.33.6+k3s1"}} {
+		select {
+		case ce := <-got:
+			if ce.Type != "dev.tidemark.channel.changed" || ce.Data.Channel != "latest" || ce.Data.From != want[0] || ce.Data.To != want[1] {
+				t.Errorf("notification %+v, want latest moved from %q to %q", ce, want[0], want[1])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification of latest moving to %s within 10s", want[1])
+		}
+	}
+}
+
+func lastScan(t *testing.T, addr string) time.Time {
+	t.Helper()
+	res, err := http.Get("http://" + addr + "/api/v1/sources/k3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var src openapi.Source
+	if err := json.NewDecoder(res.Body).Decode(&src); err != nil || src.LastScan == nil {
+		t.Fatalf("source status: %v %+v", err, src)
+	}
+	return src.LastScan.Started
+}

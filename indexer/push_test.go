@@ -1,0 +1,136 @@
+package indexer
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+func TestMatchNormalisesHostsAndDockerHub(t *testing.T) {
+	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
+	src := func(name, image string) Source {
+		return Source{Source: resolver.Source{Name: name, Image: image, Parser: p}}
+	}
+	ix, err := New(Options{Store: unusedStore{}, Sources: []Source{
+		src("nginx", "nginx"),
+		src("k3s", "docker.io/rancher/k3s-upgrade"),
+		src("mirror", "mirror.example.com:5000/rancher/k3s-upgrade"),
+		src("ghcr", "ghcr.io/org/app"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		ev   PushEvent
+		want []string
+	}{
+		{"official image without library/", PushEvent{Host: "registry-1.docker.io", Repository: "nginx"}, []string{"nginx"}},
+		{"official image with library/", PushEvent{Host: "docker.io", Repository: "library/nginx"}, []string{"nginx"}},
+		{"hub host alias picks the hub source", PushEvent{Host: "index.docker.io", Repository: "rancher/k3s-upgrade"}, []string{"k3s"}},
+		{"mirror host picks the mirror", PushEvent{Host: "mirror.example.com:5000", Repository: "rancher/k3s-upgrade"}, []string{"mirror"}},
+		{"unknown host matches by path", PushEvent{Host: "10.0.0.5:5000", Repository: "rancher/k3s-upgrade"}, []string{"k3s", "mirror"}},
+		{"no host matches by path", PushEvent{Repository: "org/app"}, []string{"ghcr"}},
+		{"unknown repository matches nothing", PushEvent{Host: "ghcr.io", Repository: "org/other"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ix.Match(tt.ev)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Match(%+v) = %v, want %v", tt.ev, got, tt.want)
+			}
+		})
+	}
+}
+
+// waitIdle waits until the source's push queue is drained.
+func waitIdle(t *testing.T, ix *Indexer) {
+	t.Helper()
+	waitFor(t, "push queue drained", func() bool {
+		q := &ix.order[0].push
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return !q.working
+	})
+}
+
+func TestPushIndexesOneTagWithoutListing(t *testing.T) {
+	reg := newTestRegistry(t)
+	st, ix := newStoreIndexer(t, reg)
+	var changes atomic.Int64
+	ix.onChng = func(string) { changes.Add(1) }
+	ctx := context.Background()
+	d := reg.push("app", "1.0.0")
+
+	if got := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0"}); !slices.Equal(got, []string{"app"}) {
+		t.Fatalf("Push matched %v, want [app]", got)
+	}
+	waitIdle(t, ix)
+	tags := byName(indexed(t, st, ix).Tags)
+	if tg, ok := tags["1.0.0"]; !ok || tg.Digest != d.String() || !tg.Valid {
+		t.Fatalf("indexed %+v, want 1.0.0 valid with digest %s", tags, d)
+	}
+	if reg.lists.Load() != 0 {
+		t.Errorf("%d tag list requests, want none", reg.lists.Load())
+	}
+	if changes.Load() != 1 {
+		t.Errorf("OnChange called %d times, want 1", changes.Load())
+	}
+
+	// The same event again changes nothing and reloads nothing.
+	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0"})
+	waitIdle(t, ix)
+	if changes.Load() != 1 {
+		t.Errorf("a repeated event called OnChange (%d)", changes.Load())
+	}
+
+	// A delete the registry has not done yet leaves the tag; once done, absent.
+	oldWindow := pushWindow
+	pushWindow = 20 * time.Millisecond
+	t.Cleanup(func() { pushWindow = oldWindow })
+	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0", Delete: true})
+	waitIdle(t, ix)
+	if _, ok := byName(indexed(t, st, ix).Tags)["1.0.0"]; !ok {
+		t.Fatal("a delete event for a tag still in the registry removed it")
+	}
+	reg.untag("app", "1.0.0")
+	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0", Delete: true})
+	waitIdle(t, ix)
+	if _, ok := byName(indexed(t, st, ix).Tags)["1.0.0"]; ok {
+		t.Fatal("a confirmed delete left the tag present")
+	}
+}
+
+// The registry may notify before the pushed manifest is readable: the tag
+// is asked for again until it is.
+func TestPushRetriesUntilTheTagIsVisible(t *testing.T) {
+	reg := newTestRegistry(t)
+	st, ix := newStoreIndexer(t, reg)
+	reg.push("app", "2.0.0")
+	var heads atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.Contains(req.URL.Path, "/manifests/") && heads.Add(1) <= 3 {
+				http.Error(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"not yet"}]}`, http.StatusNotFound)
+				return true
+			}
+			return false
+		}
+	})
+	start := time.Now()
+	ix.Push(context.Background(), PushEvent{Host: reg.host, Repository: "app", Tag: "2.0.0"})
+	waitIdle(t, ix)
+	if _, ok := byName(indexed(t, st, ix).Tags)["2.0.0"]; !ok {
+		t.Fatalf("tag not indexed after %d manifest requests", heads.Load())
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("took %v for three early 404s", el)
+	}
+}

@@ -1,0 +1,126 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// SignatureHeader carries sha256=<hex HMAC-SHA256 of the body> with the
+// endpoint's secret.
+const SignatureHeader = "X-Tidemark-Signature-256"
+
+// CloudEvent is the structured-mode CloudEvents 1.0 JSON body.
+type CloudEvent struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject,omitempty"`
+	Time            time.Time `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	Data            EventData `json:"data"`
+}
+
+// EventData is the event's data.
+type EventData struct {
+	Channel string `json:"channel,omitempty"`
+	Source  string `json:"source"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Actor   string `json:"actor"`
+	Reason  string `json:"reason"`
+}
+
+// EventID is an event's CloudEvents id: the outbox row's, so that every
+// retry of one event carries the same id and receivers can deduplicate.
+func EventID(e resolver.Event) string { return "tidemark-" + strconv.FormatInt(e.ID, 10) }
+
+// Body is what an endpoint of kind receives for e.
+func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
+	if kind == "slack" {
+		b, err := json.Marshal(map[string]string{"text": Text(e)})
+		return b, "application/json", err
+	}
+	subject := e.Channel
+	if subject == "" {
+		subject = e.Source + "/" + e.To
+	}
+	b, err := json.Marshal(CloudEvent{
+		SpecVersion: "1.0", ID: EventID(e), Source: source, Type: e.Type, Subject: subject,
+		Time: e.At.UTC(), DataContentType: "application/json",
+		Data: EventData{Channel: e.Channel, Source: e.Source, From: e.From, To: e.To, Actor: e.Actor, Reason: e.Reason},
+	})
+	return b, "application/cloudevents+json", err
+}
+
+// Text is the event for a person (Slack).
+func Text(e resolver.Event) string {
+	none := func(v string) string {
+		if v == "" {
+			return "nothing"
+		}
+		return v
+	}
+	var s string
+	switch e.Type {
+	case resolver.EventVersionBlocked:
+		s = fmt.Sprintf("Version %s of %s was blocked by %s", e.To, e.Source, e.Actor)
+	case resolver.EventRolloutChanged:
+		s = fmt.Sprintf("Rollout of channel %s (%s -> %s) changed, by %s", e.Channel, none(e.From), none(e.To), e.Actor)
+	default:
+		s = fmt.Sprintf("Channel %s now serves %s (was %s), by %s", e.Channel, none(e.To), none(e.From), e.Actor)
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Sign is the signature header's value for body.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// send POSTs e to the endpoint; any answer but 2xx is a failure.
+func (d *Deliverer) send(ctx context.Context, ep Endpoint, e resolver.Event) error {
+	body, ct, err := Body(ep.Kind, d.opts.Source, e)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("endpoint %q: %w", ep.Name, err)
+	}
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("User-Agent", "tidemark")
+	if ep.Secret != nil {
+		secret, err := ep.Secret()
+		if err != nil {
+			return fmt.Errorf("endpoint %q: reading its secret: %w", ep.Name, err)
+		}
+		req.Header.Set(SignatureHeader, Sign(secret, body))
+	}
+	res, err := d.opts.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %s", ep.URL, res.Status)
+	}
+	return nil
+}

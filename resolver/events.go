@@ -1,0 +1,99 @@
+package resolver
+
+import (
+	"slices"
+	"time"
+)
+
+// Event types of outbound notifications (CloudEvents "type").
+const (
+	EventChannelChanged = "dev.tidemark.channel.changed"
+	EventRolloutChanged = "dev.tidemark.rollout.changed"
+	EventVersionBlocked = "dev.tidemark.version.blocked"
+)
+
+// Event is one outbound notification as the outbox keeps it.
+type Event struct {
+	ID      int64 // the outbox row; the CloudEvents id derives from it
+	At      time.Time
+	Type    string // one of the Event* constants
+	Channel string // "" for a block
+	Source  string
+	From    string // the version served before ("" for none)
+	To      string // the version served after; for a block, the blocked version
+	Actor   string // the token's name, or "indexer" for a new version
+	Reason  string
+}
+
+// EventFilter is the events one endpoint wants: those of Channels, and the
+// blocks of their Sources. Both nil: every event.
+type EventFilter struct {
+	Channels []string
+	Sources  []string
+}
+
+// Wants reports whether e passes the filter.
+func (f EventFilter) Wants(e Event) bool {
+	if f.Channels == nil && f.Sources == nil {
+		return true
+	}
+	if e.Channel != "" {
+		return slices.Contains(f.Channels, e.Channel)
+	}
+	return slices.Contains(f.Sources, e.Source)
+}
+
+// NotifyCursor is one endpoint's delivery position: every event it wants up
+// to LastID has been delivered. Attempts and LastError describe the event
+// after it while deliveries fail.
+type NotifyCursor struct {
+	Endpoint    string
+	LastID      int64
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string
+	DeliveredAt time.Time // zero: never delivered
+}
+
+// Delivery is one attempt to send an event to an endpoint.
+type Delivery struct {
+	Event    Event
+	Attempts int           // including this one
+	Err      error         // the send's error; nil: delivered
+	Retry    time.Duration // when Err is set: the wait before the next attempt
+}
+
+// ServedChanges lists the channels whose served version differs between
+// prev and next, as channel.changed events (Actor and Reason unset). A
+// channel new in next, or gone from it, is a configuration change, not a
+// move, and is left out; so is one whose pin changed (its revision moved),
+// since the pin's own transaction recorded that event.
+func ServedChanges(prev, next *Snapshot) []Event {
+	if prev == nil || next == nil {
+		return nil
+	}
+	var out []Event
+	for _, a := range next.answers {
+		i, ok := prev.byChannel[a.Channel.Name]
+		if !ok {
+			continue
+		}
+		b := prev.answers[i]
+		if b.State.Revision != a.State.Revision || b.Channel.Source != a.Channel.Source {
+			continue
+		}
+		from, to := servedVersion(b), servedVersion(a)
+		if from == to {
+			continue
+		}
+		out = append(out, Event{Type: EventChannelChanged, Channel: a.Channel.Name, Source: a.Channel.Source, From: from, To: to})
+	}
+	return out
+}
+
+func servedVersion(a ChannelAnswer) string {
+	if a.Tag == nil {
+		return ""
+	}
+	return a.Tag.Version.String()
+}

@@ -1,0 +1,38 @@
+package resolver
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestServedChangesLeavesPinsToTheirOwnEvents(t *testing.T) {
+	p := mustParser(t, SchemeSemver, `k3s(\d+)`)
+	channels := []Channel{
+		{Name: "latest", Source: "k3s", Stream: Released},
+		{Name: "pinned", Source: "k3s", Stream: Released},
+		{Name: "held", Source: "k3s", Stream: Released},
+	}
+	states := map[string]ChannelState{"held": {Pin: "v1.33.5+k3s1", Revision: 1}}
+	before := NewSnapshot(channels, []SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1"})}, states, testTime)
+
+	// v1.33.6 is indexed and "pinned" is pinned to it in the same change:
+	// latest moved by indexing; pinned moved by its pin (recorded with the
+	// pin); held stays where its pin holds it.
+	states2 := map[string]ChannelState{"held": states["held"], "pinned": {Pin: "v1.33.6+k3s1", Revision: 1}}
+	after := NewSnapshot(channels, []SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, states2, testTime)
+	want := []Event{{Type: EventChannelChanged, Channel: "latest", Source: "k3s", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"}}
+	if d := cmp.Diff(want, ServedChanges(before, after)); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+
+	// Blocking the newest moves the followers back.
+	blocked := NewSnapshot(channels, []SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"}, "v1.33.6+k3s1")}, states2, testTime)
+	got := ServedChanges(after, blocked)
+	if len(got) != 2 || got[0].Channel != "latest" || got[0].To != "v1.33.5+k3s1" || got[1].Channel != "pinned" || got[1].To != "" {
+		t.Errorf("after a block: %+v, want latest back to v1.33.5+k3s1 and pinned to nothing", got)
+	}
+	if ServedChanges(nil, after) != nil {
+		t.Error("the first snapshot reports changes")
+	}
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// PushFunc queues ev's tag for indexing on every source whose image is its
+// repository and returns how many there are (0: the repository is not
+// indexed here). It must not tie the work to ctx beyond queueing it.
+type PushFunc func(ctx context.Context, ev PushEvent, received time.Time) (sources int)
+
+// SecretFunc reads a webhook secret; it is called per request, so that a
+// rotated secret file applies at once.
+type SecretFunc func() ([]byte, error)
+
+// maxWebhookBody bounds a webhook payload: Docker Hub's carries the whole
+// Dockerfile and README, a distribution envelope up to its threshold.
+const maxWebhookBody = 4 << 20
+
+// registerWebhooks adds the registry webhook routes. Each reads its body
+// before authenticating because GitHub signs the body.
+func (s *Server) registerWebhooks(e *echo.Echo) {
+	for _, kind := range []string{"distribution", "harbor", "quay", "github"} {
+		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.dbDeadline)
+	}
+	e.POST("/api/v1/webhooks/dockerhub/:secret", s.webhook("dockerhub"), s.dbDeadline)
+	s.get(e, "/api/v1/notifications", s.notifications, s.dbDeadline, s.requireRead())
+}
+
+func (s *Server) webhook(kind string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		received := time.Now()
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				err = fmt.Errorf("%w: %s webhook payload is over %d bytes", errBodyTooLarge, kind, tooLarge.Limit)
+			}
+			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+			return err
+		}
+		if err := s.authenticateWebhook(c, kind, body); err != nil {
+			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+			return err
+		}
+		if kind == "github" && c.Request().Header.Get("X-GitHub-Event") != "package" &&
+			c.Request().Header.Get("X-GitHub-Event") != "registry_package" {
+			// ping, or an event this hook was subscribed to by mistake.
+			return c.JSON(http.StatusAccepted, openapi.WebhookResult{})
+		}
+		evs, err := parseWebhook(kind, body)
+		if err != nil {
+			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+			return err
+		}
+		if s.opts.Push == nil {
+			s.metrics.webhooks.WithLabelValues(kind, "unavailable").Inc()
+			return fmt.Errorf("%w: this replica does not index (started with --no-index); send webhooks to one that does", resolver.ErrUnavailable)
+		}
+		res := openapi.WebhookResult{Tags: len(evs)}
+		for _, ev := range evs {
+			if s.opts.Push(c.Request().Context(), ev, received) > 0 {
+				res.Queued++
+				s.metrics.webhooks.WithLabelValues(kind, "queued").Inc()
+			} else {
+				res.Ignored++
+				s.metrics.webhooks.WithLabelValues(kind, "unknown_repository").Inc()
+				s.log.Debug("webhook for a repository no source indexes", "kind", kind, "host", ev.Host, "repository", ev.Repository, "tag", ev.Tag)
+			}
+		}
+		if len(evs) == 0 {
+			s.metrics.webhooks.WithLabelValues(kind, "no_tag").Inc()
+		}
+		return c.JSON(http.StatusAccepted, res)
+	}
+}
+
+// authenticateWebhook checks what each registry can send: GitHub signs
+// the body with a shared secret; Docker Hub can send no header, so its
+// secret is in the path; the others send a bearer token with scope scan
+// (or, for registries that cannot set a header, ?access_token=, RFC 6750).
+func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) error {
+	switch kind {
+	case "github":
+		return checkGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body)
+	case "dockerhub":
+		return checkPathSecret(s.opts.DockerHubSecret, c.Param("secret"))
+	}
+	if s.opts.Store == nil {
+		return s.writeUnavailable(c)
+	}
+	addr := clientAddr(c.Request())
+	if wait, blocked := s.authFails.blocked(addr); blocked {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+		return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
+	}
+	secret, err := bearer(c.Request())
+	if q := c.QueryParam("access_token"); err != nil && q != "" {
+		secret, err = q, nil
+	}
+	if err != nil {
+		s.authFails.failed(addr)
+		return err
+	}
+	name, scopes, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
+	if errors.Is(err, resolver.ErrUnauthorized) {
+		s.authFails.failed(addr)
+	}
+	if err != nil {
+		return err
+	}
+	// No per-token write limit: a registry sends a burst of events per
+	// push, each is cheap (a queued tag), and a 429 would only delay them.
+	if !allows(scopes, ScopeScan) {
+		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need scan", resolver.ErrForbidden, name, strings.Join(scopes, ","))
+	}
+	c.Set(actorKey, name)
+	return nil
+}
+
+func readSecret(kind, key string, read SecretFunc) ([]byte, error) {
+	if read == nil {
+		return nil, fmt.Errorf("%w: %s webhooks are not configured (set webhooks.%s)", resolver.ErrNotFound, kind, key)
+	}
+	secret, err := read()
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the %s webhook secret: %w", resolver.ErrUnavailable, kind, err)
+	}
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("%w: the %s webhook secret is empty", resolver.ErrUnavailable, kind)
+	}
+	return secret, nil
+}
+
+// checkGitHubSignature verifies X-Hub-Signature-256: sha256=<hex HMAC-SHA256
+// of the body with the hook's secret>, in constant time.
+func checkGitHubSignature(read SecretFunc, header string, body []byte) error {
+	secret, err := readSecret("github", "github_secret_file", read)
+	if err != nil {
+		return err
+	}
+	hexSig, ok := strings.CutPrefix(header, "sha256=")
+	got, derr := hex.DecodeString(hexSig)
+	if !ok || derr != nil {
+		return fmt.Errorf("%w: X-Hub-Signature-256 is missing or not sha256=<hex>", resolver.ErrUnauthorized)
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return fmt.Errorf("%w: X-Hub-Signature-256 does not match the body signed with webhooks.github_secret_file", resolver.ErrUnauthorized)
+	}
+	return nil
+}
+
+// checkPathSecret compares Docker Hub's path secret in constant time (of
+// the secrets' hashes, so the length leaks nothing either).
+func checkPathSecret(read SecretFunc, got string) error {
+	secret, err := readSecret("dockerhub", "dockerhub_secret_file", read)
+	if err != nil {
+		return err
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(secret)
+	if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		return fmt.Errorf("%w: the Docker Hub webhook URL's secret is wrong", resolver.ErrForbidden)
+	}
+	return nil
+}

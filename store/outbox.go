@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// addEvent writes e into the outbox inside tx: the event exists exactly
+// when the change it reports committed.
+func addEvent(ctx context.Context, tx pgx.Tx, e resolver.Event) error {
+	_, err := tx.Exec(ctx, `
+		insert into outbox (type, channel, source, from_version, to_version, actor, reason)
+		values ($1, $2, $3, $4, $5, $6, $7)`,
+		e.Type, e.Channel, e.Source, e.From, e.To, e.Actor, e.Reason)
+	return err
+}
+
+// AddEvents writes events into the outbox in one transaction: the events
+// that are not a store write's own (a served version moved by indexing, a
+// rollout step).
+func (s *Store) AddEvents(ctx context.Context, events []resolver.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, fmt.Sprintf("add %d outbox events", len(events)), func(tx pgx.Tx) error {
+		for _, e := range events {
+			if err := addEvent(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// StartCursor creates endpoint's cursor at the newest event if it has none:
+// a new endpoint receives what happens from now on, not the past.
+func (s *Store) StartCursor(ctx context.Context, endpoint string) error {
+	return s.inTx(ctx, fmt.Sprintf("start notification cursor %q", endpoint), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			insert into notify_cursors (endpoint, last_id)
+			select $1, coalesce(max(id), 0) from outbox
+			on conflict (endpoint) do nothing`, endpoint)
+		return err
+	})
+}
+
+// DeliverNext sends endpoint's next wanted event, if one is due, while
+// holding the endpoint's cursor row (FOR UPDATE SKIP LOCKED): a replica
+// that finds it locked skips it, so two replicas never send one event at
+// once. send's success moves the cursor past the event; its failure keeps
+// the cursor, counts the attempt and puts the next one off by
+// backoff(attempts). ok is false when nothing was due (no cursor, cursor
+// locked or waiting out its backoff, or no event). A failure to commit
+// after a successful send means the event goes again: at least once.
+func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.EventFilter,
+	send func(context.Context, resolver.Event) error, backoff func(attempts int) time.Duration) (d resolver.Delivery, ok bool, err error) {
+	err = s.inTx(ctx, fmt.Sprintf("deliver to %q", endpoint), func(tx pgx.Tx) error {
+		var last int64
+		var attempts int
+		err := tx.QueryRow(ctx, `
+			select last_id, attempts from notify_cursors
+			where endpoint = $1 and next_attempt <= now()
+			for update skip locked`, endpoint).Scan(&last, &attempts)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		e, found, err := nextEvent(ctx, tx, last, f)
+		if err != nil || !found {
+			return err
+		}
+		ok = true
+		d = resolver.Delivery{Event: e, Attempts: attempts + 1}
+		if d.Err = send(ctx, e); d.Err == nil {
+			_, err = tx.Exec(ctx, `
+				update notify_cursors set last_id = $2, attempts = 0, last_error = '',
+					next_attempt = now(), delivered_at = now()
+				where endpoint = $1`, endpoint, e.ID)
+			return err
+		}
+		d.Retry = backoff(d.Attempts)
+		_, err = tx.Exec(ctx, `
+			update notify_cursors set attempts = $2, last_error = $3,
+				next_attempt = now() + $4 * interval '1 microsecond'
+			where endpoint = $1`, endpoint, d.Attempts, oneLine(d.Err.Error()), d.Retry.Microseconds())
+		return err
+	})
+	return d, ok, err
+}
+
+const eventColumns = `id, at, type, channel, source, from_version, to_version, actor, reason`
+
+func scanEvent(row pgx.Row, e *resolver.Event) error {
+	return row.Scan(&e.ID, &e.At, &e.Type, &e.Channel, &e.Source, &e.From, &e.To, &e.Actor, &e.Reason)
+}
+
+// filterSQL is f as a condition on outbox rows, with f's arrays as $n and
+// $n+1 (a nil array: no filter).
+func filterSQL(n int) string {
+	return fmt.Sprintf(`($%d::text[] is null or channel = any($%d) or (channel = '' and source = any($%d)))`, n, n, n+1)
+}
+
+func filterArgs(f resolver.EventFilter) []any {
+	if f.Channels == nil && f.Sources == nil {
+		return []any{nil, nil}
+	}
+	return []any{append([]string{}, f.Channels...), append([]string{}, f.Sources...)}
+}
+
+func nextEvent(ctx context.Context, tx pgx.Tx, after int64, f resolver.EventFilter) (resolver.Event, bool, error) {
+	var e resolver.Event
+	err := scanEvent(tx.QueryRow(ctx, `select `+eventColumns+` from outbox
+		where id > $1 and `+filterSQL(2)+` order by id limit 1`,
+		append([]any{after}, filterArgs(f)...)...), &e)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, false, nil
+	}
+	return e, err == nil, err
+}
+
+// Backlog counts the events endpoint wants and has not been sent.
+func (s *Store) Backlog(ctx context.Context, endpoint string, f resolver.EventFilter) (int, error) {
+	var n int
+	err := s.inTx(ctx, fmt.Sprintf("backlog of %q", endpoint), func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `
+			select count(*) from outbox, notify_cursors c
+			where c.endpoint = $1 and id > c.last_id and `+filterSQL(2),
+			append([]any{endpoint}, filterArgs(f)...)...).Scan(&n)
+	})
+	return n, err
+}
+
+// RecentEvents lists the newest limit events, newest first, and every
+// endpoint's cursor, read together so that they agree.
+func (s *Store) RecentEvents(ctx context.Context, limit int) ([]resolver.Event, []resolver.NotifyCursor, error) {
+	events := []resolver.Event{}
+	var cursors []resolver.NotifyCursor
+	err := s.inTx(ctx, "recent notifications", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select `+eventColumns+` from outbox order by id desc limit $1`, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var e resolver.Event
+			if err := scanEvent(rows, &e); err != nil {
+				return err
+			}
+			events = append(events, e)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+			select endpoint, last_id, attempts, next_attempt, last_error, coalesce(delivered_at, 'epoch')
+			from notify_cursors order by endpoint`)
+		if err != nil {
+			return err
+		}
+		var c resolver.NotifyCursor
+		_, err = pgx.ForEachRow(rows, []any{&c.Endpoint, &c.LastID, &c.Attempts, &c.NextAttempt, &c.LastError, &c.DeliveredAt}, func() error {
+			if c.DeliveredAt.Unix() == 0 {
+				c.DeliveredAt = time.Time{}
+			}
+			cursors = append(cursors, c)
+			return nil
+		})
+		return err
+	})
+	return events, cursors, err
+}
+
+// channelEvent records a pin's or unpin's channel.changed event, unless the
+// channel serves what it served before (a pin of the version it followed).
+func channelEvent(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, from, to string) error {
+	if from == to {
+		return nil
+	}
+	return addEvent(ctx, tx, resolver.Event{Type: resolver.EventChannelChanged, Channel: c.Channel,
+		Source: c.Source, From: from, To: to, Actor: c.Actor, Reason: c.Reason})
+}
