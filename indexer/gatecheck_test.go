@@ -179,3 +179,36 @@ func TestNewRefusesABadGateNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// A pushed tag of a gated source is gated when it is indexed, not at the
+// next scan: a complete, signed push is servable at once; an unsigned one
+// is held with its state.
+func TestPushedTagIsGatedAtOnce(t *testing.T) {
+	reg := newTestRegistry(t)
+	repo := pushRepo(t, reg, "app")
+	signer := cosigntest.NewSigner(t)
+	both := []string{"linux/amd64", "linux/arm64"}
+	st, ix := newStoreIndexer(t, reg, func(s *Source) {
+		s.Gates = resolver.Gates{Platforms: both, SignatureKeyFile: signer.PubFile}
+		s.Exclude = sigTags
+	})
+	ctx := context.Background()
+
+	signed := cosigntest.PushIndex(t, repo, "v2.0.0", both...)
+	signer.SignAndPush(t, repo, signed)
+	cosigntest.PushIndex(t, repo, "v2.1.0", both...)
+	for _, tag := range []string{"v2.0.0", "v2.1.0"} {
+		ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: tag})
+	}
+	waitIdle(t, ix)
+	want := map[string]string{
+		"v2.0.0": "servable platforms=ok signature=ok",
+		"v2.1.0": "held platforms=ok signature=missing",
+	}
+	if diff := cmp.Diff(want, gateStates(t, st, ix)); diff != "" {
+		t.Fatalf("gates of pushed tags (-want +got):\n%s", diff)
+	}
+	if reg.lists.Load() != 0 {
+		t.Errorf("%d tag list requests, want none (push, not scan)", reg.lists.Load())
+	}
+}

@@ -236,6 +236,15 @@ func (ix *Indexer) indexPushed(ctx context.Context, src *source, ev PushEvent, s
 	if !changed {
 		return "unchanged", nil
 	}
+	if outcome == "indexed" {
+		// A gated source serves the tag only once its gates pass: check
+		// them now, as a scan would, rather than at the next scan. A
+		// failed check leaves the tag held (never served on no answer).
+		if gerr := ix.GateTag(wctx, src.Name, ev.Tag); gerr != nil {
+			ix.log.WarnContext(ctx, "release gates of a pushed tag not checked; the next scan checks them",
+				"source", src.Name, "tag", ev.Tag, "err", gerr)
+		}
+	}
 	ix.changed(src.Name)
 	ix.pushMetrics.latency.Observe(time.Since(ev.Received).Seconds())
 	return outcome, nil
