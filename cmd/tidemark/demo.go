@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -46,8 +48,12 @@ starts a throwaway Postgres) and no network.`,
 				return err
 			}
 			defer os.RemoveAll(dir)
+			recv, err := startDemoReceiver(ctx, e.stderr)
+			if err != nil {
+				return err
+			}
 			f.path = filepath.Join(dir, "tidemark.yaml")
-			if err := os.WriteFile(f.path, []byte(demoConfig(reg, listen)), 0o600); err != nil {
+			if err := os.WriteFile(f.path, []byte(demoConfig(reg, listen, recv)), 0o600); err != nil {
 				return err
 			}
 			cfg, logger, err := f.load(e)
@@ -125,7 +131,45 @@ func seedDemoRegistry(ctx context.Context, host string) (int, error) {
 	return n, nil
 }
 
-func demoConfig(host, listen string) string {
+// startDemoReceiver serves a notification endpoint on loopback that prints
+// each CloudEvent it receives, so that a pin or a new version shows what a
+// receiver gets (docs/webhooks.md). It returns its URL.
+func startDemoReceiver(ctx context.Context, w io.Writer) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("demo notification receiver: %w", err)
+	}
+	var mu sync.Mutex
+	srv := &http.Server{
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			var ev struct {
+				Type string `json:"type"`
+				Data struct {
+					Channel, Source, From, To, Actor, Reason string
+				} `json:"data"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&ev); err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			what := "channel " + ev.Data.Channel
+			if ev.Data.Channel == "" {
+				what = "source " + ev.Data.Source
+			}
+			mu.Lock()
+			fmt.Fprintf(w, "demo: notification %s: %s: %s -> %s (by %s)\n", ev.Type, what,
+				orDash(ev.Data.From), orDash(ev.Data.To), orDash(ev.Data.Actor))
+			mu.Unlock()
+			rw.WriteHeader(http.StatusNoContent)
+		}),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	return "http://" + ln.Addr().String() + "/", nil
+}
+
+func demoConfig(host, listen, receiver string) string {
 	return fmt.Sprintf(`listen: %q
 sources:
   - name: jujud-operator
@@ -152,5 +196,8 @@ channels:
   - {name: testing, source: k3s-upgrade, stream: testing, latestRegexp: '-(alpha|beta|rc)'}
   - {name: v1.32, source: k3s-upgrade, latestRegexp: 'v1\.32\..*', excludeRegexp: '^[^+]+-'}
   - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-'}
-`, listen, host, host)
+  - {name: stepwise, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-', stepwise: true, settle: 1m}
+notify:
+  - {name: demo-log, url: %q}
+`, listen, host, host, receiver)
 }

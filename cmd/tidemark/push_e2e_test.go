@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/internal/testutil"
-	"github.com/tidemark-dev/tidemark/notify"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
