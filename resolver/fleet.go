@@ -47,6 +47,13 @@ type FleetSummary struct {
 	Served   []VersionCount
 }
 
+// FleetCount is how many clusters one channel has: every recorded one, and
+// those seen within the active window.
+type FleetCount struct {
+	Clusters int
+	Active   int
+}
+
 // ClusterQuery selects a page of one channel's clusters, ordered by ID.
 type ClusterQuery struct {
 	Channel string

@@ -19,6 +19,7 @@ type FleetStore interface {
 	FleetClusters(ctx context.Context, q resolver.ClusterQuery) ([]resolver.ClusterRecord, string, error)
 	FleetCluster(ctx context.Context, id string) ([]resolver.ClusterRecord, error)
 	FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error)
+	FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error)
 	PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 }
 

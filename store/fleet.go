@@ -197,6 +197,28 @@ func (s *Store) FleetCluster(ctx context.Context, id string) ([]resolver.Cluster
 	return out, err
 }
 
+// FleetCounts counts every channel's clusters, all of them and those seen
+// since activeSince, in one pass: the console's channel list shows them.
+// A channel without records is absent.
+func (s *Store) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
+	out := map[string]resolver.FleetCount{}
+	err := s.inTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select channel, count(*), count(*) filter (where last_seen >= $1)
+			from fleet group by channel`, activeSince)
+		if err != nil {
+			return err
+		}
+		var ch string
+		var c resolver.FleetCount
+		_, err = pgx.ForEachRow(rows, []any{&ch, &c.Clusters, &c.Active}, func() error {
+			out[ch] = c
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
 // FleetActive counts the clusters seen since activeSince by channel and
 // reported version (the tidemark_fleet_clusters gauge).
 func (s *Store) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {

@@ -86,6 +86,13 @@ func TestFleetSummaryPagesAndPurge(t *testing.T) {
 		len(sum.Served) != 1 || sum.Served[0].Clusters != 1200 {
 		t.Fatalf("summary = %+v", sum)
 	}
+	counts, err := st.FleetCounts(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]resolver.FleetCount{"latest": {Clusters: 1200, Active: 900}, "stable": {Clusters: 1, Active: 1}}, counts); d != "" {
+		t.Fatalf("FleetCounts (-want +got):\n%s", d)
+	}
 	seen := 0
 	q := resolver.ClusterQuery{Channel: "latest", Version: "v1.31.0", Stale: true, Since: now.Add(-time.Hour), Limit: 40}
 	for {

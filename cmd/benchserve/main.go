@@ -272,4 +272,7 @@ func (f *discardFleet) FleetCluster(context.Context, string) ([]resolver.Cluster
 func (f *discardFleet) FleetActive(context.Context, time.Time) (map[string][]resolver.VersionCount, error) {
 	return nil, nil
 }
+func (f *discardFleet) FleetCounts(context.Context, time.Time) (map[string]resolver.FleetCount, error) {
+	return nil, nil
+}
 func (f *discardFleet) PurgeFleet(context.Context, time.Time) (int64, error) { return 0, nil }
