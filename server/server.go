@@ -117,6 +117,7 @@ type Server struct {
 	soaks     soakTimer // rebuilds the snapshot when a soak ends
 	kick      chan struct{}
 	fleet     *recorder
+	uiFleet   fleetCountsCache // the console's fleet counts per channel
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data

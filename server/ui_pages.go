@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -19,11 +20,10 @@ import (
 // The shapes the console's templates render. Rows embed the API's wire
 // types, so a field the API grows is one a template can show.
 //
-// Rollout progress, fleet counts and gated marks (CONTRACT section 10) are
-// not rendered: the data does not exist yet. When openapi.Channel (or a
-// sibling type) grows it, add it here and a column in ui/templates/rows.html
-// guarded by {{if}}, so a column shows only where there is data. Never a
-// placeholder.
+// Rollout progress (CONTRACT section 10) is not rendered: the data does not
+// exist yet. When openapi.Channel grows it, add it here and a column in
+// ui/templates/rows.html guarded by {{if}}, so a column shows only where
+// there is data. Never a placeholder.
 
 // uiPage is what the layout renders around a page's content.
 type uiPage struct {
@@ -34,6 +34,7 @@ type uiPage struct {
 }
 
 type uiChannelsBody struct {
+	Fleet   bool // the server records a fleet: the rows have its counts
 	Rows    []uiChannelRow
 	Sources []openapi.Source
 	ETag    string // of the rows, for the live poll
@@ -41,7 +42,8 @@ type uiChannelsBody struct {
 
 type uiChannelRow struct {
 	openapi.Channel
-	Why string // why nothing is served, when nothing is
+	Why   string        // why nothing is served, when nothing is
+	Fleet *uiFleetCount // nil when the server records no fleet
 }
 
 type uiChannelBody struct {
@@ -54,6 +56,13 @@ type uiChannelBody struct {
 	History  []openapi.AuditEvent
 	// HistoryProblem is why the history could not be read (no database).
 	HistoryProblem *uiProblem
+	Stepwise       bool
+	Settle         string // "" when clusters need not settle
+	Soak           string // the channel's own soak gate, "" for the source's
+	Fleet          *uiFleetChart
+	// FleetProblem is why the fleet could not be read; both nil when the
+	// server records no fleet.
+	FleetProblem *uiProblem
 }
 
 type uiSourceBody struct {
@@ -88,22 +97,19 @@ type uiResolveBody struct {
 const maxEligible = 40
 
 func (s *Server) uiChannels(c echo.Context) error {
-	body, err := s.channelsBody()
+	body, err := s.channelsBody(c.Request().Context())
 	if err != nil {
 		return s.uiError(c, err)
 	}
 	return s.render(c, http.StatusOK, "page_channels.html", uiPage{Title: "Channels", Nav: "channels", Body: body})
 }
 
-func (s *Server) channelsBody() (uiChannelsBody, error) {
+func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
 	v, err := s.view()
 	if err != nil {
 		return uiChannelsBody{}, err
 	}
-	var b uiChannelsBody
-	for _, e := range v.list {
-		b.Rows = append(b.Rows, uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why})
-	}
+	b := uiChannelsBody{Rows: s.channelRows(ctx, v), Fleet: s.opts.Fleet.Store != nil}
 	for _, sv := range v.snap.Sources() {
 		b.Sources = append(b.Sources, sourceJSON(sv))
 	}
@@ -124,11 +130,7 @@ func (s *Server) uiLiveChannels(c echo.Context) error {
 	if err != nil {
 		return err // the poller reads problem+json
 	}
-	rows := make([]uiChannelRow, 0, len(v.list))
-	for _, e := range v.list {
-		rows = append(rows, uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why})
-	}
-	html, err := renderRows(rows)
+	html, err := renderRows(s.channelRows(c.Request().Context(), v))
 	if err != nil {
 		return err
 	}
@@ -168,6 +170,14 @@ func (s *Server) uiChannel(c echo.Context) error {
 	if ch.Exclude != nil {
 		b.Exclude = ch.Exclude.String()
 	}
+	b.Stepwise = ch.Stepwise
+	if ch.Settle > 0 {
+		b.Settle = shortDuration(ch.Settle)
+	}
+	if ch.Soak != nil {
+		b.Soak = shortDuration(*ch.Soak)
+	}
+	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
 	if vs, err := v.snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
 		for _, vv := range slices.Backward(vs) {
 			if len(b.Eligible) == maxEligible {
