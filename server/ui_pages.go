@@ -72,6 +72,7 @@ type uiSourceBody struct {
 	Versions []uiVersionRow
 	Unparsed []openapi.Unparsed
 	Channels []string // the channels that follow this source
+	Gates    []string // the source's release gates, as a person reads them
 }
 
 type uiStreamCount struct {
@@ -82,6 +83,14 @@ type uiStreamCount struct {
 type uiVersionRow struct {
 	openapi.Version
 	BlockReason string
+	Held        []uiGate // the gates that hold it, in the API's order; empty when none does
+}
+
+// uiGate is one release gate's state as the source page reads it:
+// "platforms" "missing linux/arm64", "soak" "until 2026-...".
+type uiGate struct {
+	Name, State string
+	Until       string // the soak's end, RFC 3339, for a <time> element
 }
 
 type uiResolveBody struct {
@@ -206,7 +215,7 @@ func (s *Server) uiSource(c echo.Context) error {
 	if err != nil {
 		return s.uiError(c, paramIf("source", resolver.ErrNotFound, err))
 	}
-	b := uiSourceBody{Source: sourceJSON(sv)}
+	b := uiSourceBody{Source: sourceJSON(sv), Gates: gatesText(sv.Source.Gates)}
 	stream := resolver.Testing // every version
 	if q := c.QueryParam("stream"); q != "" {
 		if stream, err = resolver.ParseStream(q); err != nil {
@@ -226,7 +235,7 @@ func (s *Server) uiSource(c echo.Context) error {
 		if b.Stream != "" && vv.Stream != stream {
 			continue // by stream: each version under its own stream only
 		}
-		b.Versions = append(b.Versions, uiVersionRow{Version: versionJSON(vv), BlockReason: vv.BlockReason})
+		b.Versions = append(b.Versions, uiVersionRow{Version: versionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
 	}
 	unparsed, err := v.snap.Unparsed(name)
 	if err != nil {
