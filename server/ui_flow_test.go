@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // TestConsoleInABrowser drives the console in Debian's chromium against a
@@ -19,6 +21,9 @@ import (
 // without a reload.
 func TestConsoleInABrowser(t *testing.T) {
 	env := newPGEnv(t, Options{})
+	gateK3s(t, env)
+	seedFleet(t, env)
+	env.srv, env.ts, env.logs = env.serve(env.st, Options{Fleet: FleetOptions{Store: env.st}})
 	b := newBrowser(t)
 	base := env.ts.URL
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
@@ -35,6 +40,8 @@ func TestConsoleInABrowser(t *testing.T) {
 			`#channel-rows tr[data-channel="v1.33"] td[data-label="Serves"]`:  "v1.33.6+k3s2",
 			`#channel-rows tr[data-channel="stable"] td[data-label="Pinned"]`: "pinned",
 			`#channel-rows tr[data-channel="v1.99"] td[data-label="Serves"]`:  "nothing",
+			`#channel-rows tr[data-channel="v1.33"] td[data-label="Fleet"]`:   "4 clusters, 3 active",
+			`#channel-rows tr[data-channel="stable"] td[data-label="Fleet"]`:  "1 cluster, 1 active",
 		} {
 			if got := b.text(t, sel); !strings.Contains(got, want) {
 				t.Errorf("%s reads %q, want %q in it", sel, got, want)
@@ -99,6 +106,23 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.screenshot(t, "channel")
 	})
 
+	t.Run("the channel page charts the fleet by version", func(t *testing.T) {
+		if got := b.text(t, "#fleet-total"); !strings.HasPrefix(got, "4 clusters recorded, 3 active; 1 reported no version.") {
+			t.Errorf("fleet total reads %q", got)
+		}
+		rows := b.eval(t, `[...document.querySelectorAll("#fleet-chart tbody tr")].map(r =>
+			r.dataset.version + "=" + r.querySelector(".reported .n").textContent + "/" + r.querySelector(".served .n").textContent +
+			"@" + r.querySelector(".reported rect.fill").getAttribute("width")).join(" ")`)
+		if want := "v1.33.6+k3s2=0/4@0 v1.33.5+k3s1=2/0@50 v1.33.1+k3s1=1/0@25"; rows != want {
+			t.Errorf("chart rows (version=reporting/served@bar%%) %q, want %q", rows, want)
+		}
+		// The bars are drawn: the longest fills its track.
+		if w := b.eval(t, `String(Math.round(document.querySelector('#fleet-chart tr[data-version="v1.33.6+k3s2"] .served rect.fill').getBoundingClientRect().width /
+			document.querySelector('#fleet-chart tr[data-version="v1.33.6+k3s2"] .served rect.track').getBoundingClientRect().width * 100))`); w != "100" {
+			t.Errorf("the longest bar fills %s%% of its track, want 100", w)
+		}
+	})
+
 	t.Run("the channel list follows a pin made elsewhere without a reload", func(t *testing.T) {
 		b.do(t, "open the list", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(css("#channels")))
 		b.eval(t, `window.sameDocument = "yes"`)
@@ -123,6 +147,16 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		if got := b.text(t, "#unparsed"); !strings.Contains(got, "sha256-0123.sig") {
 			t.Errorf("unparsed tags read %q", got)
+		}
+		for sel, want := range map[string]string{
+			`#versions tr[data-version="v1.34.2+k3s2"].gated td[data-label="Status"]`:     "gated platforms missing linux/arm64",
+			`#versions tr[data-version="v1.34.3-rc1+k3s1"].gated td[data-label="Status"]`: "gated signature invalid",
+			`#versions tr[data-version="v1.34.1+k3s1"] td[data-label="Status"]`:           "ok, gates passed",
+			"#gates": "platforms linux/amd64, linux/arm64 cosign signature",
+		} {
+			if got := b.text(t, sel); got != want {
+				t.Errorf("%s reads %q, want %q", sel, got, want)
+			}
 		}
 		b.do(t, "block v1.32.9+k3s1",
 			chromedp.SendKeys(css("#block-version"), "v1.32.9+k3s1"),
@@ -155,3 +189,27 @@ func TestConsoleInABrowser(t *testing.T) {
 }
 
 func jsString(s string) string { return fmt.Sprintf("%q", s) }
+
+// gateK3s gives env's source platform and signature gates and records, as
+// the indexer's gate checker does, every version passing them but
+// v1.34.2+k3s2 (no arm64) and v1.34.3-rc1+k3s1 (a signature that does not
+// verify).
+func gateK3s(t *testing.T, env *pgEnv) {
+	t.Helper()
+	both := []string{"linux/amd64", "linux/arm64"}
+	env.src.Gates = resolver.Gates{Platforms: both, SignatureKeyFile: "/etc/tidemark/cosign.pub", SignatureKeyID: "key-1"}
+	checks := map[string]resolver.GateChecks{}
+	for _, name := range k3sTags() {
+		c := resolver.GateChecks{Digest: tagDigest(name), Platforms: both, KeyID: "key-1", Signature: resolver.GateOK}
+		switch name {
+		case "v1.34.2-k3s2":
+			c.MissingPlatforms = []string{"linux/arm64"}
+		case "v1.34.3-rc1-k3s1":
+			c.Signature, c.SignatureReason = resolver.GateInvalid, "no signature verifies with key-1"
+		}
+		checks[name] = c
+	}
+	if _, err := env.st.SetGateChecks(context.Background(), "k3s", checks); err != nil {
+		t.Fatalf("SetGateChecks: %v", err)
+	}
+}
