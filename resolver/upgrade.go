@@ -49,7 +49,7 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	if q.Channel != "" {
 		i, ok := s.byChannel[q.Channel]
 		if !ok {
-			return Answer{}, fmt.Errorf("%w: channel %q not found", ErrNotFound, q.Channel)
+			return Answer{}, fmt.Errorf("%w: channel %q", ErrNotFound, q.Channel)
 		}
 		chAns, chFilter = &s.answers[i], s.filters[i]
 		switch {
@@ -270,7 +270,7 @@ func (r *resolution) path(target *VersionView) []Tag {
 func (r *resolution) explicit(target string) (*VersionView, error) {
 	t, ok := r.idx.lookup(target)
 	if !ok {
-		return nil, fmt.Errorf("%w: target version %q of source %q not found", ErrNotFound, target, r.idx.view.Source.Name)
+		return nil, fmt.Errorf("%w: target version %q of source %q", ErrNotFound, target, r.idx.view.Source.Name)
 	}
 	tv, cur := t.Version, r.cur
 	pin, pinned := r.pinned()
