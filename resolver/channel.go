@@ -32,6 +32,9 @@ type Channel struct {
 	// Soak is the channel's own soak gate in place of its source's
 	// (stricter or looser); nil: the source's.
 	Soak *time.Duration
+	// Rollout stages each change of the channel's version (rollout.go);
+	// nil: every cluster gets a new version at once.
+	Rollout *RolloutPolicy
 }
 
 // ChannelState is the mutable part of a channel, kept in the database.
@@ -42,6 +45,8 @@ type ChannelState struct {
 	PinnedAt  time.Time
 	Revision  int64 // bumps on every change; the ETag derives from it
 	UpdatedAt time.Time
+	// Rollout is the channel's latest rollout; nil when it has none.
+	Rollout *Rollout
 }
 
 // filter is the part of eligibility a channel and a resolve query share.

@@ -87,6 +87,10 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	s.steps = make([]map[string]*Tag, len(channels))
 	for i := range channels {
 		s.steps[i] = s.stepTable(i)
+		if rv := s.rolloutView(&s.answers[i]); rv != nil {
+			s.answers[i].Rollout = rv
+			s.rolloutSteps(i, rv)
+		}
 	}
 }
 
@@ -202,6 +206,9 @@ type ChannelAnswer struct {
 	Tag     *Tag // the version served; nil when nothing is eligible
 	// Why says, when Tag is nil, why nothing is served (for the 404 body).
 	Why string
+	// Rollout is the channel's rollout when it has a policy and one was
+	// recorded: it decides each cluster's version (rollout.go).
+	Rollout *RolloutView
 }
 
 // answer evaluates one channel. A pin (database) wins over Latest (config):

@@ -76,6 +76,11 @@ func (s *Snapshot) stepTable(i int) map[string]*Tag {
 	if !a.Channel.Stepwise || a.Tag == nil {
 		return nil
 	}
+	return s.stepTableFor(a, s.filters[i])
+}
+
+// stepTableFor is stepTable toward a's version with filter f.
+func (s *Snapshot) stepTableFor(a *ChannelAnswer, f filter) map[string]*Tag {
 	idx := s.bySource[a.Channel.Source]
 	if idx == nil {
 		return nil
@@ -86,7 +91,6 @@ func (s *Snapshot) stepTable(i int) map[string]*Tag {
 	if lo == len(vs) || vs[lo].Version.Major != c.Major {
 		return nil
 	}
-	f := s.filters[i]
 	base := resolution{cur: vs[lo].Version, idx: idx, ch: a, f: f}
 	base.collect()
 	table := make(map[string]*Tag)
@@ -105,4 +109,66 @@ func (s *Snapshot) stepTable(i int) map[string]*Tag {
 		table[r.String()] = next
 	}
 	return table
+}
+
+// toward is channel i's answer aimed at dest instead of its version: a
+// pin of dest, so that resolution steps toward dest and no further (the
+// pin is offered even when the channel's filters would not select it, as
+// a rollout's from may be a version the stream has moved past).
+func (s *Snapshot) toward(i int, dest *Tag) *ChannelAnswer {
+	a := s.answers[i]
+	a.Tag, a.Pinned = dest, true
+	return &a
+}
+
+// rolloutSteps precomputes a stepwise rollout channel's next-step tables
+// toward every version its rollout may send a cluster to.
+func (s *Snapshot) rolloutSteps(i int, rv *RolloutView) {
+	a := &s.answers[i]
+	if !a.Channel.Stepwise {
+		return
+	}
+	rv.steps = make(map[string]map[string]*Tag)
+	for _, t := range rv.Tags() {
+		if c := t.Version.String(); rv.steps[c] == nil {
+			rv.steps[c] = s.stepTableFor(s.toward(i, t), s.filters[i])
+		}
+	}
+}
+
+// NextStepToward is NextStep with the destination a rollout chose for the
+// cluster (RolloutView.Dest) in place of the channel's version: the
+// rollout decides where a cluster goes, the stepwise rule how it climbs.
+func (s *Snapshot) NextStepToward(channel string, reported Version, dest *Tag) (Version, error) {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return Version{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
+	}
+	a := &s.answers[i]
+	if dest == nil || a.Tag == nil || dest.Version.String() == a.Tag.Version.String() {
+		return s.NextStep(channel, reported)
+	}
+	d := dest.Version
+	if d.Major != reported.Major || Compare(d, reported) <= 0 {
+		return reported, nil
+	}
+	if a.Rollout != nil {
+		if t, ok := a.Rollout.steps[d.String()][reported.String()]; ok {
+			if t == nil {
+				return reported, nil
+			}
+			return t.Version, nil
+		}
+	}
+	f := s.filters[i]
+	f.builds = f.builds || reported.Build > 0
+	r := resolution{cur: reported, idx: s.bySource[a.Channel.Source], ch: s.toward(i, dest), f: f}
+	if r.idx == nil {
+		return reported, nil
+	}
+	r.collect()
+	if t := r.step(); t != nil {
+		return t.Version, nil
+	}
+	return reported, nil
 }

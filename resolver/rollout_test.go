@@ -1,0 +1,175 @@
+package resolver
+
+import (
+	"fmt"
+	"hash/fnv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestBucketIsFNV32aOfClusterSlashChannel(t *testing.T) {
+	for _, id := range []string{"a", "cluster-0001", "prod:eu-west-1.k8s", ""} {
+		h := fnv.New32a()
+		h.Write([]byte(id + "/stable"))
+		if got, want := Bucket(id, "stable"), int(h.Sum32()%100); got != want {
+			t.Errorf("Bucket(%q) = %d, want %d", id, got, want)
+		}
+	}
+}
+
+func TestRolloutProgress(t *testing.T) {
+	pol := RolloutPolicy{Steps: []int{1, 10, 50, 100}, Interval: time.Hour}
+	r := func(events ...RolloutEvent) *Rollout {
+		return &Rollout{Channel: "stable", From: "1.0.0", To: "1.1.0", Steps: pol.Steps, Interval: pol.Interval, StartedAt: t0, Events: events}
+	}
+	ev := func(kind string, d time.Duration) RolloutEvent { return RolloutEvent{Kind: kind, At: at(d)} }
+	run := func(step, pct int, next time.Duration) Progress {
+		return Progress{State: RolloutRunning, Step: step, Percent: pct, NextStepAt: at(next)}
+	}
+	for _, tc := range []struct {
+		name string
+		r    *Rollout
+		t    time.Duration
+		want Progress
+	}{
+		{"starts at the first step", r(), 0, run(0, 1, time.Hour)},
+		{"a step lasts one interval", r(), time.Hour - 1, run(0, 1, time.Hour)},
+		{"the second step begins after one interval", r(), time.Hour, run(1, 10, 2*time.Hour)},
+		{"the last step completes the rollout", r(), 3 * time.Hour, Progress{State: RolloutComplete, Step: 3, Percent: 100}},
+		{"a pause holds the step and the clock", r(ev(RolloutPause, 30*time.Minute)), 10 * time.Hour,
+			Progress{State: RolloutPaused, Step: 0, Percent: 1}},
+		{"a resume continues the step's remaining time", r(ev(RolloutPause, 30*time.Minute), ev(RolloutResume, 2*time.Hour)), 2*time.Hour + 29*time.Minute,
+			run(0, 1, 2*time.Hour+30*time.Minute)},
+		{"an advance starts the next step now", r(ev(RolloutAdvance, 10*time.Minute)), 20 * time.Minute, run(1, 10, 70*time.Minute)},
+		{"an advance of a paused rollout stays paused", r(ev(RolloutPause, 5*time.Minute), ev(RolloutAdvance, 10*time.Minute)), 5 * time.Hour,
+			Progress{State: RolloutPaused, Step: 1, Percent: 10}},
+		{"an advance to the last step completes", r(ev(RolloutAdvance, time.Minute), ev(RolloutAdvance, 2*time.Minute), ev(RolloutAdvance, 3*time.Minute)), 4 * time.Minute,
+			Progress{State: RolloutComplete, Step: 3, Percent: 100}},
+		{"a halt sends nobody the new version", r(ev(RolloutHalt, 90*time.Minute)), 10 * time.Hour,
+			Progress{State: RolloutHalted, Step: 1, Percent: 0}},
+		{"a resume after a halt returns to the step", r(ev(RolloutHalt, 90*time.Minute), ev(RolloutResume, 5*time.Hour)), 5 * time.Hour,
+			run(1, 10, 5*time.Hour+30*time.Minute)},
+		{"events after completion change nothing", r(ev(RolloutHalt, 4*time.Hour)), 5 * time.Hour,
+			Progress{State: RolloutComplete, Step: 3, Percent: 100}},
+		{"a pause of a halted rollout changes nothing", r(ev(RolloutHalt, time.Minute), ev(RolloutPause, 2*time.Minute)), time.Hour,
+			Progress{State: RolloutHalted, Step: 0, Percent: 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.r.At(at(tc.t))); diff != "" {
+				t.Errorf("At(+%s) (-want +got):\n%s", tc.t, diff)
+			}
+		})
+	}
+}
+
+func TestRolloutControlRefusesWhatTheStateDoesNotAllow(t *testing.T) {
+	r := &Rollout{Channel: "stable", To: "1.1.0", Steps: []int{50, 100}, Interval: time.Hour, StartedAt: t0}
+	if err := r.Control(RolloutResume, t0); err == nil {
+		t.Error("resume of a running rollout: no error")
+	}
+	if err := r.Control(RolloutHalt, t0); err != nil {
+		t.Errorf("halt of a running rollout: %v", err)
+	}
+	if err := r.Control(RolloutPause, at(2*time.Hour)); err == nil {
+		t.Error("pause of a complete rollout: no error")
+	}
+	if err := r.Control("rewind", t0); err == nil {
+		t.Error("unknown action: no error")
+	}
+}
+
+// clusters are ids with their buckets in channel "stable".
+func clusters(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("cluster-%04d", i)
+	}
+	return out
+}
+
+// dests answers every cluster with the version its rollout sends it.
+func dests(r Rollout, ids []string, t time.Time) map[string]string {
+	rv := &RolloutView{Rollout: r, phase: r.folded()}
+	tag := func(v string) *Tag {
+		if v == "" {
+			return nil
+		}
+		return &Tag{Name: v, Version: Version{Major: 1, Scheme: SchemeSemver}}
+	}
+	rv.to, rv.from = tag(r.To), tag(r.From)
+	for _, l := range r.Carried {
+		rv.carried = append(rv.carried, carriedTag{percent: l.Percent, tag: tag(l.Version)})
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		out[id] = rv.Dest(id, t).Name
+	}
+	return out
+}
+
+func TestRolloutSendsExactlyTheBucketsBelowThePercent(t *testing.T) {
+	r := Rollout{Channel: "stable", From: "P", To: "N", Steps: []int{1, 10, 50, 100}, Interval: time.Hour, StartedAt: t0}
+	ids := clusters(1000)
+	for step, pct := range r.Steps {
+		got := dests(r, ids, at(time.Duration(step)*time.Hour+time.Minute))
+		for _, id := range ids {
+			want := "P"
+			if Bucket(id, "stable") < pct {
+				want = "N"
+			}
+			if got[id] != want {
+				t.Fatalf("step %d (%d%%): %s (bucket %d) got %s, want %s", step, pct, id, Bucket(id, "stable"), got[id], want)
+			}
+		}
+	}
+	rv := &RolloutView{Rollout: r, phase: r.folded(), from: &Tag{Name: "P"}, to: &Tag{Name: "N"}}
+	if got := rv.Dest("", at(2*time.Hour)).Name; got != "P" {
+		t.Errorf("no cluster ID at 50%%: got %s, want P", got)
+	}
+	if got := rv.Dest("", at(3*time.Hour)).Name; got != "N" {
+		t.Errorf("no cluster ID at 100%%: got %s, want N", got)
+	}
+}
+
+// A new change while a rollout runs must move no cluster backward: the
+// rule of NewRollout, checked over every cluster and moment.
+func TestNewChangeWhileRollingOutMovesNoClusterBackward(t *testing.T) {
+	pol := RolloutPolicy{Steps: []int{1, 10, 50, 100}, Interval: time.Hour}
+	ids := clusters(1000)
+	first := NewRollout(nil, "stable", "1.0.0", "1.1.0", pol, t0)
+	change := at(90 * time.Minute) // the first rollout is at 10%
+	before := dests(first, ids, change)
+	second := NewRollout(&first, "stable", "1.1.0", "1.2.0", pol, change)
+	if diff := cmp.Diff([]Layer{{Version: "1.1.0", Percent: 10}}, second.Carried); diff != "" {
+		t.Fatalf("carried (-want +got):\n%s", diff)
+	}
+	if second.From != "1.0.0" {
+		t.Fatalf("from = %s, want 1.0.0", second.From)
+	}
+	rank := map[string]int{"1.0.0": 0, "1.1.0": 1, "1.2.0": 2}
+	prev := before
+	for d := time.Duration(0); d <= 4*time.Hour; d += 20 * time.Minute {
+		now := dests(second, ids, change.Add(d))
+		for _, id := range ids {
+			if rank[now[id]] < rank[prev[id]] {
+				t.Fatalf("+%s: %s (bucket %d) moved back from %s to %s", d, id, Bucket(id, "stable"), prev[id], now[id])
+			}
+		}
+		prev = now
+	}
+	third := NewRollout(&second, "stable", "1.2.0", "1.3.0", pol, change.Add(3*time.Hour))
+	if third.From != "1.2.0" || len(third.Carried) != 0 {
+		t.Errorf("after a complete rollout: from %s carried %v, want from 1.2.0 and nothing carried", third.From, third.Carried)
+	}
+	halted := first
+	halted.Events = []RolloutEvent{{Kind: RolloutHalt, At: at(80 * time.Minute)}}
+	if r := NewRollout(&halted, "stable", "1.1.0", "1.2.0", pol, change); r.From != "1.0.0" || len(r.Carried) != 0 {
+		t.Errorf("after a halted rollout: from %s carried %v, want from 1.0.0 and nothing carried", r.From, r.Carried)
+	}
+}
