@@ -71,7 +71,7 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (ChannelChange, 
 		}
 	}
 	return ChannelChange{Channel: ch.Name, Source: ch.Source, Version: v.Version.String(), Digest: v.Digest,
-		IfRevision: AnyRevision, From: Served(a)}, nil
+		IfRevision: AnyRevision, From: Served(a), Rollout: ch.Rollout}, nil
 }
 
 // PlanUnpin decides an unpin of channel: the channel goes back to its
@@ -86,7 +86,7 @@ func (s *Snapshot) PlanUnpin(channel string) (ChannelChange, error) {
 	if err != nil {
 		return ChannelChange{}, err
 	}
-	return ChannelChange{Channel: a.Channel.Name, IfRevision: AnyRevision, From: Served(a), To: Served(after)}, nil
+	return ChannelChange{Channel: a.Channel.Name, IfRevision: AnyRevision, From: Served(a), To: Served(after), Rollout: a.Channel.Rollout}, nil
 }
 
 // ExplainUnpin turns the store's "no pin" (ErrNotFound) for channel into

@@ -41,6 +41,9 @@ type ChannelChange struct {
 	// stream. "" when it served nothing. When From is "", the previous pin
 	// is recorded instead; Pin always records Version as To.
 	From, To string
+	// Rollout is the channel's rollout policy: when set, the change starts
+	// a rollout to the new version in the same transaction.
+	Rollout *RolloutPolicy
 }
 
 // ScanResult is what one indexing run of one source found.

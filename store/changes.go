@@ -43,7 +43,7 @@ func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
 		return resolver.Change{}, true
 	}
 	switch m["kind"] {
-	case "pin", "unpin":
+	case "pin", "unpin", "rollout":
 		return resolver.Change{Channel: m["channel"]}, false
 	case "block", "unblock", "scan", "digests", "gates":
 		if m["source"] != "" {

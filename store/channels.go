@@ -55,6 +55,9 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
 			return err
 		}
+		if err := rolloutChange(ctx, tx, c, c.Version); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "pin", "", "channel", c.Channel)
 	})
 	return st, err
@@ -86,9 +89,28 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 		if err := channelEvent(ctx, tx, c, from, c.To); err != nil {
 			return err
 		}
+		if err := rolloutChange(ctx, tx, c, c.To); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "unpin", "", "channel", c.Channel)
 	})
 	return st, err
+}
+
+// rolloutChange starts, for a channel with a rollout policy, the rollout
+// of a pin or an unpin to `to`, in the change's own transaction: no
+// replica ever serves the new version to every cluster first.
+func rolloutChange(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, to string) error {
+	if c.Rollout == nil || to == "" {
+		return nil
+	}
+	prev, err := latestRolloutPtr(ctx, tx, c.Channel)
+	if err != nil {
+		return err
+	}
+	_, err = startRollout(ctx, tx, prev, resolver.RolloutStart{Channel: c.Channel, Served: c.From, To: to,
+		Policy: *c.Rollout, Actor: c.Actor, Reason: c.Reason})
+	return err
 }
 
 // ChannelState reads one channel's state; a channel never pinned has the

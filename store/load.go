@@ -207,7 +207,10 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 		states[name] = normState(st)
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return loadRollouts(ctx, tx, states)
 }
 
 // normState turns the epoch placeholder for "never pinned" back into a zero time.

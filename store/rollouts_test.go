@@ -1,0 +1,167 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+var testPolicy = resolver.RolloutPolicy{Steps: []int{10, 50, 100}, Interval: time.Hour}
+
+func latestOf(t *testing.T, st interface {
+	LoadStates(context.Context) (map[string]resolver.ChannelState, error)
+}, channel string) *resolver.Rollout {
+	t.Helper()
+	states, err := st.LoadStates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states[channel].Rollout
+}
+
+func TestStartRolloutOnceFromTheSameChange(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	base := resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
+	if ok, err := st.StartRollout(ctx, base); err != nil || !ok {
+		t.Fatalf("baseline: started %v, %v", ok, err)
+	}
+	b := latestOf(t, st, "stable")
+	if b == nil || !b.Baseline || b.To != "1.0.0" {
+		t.Fatalf("after the baseline, latest = %+v", b)
+	}
+	// Eight replicas see the same change at once: exactly one records it.
+	var started atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ok, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"})
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				started.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := started.Load(); n != 1 {
+		t.Fatalf("%d rollouts started from one change, want 1", n)
+	}
+	r := latestOf(t, st, "stable")
+	if r.Baseline || r.From != "1.0.0" || r.To != "1.1.0" || len(r.Steps) != 3 || r.Interval != time.Hour {
+		t.Fatalf("rollout = %+v", r)
+	}
+	// A replica acting on an older snapshot (Prev is the baseline) starts nothing.
+	if ok, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.2.0", Policy: testPolicy}); err != nil || ok {
+		t.Fatalf("stale start: started %v, %v", ok, err)
+	}
+	hist, err := st.History(ctx, "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 1 || hist[0].Action != "rollout-start" || hist[0].From != "1.0.0" || hist[0].To != "1.1.0" {
+		t.Fatalf("history = %+v, want one rollout-start 1.0.0 -> 1.1.0", hist)
+	}
+}
+
+func TestPinStartsItsRolloutInTheSameTransaction(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	pol := testPolicy
+	if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.0.0", Actor: "alice", Reason: "go", IfRevision: resolver.AnyRevision, From: "1.0.0", Rollout: &pol}); err != nil {
+		t.Fatal(err)
+	}
+	r := latestOf(t, st, "stable")
+	if r == nil || r.From != "1.0.0" || r.To != "2.0.0" || r.Actor != "alice" {
+		t.Fatalf("rollout after a pin = %+v", r)
+	}
+	if _, err := st.Unpin(ctx, resolver.ChannelChange{Channel: "stable", Actor: "alice", IfRevision: resolver.AnyRevision, From: "2.0.0", To: "1.5.0", Rollout: &pol}); err != nil {
+		t.Fatal(err)
+	}
+	r2 := latestOf(t, st, "stable")
+	if r2.To != "1.5.0" || r2.From != "1.0.0" || len(r2.Carried) != 1 || r2.Carried[0] != (resolver.Layer{Version: "2.0.0", Percent: 10}) {
+		t.Fatalf("rollout after an unpin mid-rollout = %+v", r2)
+	}
+}
+
+func TestRolloutControlIsAuditedAndChecked(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "look"); !errors.Is(err, resolver.ErrNotFound) {
+		t.Fatalf("pause of a channel never rolled out: %v, want ErrNotFound", err)
+	}
+	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "look")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.At(time.Now()).State; got != resolver.RolloutPaused {
+		t.Fatalf("after pause: %s", got)
+	}
+	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "again"); !errors.Is(err, resolver.ErrConflict) {
+		t.Fatalf("second pause: %v, want ErrConflict", err)
+	}
+	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutHalt, "alertmanager", "TidemarkCanaryFailing"); err != nil {
+		t.Fatal(err)
+	}
+	loaded := latestOf(t, st, "stable")
+	if len(loaded.Events) != 2 || loaded.At(time.Now()).State != resolver.RolloutHalted {
+		t.Fatalf("loaded rollout: events %+v, state %s", loaded.Events, loaded.At(time.Now()).State)
+	}
+	hist, err := st.History(ctx, "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range hist {
+		actions = append(actions, e.Action)
+	}
+	if want := []string{"rollout-halt", "rollout-pause", "rollout-start"}; !equal(actions, want) {
+		t.Fatalf("history actions %v, want %v", actions, want)
+	}
+}
+
+func TestRecordRolloutStepWritesEachStepOnce(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	r := latestOf(t, st, "stable")
+	for range 2 {
+		if _, err := st.RecordRolloutStep(ctx, *r, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist, err := st.History(ctx, "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range hist {
+		actions = append(actions, e.Action)
+	}
+	if want := []string{"rollout-complete", "rollout-step", "rollout-start"}; !equal(actions, want) {
+		t.Fatalf("history actions %v, want %v", actions, want)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
