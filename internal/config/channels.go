@@ -12,7 +12,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
-	"stepwise", "settle", "soak",
+	"stepwise", "settle", "soak", "rollout",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -114,6 +114,8 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 		}
 	}
 
+	c.Rollout = p.rollout(f["rollout"], item)
+
 	c.Redirect = redirectBase
 	if v, ok := p.str(f["redirect"], item, "redirect"); ok && p.redirect(f["redirect"], item, "redirect", v) {
 		c.Redirect = v
@@ -145,4 +147,47 @@ func (p *parser) either(f map[string]*yaml.Node, item, long, short string) *rege
 	}
 	re, _ := p.regexp(f[key], item, key)
 	return re
+}
+
+// rollout reads `rollout: {steps: [1, 10, 50, 100], interval: 1h}`: steps
+// are percents of clusters, strictly ascending within 1..100, the last 100
+// (a rollout that never reaches everyone would never finish).
+func (p *parser) rollout(n *yaml.Node, item string) *resolver.RolloutPolicy {
+	if isNull(deref(n)) {
+		return nil
+	}
+	before := len(p.problems)
+	f := p.mapping(n, item, "rollout", []string{"steps", "interval"})
+	var pol resolver.RolloutPolicy
+	stepsNode := deref(f["steps"])
+	if isNull(stepsNode) {
+		p.add(deref(n), item, "rollout.steps: missing (percents of clusters, e.g. [1, 10, 50, 100])")
+	}
+	for _, el := range p.list(f["steps"], item, "rollout.steps") {
+		v, ok := p.integer(el, item, "rollout.steps")
+		switch {
+		case !ok:
+		case v < 1 || v > 100:
+			p.add(deref(el), item, "rollout.steps: %d is not a percent in 1..100", v)
+		case len(pol.Steps) > 0 && v <= pol.Steps[len(pol.Steps)-1]:
+			p.add(deref(el), item, "rollout.steps: %d after %d; want ascending percents", v, pol.Steps[len(pol.Steps)-1])
+		default:
+			pol.Steps = append(pol.Steps, v)
+		}
+	}
+	if k := len(pol.Steps); k > 0 && pol.Steps[k-1] != 100 {
+		p.add(stepsNode, item, "rollout.steps: the last step is %d; want 100, so that the rollout completes", pol.Steps[k-1])
+	}
+	if d, ok := p.duration(f["interval"], item, "rollout.interval"); ok {
+		if d <= 0 {
+			p.add(deref(f["interval"]), item, "rollout.interval: want a duration > 0, got %s", d)
+		}
+		pol.Interval = d
+	} else if f["interval"] == nil {
+		p.add(deref(n), item, "rollout.interval: missing (how long each step lasts, e.g. 1h)")
+	}
+	if len(p.problems) != before {
+		return nil
+	}
+	return &pol
 }

@@ -61,6 +61,16 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:12: channel "c": settle: only a stepwise channel settles; add stepwise: true or remove settle`}},
 		{"negative settle", base + "channels:\n  - name: c\n    source: k3s\n    stepwise: true\n    settle: -1m\n", []string{
 			`t.yaml:13: channel "c": settle: want a duration >= 0, got -1m0s`}},
+		{"rollout steps not ascending", base + "channels:\n  - name: c\n    source: k3s\n    rollout: {steps: [10, 5, 100], interval: 1h}\n", []string{
+			`t.yaml:12: channel "c": rollout.steps: 5 after 10; want ascending percents`}},
+		{"rollout step outside 1..100", base + "channels:\n  - name: c\n    source: k3s\n    rollout: {steps: [0, 100], interval: 1h}\n", []string{
+			`t.yaml:12: channel "c": rollout.steps: 0 is not a percent in 1..100`}},
+		{"rollout that never reaches 100", base + "channels:\n  - name: c\n    source: k3s\n    rollout: {steps: [1, 50], interval: 1h}\n", []string{
+			`t.yaml:12: channel "c": rollout.steps: the last step is 50; want 100, so that the rollout completes`}},
+		{"rollout interval zero", base + "channels:\n  - name: c\n    source: k3s\n    rollout: {steps: [100], interval: 0s}\n", []string{
+			`t.yaml:12: channel "c": rollout.interval: want a duration > 0, got 0s`}},
+		{"rollout without interval", base + "channels:\n  - name: c\n    source: k3s\n    rollout: {steps: [100]}\n", []string{
+			`t.yaml:12: channel "c": rollout.interval: missing (how long each step lasts, e.g. 1h)`}},
 		{"fleet retention that is not a duration", base + "fleet: {retention: 30 days}\n", []string{
 			`t.yaml:9: fleet.retention: want a duration like 15m, 30s or 30d, got "30 days"`}},
 		{"fleet active window longer than retention", base + "fleet:\n  retention: 1h\n  active_window: 2h\n", []string{

@@ -24,3 +24,23 @@ channels:
 		t.Fatalf("channel = stepwise %v settle %s", c.Stepwise, c.Settle)
 	}
 }
+
+func TestRolloutPolicyLoads(t *testing.T) {
+	cfg, err := Parse("t.yaml", []byte(base+`channels:
+  - name: stable
+    source: k3s
+    rollout: {steps: [1, 10, 50, 100], interval: 1h}
+  - name: plain
+    source: k3s
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Channels[0].Rollout
+	if r == nil || len(r.Steps) != 4 || r.Steps[0] != 1 || r.Steps[3] != 100 || r.Interval != time.Hour {
+		t.Fatalf("rollout = %+v", r)
+	}
+	if cfg.Channels[1].Rollout != nil {
+		t.Fatalf("a channel without rollout: %+v", cfg.Channels[1].Rollout)
+	}
+}
