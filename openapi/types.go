@@ -20,6 +20,70 @@ type Channel struct {
 	Tag        *string    `json:"tag"`
 	Digest     *string    `json:"digest"`
 	UpdatedAt  *time.Time `json:"updated_at"`
+	// Rollout is the channel's staged rollout; nil when it never rolled out.
+	Rollout *Rollout `json:"rollout"`
+}
+
+// Rollout is a channel's staged rollout (GET /api/v1/channels/{name}/rollout).
+type Rollout struct {
+	Channel    string     `json:"channel"`
+	From       string     `json:"from"`
+	To         string     `json:"to"`
+	State      string     `json:"state"`
+	Percent    int        `json:"percent"`
+	Step       int        `json:"step"`
+	Steps      []int      `json:"steps"`
+	StartedAt  time.Time  `json:"started_at"`
+	NextStepAt *time.Time `json:"next_step_at"`
+	// Clusters counts the fleet's clusters last served to and from; nil in
+	// the channel object, which is answered without the database.
+	Clusters *RolloutClusters `json:"clusters"`
+}
+
+// RolloutClusters counts clusters by the version they were last served.
+type RolloutClusters struct {
+	To   int `json:"to"`
+	From int `json:"from"`
+}
+
+// AlertmanagerPayload is Alertmanager's webhook body, version 4.
+type AlertmanagerPayload struct {
+	Version           string              `json:"version"`
+	GroupKey          string              `json:"groupKey,omitempty"`
+	TruncatedAlerts   int                 `json:"truncatedAlerts,omitempty"`
+	Status            string              `json:"status,omitempty"`
+	Receiver          string              `json:"receiver,omitempty"`
+	GroupLabels       map[string]string   `json:"groupLabels,omitempty"`
+	CommonLabels      map[string]string   `json:"commonLabels,omitempty"`
+	CommonAnnotations map[string]string   `json:"commonAnnotations,omitempty"`
+	ExternalURL       string              `json:"externalURL,omitempty"`
+	Alerts            []AlertmanagerAlert `json:"alerts"`
+}
+
+// AlertmanagerAlert is one alert of an Alertmanager webhook.
+type AlertmanagerAlert struct {
+	Status       string            `json:"status"`
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	StartsAt     *time.Time        `json:"startsAt,omitempty"`
+	EndsAt       *time.Time        `json:"endsAt,omitempty"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+	Fingerprint  string            `json:"fingerprint,omitempty"`
+}
+
+// AlertsResult is what POST /api/v1/alerts/alertmanager did.
+type AlertsResult struct {
+	// Halted lists the channels whose rollout the alerts halted.
+	Halted []string `json:"halted"`
+	// Ignored lists firing alerts that halted nothing, with why.
+	Ignored []IgnoredAlert `json:"ignored"`
+}
+
+// IgnoredAlert is one firing alert that halted nothing.
+type IgnoredAlert struct {
+	Alertname string `json:"alertname"`
+	Channel   string `json:"channel"`
+	Reason    string `json:"reason"`
 }
 
 // ReleaseCollection is channelserver's (rancher/apiserver) collection.

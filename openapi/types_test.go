@@ -20,7 +20,8 @@ func TestTypesMatchSchemas(t *testing.T) {
 	for _, v := range []any{Channel{}, ReleaseCollection{}, ReleaseChannel{}, Version{}, Gates{}, Source{}, Scan{},
 		Unparsed{}, ResolveAnswer{}, PinRequest{}, ReasonRequest{}, ScanStarted{}, AuditEvent{}, Problem{}, Root{},
 		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{},
-		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{}} {
+		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},
+		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

@@ -210,7 +210,7 @@ func (r *Rollout) Control(kind string, t time.Time) error {
 		return fmt.Errorf("%w: rollout action %q: want pause, resume, advance or halt", ErrInvalid, kind)
 	}
 	if !ok {
-		return fmt.Errorf("%w: the rollout of channel %q to %s is %s: cannot %s it", ErrConflict, r.Channel, r.To, st, kind)
+		return fmt.Errorf("%w: the rollout of channel %q to %s is %s: cannot %s it", ErrState, r.Channel, r.To, st, kind)
 	}
 	return nil
 }

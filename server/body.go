@@ -30,6 +30,16 @@ var (
 // does not say it is JSON (415; curl -d sends a form type) and anything
 // after the JSON value (400): a body is one value, not a stream.
 func decodeBody(c echo.Context, dst any, required bool) error {
+	return decode(c, dst, required, true)
+}
+
+// decodeForeign is decodeBody for a body another program defines (an
+// Alertmanager webhook): fields it adds later are ignored, not refused.
+func decodeForeign(c echo.Context, dst any) error {
+	return decode(c, dst, true, false)
+}
+
+func decode(c echo.Context, dst any, required, strict bool) error {
 	r := c.Request()
 	if r.Body == nil || r.ContentLength == 0 {
 		if required {
@@ -41,7 +51,9 @@ func decodeBody(c echo.Context, dst any, required bool) error {
 		return fmt.Errorf("%w: Content-Type %q: the body must be application/json", errNotJSON, ct)
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(dst); err != nil {
 		if errors.Is(err, io.EOF) && !required {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -110,8 +111,9 @@ func (s *Server) getChannel(c echo.Context) error {
 // sendChannel sends the channel object with its ETag, or 304.
 func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
 	h := c.Response().Header()
-	h.Set("ETag", e.etag)
-	if etagMatches(c.Request().Header.Get("If-None-Match"), e.etag) {
+	etag := e.etagAt(time.Now())
+	h.Set("ETag", etag)
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, channelJSON(e))

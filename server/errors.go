@@ -30,6 +30,7 @@ var errorTable = []problemKind{
 	// Stale If-Match is the only conflict the API produces; 412 is what
 	// RFC 9110 prescribes for a failed precondition.
 	{resolver.ErrConflict, http.StatusPreconditionFailed, "conflict"},
+	{resolver.ErrState, http.StatusConflict, "state-conflict"},
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},

@@ -25,6 +25,7 @@ func channelJSON(e *channelEntry) openapi.Channel {
 		j.Tag = strOrNil(a.Tag.Name)
 		j.Digest = strOrNil(e.digest)
 	}
+	j.Rollout = channelRollout(a.Rollout, time.Now())
 	return j
 }
 

@@ -85,6 +85,8 @@ type Options struct {
 	// Fleet records the clusters that ask channel URLs and serves the
 	// fleet routes (fleet.go); recording runs under Run.
 	Fleet FleetOptions
+	// Rollouts keeps and advances staged rollouts (rollouts.go).
+	Rollouts RolloutOptions
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -118,6 +120,8 @@ type Server struct {
 	kick      chan struct{}
 	fleet     *recorder
 	uiFleet   fleetCountsCache // the console's fleet counts per channel
+	// rolloutKick wakes the rollout leader after a snapshot change.
+	rolloutKick chan struct{}
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -146,7 +150,7 @@ func New(opts Options) (*Server, error) {
 		opts.DBTimeout = defaultDBTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1)}
+		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {
 		s.opts.Load = s.loadAll
@@ -158,6 +162,9 @@ func New(opts Options) (*Server, error) {
 	s.metrics = m
 	if s.fleet, err = newRecorder(opts.Fleet, opts.Metrics); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
+	}
+	if err := opts.Metrics.Register(newRolloutCollector(s.cur.Load)); err != nil {
+		return nil, fmt.Errorf("register rollout metrics: %w", err)
 	}
 	s.echo = s.routes()
 	return s, nil
@@ -219,6 +226,7 @@ func (s *Server) Degrade(reason error) {
 func (s *Server) swap(snap *resolver.Snapshot) {
 	v := newView(snap, s.opts.ExternalURL)
 	s.cur.Store(v)
+	s.kickRollouts()
 	s.metrics.observeSnapshot(snap)
 	s.scheduleSoaks(snap)
 	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt)
@@ -308,6 +316,7 @@ func (s *Server) routes() *echo.Echo {
 
 	s.registerWrites(e)
 	s.registerFleet(e)
+	s.registerRollouts(e)
 	s.registerUI(e)
 	s.registerWebhooks(e)
 	return e

@@ -17,7 +17,7 @@ import (
 func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*channelEntry, error) {
 	id := clusterID(r)
 	ch := &e.ans.Channel
-	if id == "" && !ch.Stepwise {
+	if id == "" && !ch.Stepwise && e.ans.Rollout == nil {
 		// The plain hot path: nothing to read or record.
 		if e.ans.Tag == nil {
 			return nil, noAnswer(e.ans)
@@ -45,15 +45,23 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolve
 	if e.ans.Tag == nil {
 		return nil, noAnswer(e.ans)
 	}
+	// A rollout decides where the cluster goes (rollout.go in resolver),
+	// the stepwise rule how it climbs there.
+	dest := e.ans.Tag
+	if ro := e.ans.Rollout; ro != nil {
+		if d := ro.Dest(id, now); d != nil {
+			dest = d
+		}
+	}
 	if !ch.Stepwise {
-		return e, nil
+		return e.entryFor(dest, s.opts.ExternalURL), nil
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)
 	}
-	next, err := v.snap.NextStep(ch.Name, reported)
+	next, err := v.snap.NextStepToward(ch.Name, reported, dest)
 	if err != nil {
 		return nil, err
 	}

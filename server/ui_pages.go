@@ -172,7 +172,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 		return s.uiError(c, err)
 	}
 	ch := e.ans.Channel
-	b := uiChannelBody{Row: uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why}, Latest: ch.Latest, ETag: e.etag}
+	b := uiChannelBody{Row: uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why}, Latest: ch.Latest, ETag: e.etagAt(time.Now())}
 	if ch.Include != nil {
 		b.Include = ch.Include.String()
 	}

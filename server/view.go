@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -41,6 +42,9 @@ func newView(snap *resolver.Snapshot, externalURL string) *view {
 		e := newEntry(a, externalURL)
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, a, externalURL)
+		}
+		if a.Rollout != nil {
+			e.steps = rolloutEntries(e, externalURL)
 		}
 		v.channels[a.Channel.Name] = e
 		v.list = append(v.list, e)
@@ -100,6 +104,34 @@ func stepEntries(snap *resolver.Snapshot, a resolver.ChannelAnswer, externalURL 
 	return out
 }
 
+// rolloutEntries adds to e's per-cluster answers one for every version
+// its rollout may send a cluster to, so a rollout answer is a lookup.
+func rolloutEntries(e *channelEntry, externalURL string) map[string]*channelEntry {
+	out := e.steps
+	if out == nil {
+		out = make(map[string]*channelEntry)
+	}
+	for _, t := range e.ans.Rollout.Tags() {
+		if c := t.Version.String(); out[c] == nil && c != e.version {
+			out[c] = stepEntry(e.ans, *t, externalURL)
+		}
+	}
+	return out
+}
+
+// entryFor is e's channel answering tag: e itself for its own version, a
+// precomputed entry for the others, else one built now (bounded: one).
+func (e *channelEntry) entryFor(tag *resolver.Tag, externalURL string) *channelEntry {
+	c := tag.Version.String()
+	if c == e.version {
+		return e
+	}
+	if se := e.steps[c]; se != nil {
+		return se
+	}
+	return stepEntry(e.ans, *tag, externalURL)
+}
+
 // stepEntry is a's channel answering tag to one cluster. The pin's digest
 // belongs to the channel's own version only.
 func stepEntry(a resolver.ChannelAnswer, tag resolver.Tag, externalURL string) *channelEntry {
@@ -144,6 +176,17 @@ func channelETag(revision int64, version string, pinned bool, digest string) str
 		p = "p"
 	}
 	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + "-" + digest + `"`
+}
+
+// etagAt is e's ETag at now: a channel with a rollout answers differently
+// as its steps pass, with no new snapshot, so its progress is part of it.
+func (e *channelEntry) etagAt(now time.Time) string {
+	rv := e.ans.Rollout
+	if rv == nil || rv.Baseline {
+		return e.etag
+	}
+	p := rv.Progress(now)
+	return e.etag[:len(e.etag)-1] + "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State) + `"`
 }
 
 // baseURL is the external URL, or the one the client used to reach us.

@@ -194,7 +194,7 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", e.etag)
+	c.Response().Header().Set("ETag", e.etagAt(time.Now()))
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, channelJSON(e))
 }

@@ -23,7 +23,7 @@ func dbErr(op string, err error) error {
 	}
 	for _, sentinel := range []error{
 		resolver.ErrNotFound, resolver.ErrInvalid, resolver.ErrConflict, resolver.ErrUnprocessable,
-		resolver.ErrUnauthorized, resolver.ErrForbidden, resolver.ErrUnavailable,
+		resolver.ErrUnauthorized, resolver.ErrForbidden, resolver.ErrUnavailable, resolver.ErrState,
 	} {
 		if errors.Is(err, sentinel) {
 			return err // already classified by a helper

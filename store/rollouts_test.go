@@ -106,8 +106,8 @@ func TestRolloutControlIsAuditedAndChecked(t *testing.T) {
 	if got := r.At(time.Now()).State; got != resolver.RolloutPaused {
 		t.Fatalf("after pause: %s", got)
 	}
-	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "again"); !errors.Is(err, resolver.ErrConflict) {
-		t.Fatalf("second pause: %v, want ErrConflict", err)
+	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "again"); !errors.Is(err, resolver.ErrState) {
+		t.Fatalf("second pause: %v, want ErrState", err)
 	}
 	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutHalt, "alertmanager", "TidemarkCanaryFailing"); err != nil {
 		t.Fatal(err)

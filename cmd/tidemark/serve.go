@@ -160,6 +160,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Sources:         sources,
 		Channels:        cfg.Channels,
 		Fleet:           server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
+		// The indexing leader records the rollouts indexing starts; ix is
+		// set below, before Run starts asking.
+		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},
 	})
 	if err != nil {
 		return err

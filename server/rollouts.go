@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// RolloutStore keeps staged rollouts (*store.Store).
+type RolloutStore interface {
+	// StartRollout records st unless another replica recorded the change
+	// first (started false).
+	StartRollout(ctx context.Context, st resolver.RolloutStart) (started bool, err error)
+	// RolloutControl applies a pause, resume, advance or halt: ErrNotFound
+	// when the channel never rolled out, ErrState when its state refuses.
+	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
+	// RecordRolloutStep audits the steps r passed up to step, once.
+	RecordRolloutStep(ctx context.Context, r resolver.Rollout, step int) (bool, error)
+	// RolloutClusters counts the fleet's clusters last served to and from.
+	RolloutClusters(ctx context.Context, channel, from, to string) (onTo, onFrom int, err error)
+}
+
+// RolloutOptions configures staged rollouts (CONTRACT section 7).
+type RolloutOptions struct {
+	// Store keeps them; nil: the rollout routes answer 503 and nothing
+	// starts (rollouts already recorded are still served).
+	Store RolloutStore
+	// Leading reports whether this replica holds the indexer lock: the
+	// leader records the rollouts that indexing starts (a new version
+	// moves a channel with no request to hang it on) and the steps as
+	// they pass. nil: never.
+	Leading func() bool
+	// Every is how often the leader looks. 0: 1s.
+	Every time.Duration
+}
+
+// rolloutActions are the controls of POST .../rollout/{action}.
+var rolloutActions = map[string]bool{
+	resolver.RolloutPause: true, resolver.RolloutResume: true,
+	resolver.RolloutAdvance: true, resolver.RolloutHalt: true,
+}
+
+func (s *Server) registerRollouts(e *echo.Echo) {
+	promote := s.requireScope(ScopePromote)
+	s.get(e, "/api/v1/channels/:name/rollout", s.getRollout, s.dbDeadline)
+	e.POST("/api/v1/channels/:name/rollout/:action", s.controlRollout, s.dbDeadline, promote)
+	e.POST("/api/v1/alerts/alertmanager", s.alertmanager, s.dbDeadline, promote)
+}
+
+// rolloutJSON is r with its progress p; clusters is nil in the channel
+// object.
+func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
+	var next *time.Time
+	if !p.NextStepAt.IsZero() {
+		t := p.NextStepAt.UTC()
+		next = &t
+	}
+	return &openapi.Rollout{
+		Channel: r.Channel, From: r.From, To: r.To, State: string(p.State),
+		Percent: p.Percent, Step: p.Step + 1, Steps: r.Steps,
+		StartedAt: r.StartedAt.UTC(), NextStepAt: next, Clusters: clusters,
+	}
+}
+
+// channelRollout is the channel object's "rollout" at now.
+func channelRollout(rv *resolver.RolloutView, now time.Time) *openapi.Rollout {
+	if rv == nil || rv.Baseline {
+		return nil
+	}
+	return rolloutJSON(&rv.Rollout, rv.Progress(now), nil)
+}
+
+// rolloutEntry is the channel named by :name and its rollout; 404 when it
+// never rolled out.
+func (s *Server) rolloutEntry(c echo.Context) (*channelEntry, error) {
+	_, e, err := s.channelParam(c)
+	if err != nil {
+		return nil, err
+	}
+	if rv := e.ans.Rollout; rv == nil || rv.Baseline {
+		return nil, fmt.Errorf("%w: channel %q has never rolled out", resolver.ErrNotFound, e.ans.Channel.Name)
+	}
+	return e, nil
+}
+
+// getRollout is the rollout with the fleet's counts, read from the
+// database: the progress itself comes from the snapshot.
+func (s *Server) getRollout(c echo.Context) error {
+	e, err := s.rolloutEntry(c)
+	if err != nil {
+		return err
+	}
+	if s.opts.Rollouts.Store == nil {
+		return s.writeUnavailable(c)
+	}
+	rv := e.ans.Rollout
+	onTo, onFrom, err := s.opts.Rollouts.Store.RolloutClusters(c.Request().Context(), rv.Channel, rv.From, rv.To)
+	if err != nil {
+		return fmt.Errorf("rollout of %q: %w", rv.Channel, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, rolloutJSON(&rv.Rollout, rv.Progress(time.Now()), &openapi.RolloutClusters{To: onTo, From: onFrom}))
+}
+
+// controlRollout pauses, resumes, advances or halts a rollout. The store
+// checks the state at the database's clock, under the channel's lock.
+func (s *Server) controlRollout(c echo.Context) error {
+	action := pathParam(c, "action")
+	if !rolloutActions[action] {
+		return invalidParam("action", "rollout action %q: want pause, resume, advance or halt", action)
+	}
+	if s.opts.Rollouts.Store == nil {
+		return s.writeUnavailable(c)
+	}
+	e, err := s.rolloutEntry(c)
+	if err != nil {
+		return err
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	name := e.ans.Channel.Name
+	r, err := s.opts.Rollouts.Store.RolloutControl(c.Request().Context(), name, action, actor(c), reason)
+	if err != nil {
+		return fmt.Errorf("%s rollout of %q: %w", action, name, err)
+	}
+	s.rolloutChanged(r, action, actor(c), reason)
+	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
+		return fmt.Errorf("%w: rollout of %q: %s done, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, action, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), nil))
+}
+
+// rolloutChanged is where a rollout's step or halt is announced to the
+// outside (CloudEvents dev.tidemark.rollout.changed, CONTRACT section 8).
+// The notification outbox is another branch's; until it lands this logs,
+// and it is the one place to emit from.
+func (s *Server) rolloutChanged(r resolver.Rollout, what, actor, reason string) {
+	s.log.Info("rollout changed", "channel", r.Channel, "from", r.From, "to", r.To, "event", what, "actor", actor, "reason", reason)
+}
