@@ -12,8 +12,8 @@ var (
 	ErrUnprocessable = errors.New("unprocessable") // well-formed but not allowed: ineligible pin, downgrade, skip
 	// ErrState: the thing is not in a state that allows the action (a
 	// pause of a halted rollout). Not a stale precondition: 409, not 412.
-	ErrState = errors.New("state conflict")
-	ErrUnauthorized  = errors.New("unauthorized")
-	ErrForbidden     = errors.New("forbidden")
-	ErrUnavailable   = errors.New("unavailable") // database or registry gone
+	ErrState        = errors.New("state conflict")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrUnavailable  = errors.New("unavailable") // database or registry gone
 )
