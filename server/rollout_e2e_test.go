@@ -339,4 +339,3 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 		t.Errorf("the halt's reason is not the alert's name and summary: %s", hist)
 	}
 }
-
