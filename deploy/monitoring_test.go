@@ -23,11 +23,14 @@ import (
 
 // ruleGroups returns monitoring/prometheusrule.yaml's spec.groups, after
 // validating the object strictly.
-func ruleGroups(t *testing.T) []byte {
+func ruleGroups(t *testing.T) []byte { return ruleGroupsOf(t, "monitoring/prometheusrule.yaml") }
+
+// ruleGroupsOf is ruleGroups of any PrometheusRule file.
+func ruleGroupsOf(t *testing.T, file string) []byte {
 	t.Helper()
-	objs := decodeFile(t, "monitoring/prometheusrule.yaml")
+	objs := decodeFile(t, file)
 	if len(objs) != 1 || objs[0].Kind != "PrometheusRule" {
-		t.Fatalf("monitoring/prometheusrule.yaml: want one PrometheusRule")
+		t.Fatalf("%s: want one PrometheusRule", file)
 	}
 	var r struct {
 		Spec json.RawMessage `json:"spec"`
@@ -41,13 +44,60 @@ func ruleGroups(t *testing.T) []byte {
 }
 
 func TestPromtoolChecksRules(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(path, ruleGroups(t), 0o600); err != nil {
+	for _, file := range []string{"monitoring/prometheusrule.yaml", "monitoring/rollout-alert.yaml"} {
+		path := filepath.Join(t.TempDir(), "rules.yaml")
+		if err := os.WriteFile(path, ruleGroupsOf(t, file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("promtool", "check", "rules", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: promtool check rules (Debian: apt-get install prometheus): %v\n%s", file, err, out)
+		}
+	}
+}
+
+// TestRolloutAlertReachesTidemark: the example alert carries the label
+// Tidemark halts by, and the example receiver routes that label to the
+// Alertmanager route with a bearer token.
+func TestRolloutAlertReachesTidemark(t *testing.T) {
+	if rules := string(ruleGroupsOf(t, "monitoring/rollout-alert.yaml")); !strings.Contains(rules, "tidemark_channel:") {
+		t.Errorf("monitoring/rollout-alert.yaml: no alert labelled tidemark_channel")
+	}
+	data, err := os.ReadFile("monitoring/alertmanager-receiver.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("promtool", "check", "rules", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check rules (Debian: apt-get install prometheus): %v\n%s", err, out)
+	var am struct {
+		Route struct {
+			Routes []struct {
+				Receiver string   `json:"receiver"`
+				Matchers []string `json:"matchers"`
+			} `json:"routes"`
+		} `json:"route"`
+		Receivers []struct {
+			Name           string `json:"name"`
+			WebhookConfigs []struct {
+				URL        string `json:"url"`
+				HTTPConfig struct {
+					Authorization struct {
+						Type            string `json:"type"`
+						CredentialsFile string `json:"credentials_file"`
+					} `json:"authorization"`
+				} `json:"http_config"`
+			} `json:"webhook_configs"`
+		} `json:"receivers"`
+	}
+	if err := yaml.Unmarshal(data, &am); err != nil {
+		t.Fatalf("alertmanager-receiver.yaml: %v", err)
+	}
+	if len(am.Route.Routes) != 1 || len(am.Receivers) != 1 || am.Route.Routes[0].Receiver != am.Receivers[0].Name ||
+		!strings.Contains(strings.Join(am.Route.Routes[0].Matchers, ","), "tidemark_channel") {
+		t.Fatalf("alertmanager-receiver.yaml: want one route on tidemark_channel to its one receiver: %+v", am)
+	}
+	for _, w := range am.Receivers[0].WebhookConfigs {
+		if !strings.HasSuffix(w.URL, "/api/v1/alerts/alertmanager") || w.HTTPConfig.Authorization.Type != "Bearer" || w.HTTPConfig.Authorization.CredentialsFile == "" {
+			t.Errorf("alertmanager-receiver.yaml: webhook %+v: want the alertmanager route with a bearer token file", w)
+		}
 	}
 }
 

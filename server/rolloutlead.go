@@ -121,8 +121,11 @@ func (c *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := time.Now()
 	for _, e := range v.list {
+		// A channel whose rollouts are enabled but which has not rolled
+		// anything out yet (a baseline) is complete: everyone has its
+		// version.
 		rv := e.ans.Rollout
-		if rv == nil || rv.Baseline {
+		if rv == nil {
 			continue
 		}
 		p := rv.Progress(now)

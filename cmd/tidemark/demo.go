@@ -27,7 +27,8 @@ func newDemoCmd(e *env) *cobra.Command {
 		Short: "Serve realistic juju and k3s channels offline, from an in-process registry",
 		Long: `demo starts an in-process OCI registry on loopback, pushes realistic
 jujud-operator and k3s-upgrade tag histories into it, and serves them with the
-same channels as deploy/examples/tidemark.yaml. It needs DATABASE_URL (make demo
+same channels as deploy/examples/tidemark.yaml (v1.33 also rolls out in stages).
+It needs DATABASE_URL (make demo
 starts a throwaway Postgres) and no network.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -195,7 +196,7 @@ channels:
   - {name: latest, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-'}
   - {name: testing, source: k3s-upgrade, stream: testing, latestRegexp: '-(alpha|beta|rc)'}
   - {name: v1.32, source: k3s-upgrade, latestRegexp: 'v1\.32\..*', excludeRegexp: '^[^+]+-'}
-  - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-'}
+  - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-', rollout: {steps: [1, 10, 50, 100], interval: 1h}}
   - {name: stepwise, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-', stepwise: true, settle: 1m}
 notify:
   - {name: demo-log, url: %q}
