@@ -80,6 +80,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newBlockCmd(e),
 		newUnblockCmd(e),
 		newHistoryCmd(e),
+		newRolloutCmd(e),
 		newSourcesCmd(e),
 		newVersionsCmd(e),
 		newScanCmd(e),

@@ -81,12 +81,18 @@ func (c *cli) with(kv ...string) *cli {
 // (DATABASE_URL, TIDEMARK_CONFIG, TIDEMARK_SERVER) once /readyz answers.
 func startServe(t *testing.T) *cli {
 	t.Helper()
+	return startServeWith(t, e2eConfig)
+}
+
+// startServeWith is startServe with another configuration (same source).
+func startServeWith(t *testing.T, config string) *cli {
+	t.Helper()
 	if os.Getenv("DATABASE_URL") == "" {
 		t.Fatal("set DATABASE_URL or run via make test")
 	}
 	dbURL := storetest.URL(t)
 	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
-	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
