@@ -267,7 +267,7 @@ func Bucket(cluster, channel string) int {
 
 // RolloutView is a channel's rollout as the snapshot serves it: the
 // stored rollout, folded, with its versions looked up. A version that is
-// not servable (blocked, gone) is skipped: a cluster gets the next one of
+// not servable (blocked, held by a gate, gone) is skipped: a cluster gets the next one of
 // its rings, then from, then the channel's own answer.
 type RolloutView struct {
 	Rollout
@@ -326,7 +326,7 @@ func (v *RolloutView) Tags() []*Tag {
 
 // rolloutView builds a's rollout view from its state, or nil when the
 // channel has no policy, no rollout yet, or only a baseline that matches.
-func (s *Snapshot) rolloutView(a *ChannelAnswer) *RolloutView {
+func (s *Snapshot) rolloutView(a *ChannelAnswer, f filter) *RolloutView {
 	r := a.State.Rollout
 	if a.Channel.Rollout == nil || r == nil {
 		return nil
@@ -340,7 +340,9 @@ func (s *Snapshot) rolloutView(a *ChannelAnswer) *RolloutView {
 		if a.Tag != nil && a.Tag.Version.String() == version {
 			return a.Tag
 		}
-		if vv, ok := idx.lookup(version); ok && !vv.Blocked {
+		// The channel's own rule: blocked and gated versions are skipped
+		// as the channel skips them.
+		if vv, ok := idx.lookup(version); ok && !vv.Blocked && f.servable(vv) {
 			return &vv.Tag
 		}
 		return nil

@@ -173,3 +173,37 @@ func TestNewChangeWhileRollingOutMovesNoClusterBackward(t *testing.T) {
 		t.Errorf("after a halted rollout: from %s carried %v, want from 1.0.0 and nothing carried", r.From, r.Carried)
 	}
 }
+
+// A rollout's versions obey the channel's rules: a blocked N is served to
+// nobody, the rollout's clusters get P instead.
+func TestRolloutSkipsWhatTheChannelWouldNotServe(t *testing.T) {
+	p, err := NewParser(SchemeSemver, `k3s(\d+)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Name: "k3s", Parser: p}
+	data := SourceData{Source: src, Tags: []Tag{src.Classify("v1.33.0-k3s1"), src.Classify("v1.33.1-k3s1")}}
+	ch := Channel{Name: "stable", Source: "k3s", Stream: Released, Rollout: &RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}}
+	ro := &Rollout{ID: 2, Channel: "stable", From: "v1.33.0+k3s1", To: "v1.33.1+k3s1", Steps: []int{50, 100}, Interval: time.Hour, StartedAt: time.Now()}
+	states := map[string]ChannelState{"stable": {Rollout: ro}}
+	in := clusterIDIn(func(b int) bool { return b < 50 })
+	snap := NewSnapshot([]Channel{ch}, []SourceData{data}, states, time.Now())
+	a, _ := snap.Channel("stable")
+	if got := a.Rollout.Dest(in, time.Now()).Version.String(); got != "v1.33.1+k3s1" {
+		t.Fatalf("cluster in the ring: %s, want v1.33.1+k3s1", got)
+	}
+	data.Blocks = []Block{{Source: "k3s", Version: "v1.33.1+k3s1"}}
+	snap = NewSnapshot([]Channel{ch}, []SourceData{data}, states, time.Now())
+	a, _ = snap.Channel("stable")
+	if got := a.Rollout.Dest(in, time.Now()).Version.String(); got != "v1.33.0+k3s1" {
+		t.Fatalf("cluster in the ring with N blocked: %s, want v1.33.0+k3s1", got)
+	}
+}
+
+func clusterIDIn(ok func(int) bool) string {
+	for i := 0; ; i++ {
+		if id := fmt.Sprintf("c-%d", i); ok(Bucket(id, "stable")) {
+			return id
+		}
+	}
+}

@@ -87,7 +87,7 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	s.steps = make([]map[string]*Tag, len(channels))
 	for i := range channels {
 		s.steps[i] = s.stepTable(i)
-		if rv := s.rolloutView(&s.answers[i]); rv != nil {
+		if rv := s.rolloutView(&s.answers[i], s.filters[i]); rv != nil {
 			s.answers[i].Rollout = rv
 			s.rolloutSteps(i, rv)
 		}
