@@ -139,10 +139,9 @@ func (s *Server) controlRollout(c echo.Context) error {
 	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), nil))
 }
 
-// rolloutChanged is where a rollout's step or halt is announced to the
-// outside (CloudEvents dev.tidemark.rollout.changed, CONTRACT section 8).
-// The notification outbox is another branch's; until it lands this logs,
-// and it is the one place to emit from.
+// rolloutChanged logs a rollout event. The outside hears of it through
+// the notification outbox (dev.tidemark.rollout.changed), which the store
+// writes in the event's own transaction.
 func (s *Server) rolloutChanged(r resolver.Rollout, what, actor, reason string) {
 	s.log.Info("rollout changed", "channel", r.Channel, "from", r.From, "to", r.To, "event", what, "actor", actor, "reason", reason)
 }

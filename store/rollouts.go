@@ -165,8 +165,23 @@ func startRollout(ctx context.Context, tx pgx.Tx, prev *resolver.Rollout, st res
 	if err != nil || r.Baseline {
 		return err == nil, err
 	}
-	return true, audit(ctx, tx, resolver.AuditEvent{Actor: r.Actor, Action: "rollout-start", Channel: r.Channel,
+	return true, rolloutAudit(ctx, tx, resolver.AuditEvent{Actor: r.Actor, Action: "rollout-start", Channel: r.Channel,
 		From: r.From, To: r.To, Reason: fmt.Sprintf("%s (steps %v every %s)", r.Reason, r.Steps, r.Interval)})
+}
+
+// rolloutAudit records a rollout event in the channel's history and, in
+// the same transaction, in the notification outbox as
+// dev.tidemark.rollout.changed (its reason says which event).
+func rolloutAudit(ctx context.Context, tx pgx.Tx, e resolver.AuditEvent) error {
+	if err := audit(ctx, tx, e); err != nil {
+		return err
+	}
+	reason := e.Action
+	if e.Reason != "" {
+		reason += ": " + e.Reason
+	}
+	return addEvent(ctx, tx, resolver.Event{Type: resolver.EventRolloutChanged, Channel: e.Channel,
+		From: e.From, To: e.To, Actor: e.Actor, Reason: reason})
 }
 
 // RolloutControl pauses, resumes, advances or halts channel's rollout:
@@ -200,7 +215,7 @@ func (s *Store) RolloutControl(ctx context.Context, channel, kind, actor, reason
 			return err
 		}
 		r.Events = append(r.Events, ev)
-		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "rollout-" + kind, Channel: channel, From: r.From, To: r.To, Reason: reason}); err != nil {
+		if err := rolloutAudit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "rollout-" + kind, Channel: channel, From: r.From, To: r.To, Reason: reason}); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, "rollout", "", "channel", channel)
@@ -233,7 +248,7 @@ func (s *Store) RecordRolloutStep(ctx context.Context, r resolver.Rollout, step 
 			if k == last {
 				ev.Action, ev.Reason = "rollout-complete", "every cluster gets "+r.To
 			}
-			if err := audit(ctx, tx, ev); err != nil {
+			if err := rolloutAudit(ctx, tx, ev); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,4 +165,29 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestRolloutEventsReachTheOutbox(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutHalt, "alertmanager", "CanaryDown"); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	events, _, err := st.RecentEvents(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(events) - 1; i >= 0; i-- { // newest first
+		e := events[i]
+		if e.Type == resolver.EventRolloutChanged && e.Channel == "stable" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	if len(reasons) != 2 || !strings.HasPrefix(reasons[0], "rollout-start") || reasons[1] != "rollout-halt: CanaryDown" {
+		t.Fatalf("rollout events in the outbox: %q", reasons)
+	}
 }
