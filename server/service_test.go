@@ -139,7 +139,14 @@ func TestAWriteRebuildsOnceAndOnlyItsPart(t *testing.T) {
 	data := &countingData{Data: env.st}
 	srv, ts, _ := env.serve(env.st, Options{Data: data, Sources: []resolver.Source{env.src}, Channels: k3sChannels()})
 	listen(t, env, env.st, srv)
+	// listen's probes may still be arriving (each reads everything): take
+	// the baseline once the counts have held still for a while.
 	base := data.counts()
+	for stable := time.Now(); time.Since(stable) < 300*time.Millisecond; time.Sleep(20 * time.Millisecond) {
+		if c := data.counts(); c != base {
+			base, stable = c, time.Now()
+		}
+	}
 
 	res, body := do(t, env, ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", `{"version":"v1.33.4+k3s1"}`)
 	if res.StatusCode != 200 {
