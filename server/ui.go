@@ -40,6 +40,8 @@ func mustParseUI() map[string]*template.Template {
 		"short":     shortDigest,
 		"deref":     func(p *string) string { return str0(p) },
 		"pathEsc":   pathEscape,
+		"steps":     rolloutSteps,
+		"action":    actionText,
 		"isInvalid": func(p *uiProblem, param string) bool { return p != nil && p.Param == param },
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(uiFiles, "ui/templates/layout.html", "ui/templates/rows.html"))

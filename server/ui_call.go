@@ -22,6 +22,7 @@ func (s *Server) uiCall(c echo.Context, h echo.HandlerFunc, target string, param
 	}
 	w := &captureWriter{header: http.Header{}}
 	cc := s.echo.NewContext(req, w)
+	cc.SetPath(req.URL.Path) // what an error names, as the route would
 	var names, values []string
 	for i := 0; i+1 < len(params); i += 2 {
 		names, values = append(names, params[i]), append(values, params[i+1])

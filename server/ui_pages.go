@@ -18,12 +18,9 @@ import (
 )
 
 // The shapes the console's templates render. Rows embed the API's wire
-// types, so a field the API grows is one a template can show.
-//
-// Rollout progress (CONTRACT section 10) is not rendered: the data does not
-// exist yet. When openapi.Channel grows it, add it here and a column in
-// ui/templates/rows.html guarded by {{if}}, so a column shows only where
-// there is data. Never a placeholder.
+// types, so a field the API grows is one a template can show. A row's
+// rollout (openapi.Channel.Rollout) is shown where there is one, never as
+// a placeholder (ui_rollout.go).
 
 // uiPage is what the layout renders around a page's content.
 type uiPage struct {
@@ -63,6 +60,11 @@ type uiChannelBody struct {
 	// FleetProblem is why the fleet could not be read; both nil when the
 	// server records no fleet.
 	FleetProblem *uiProblem
+	// Rollout is the API's rollout of the channel, with the fleet's counts;
+	// nil when it never rolled out. RolloutProblem is why the counts could
+	// not be read (Rollout is then the channel object's, without them).
+	Rollout        *openapi.Rollout
+	RolloutProblem *uiProblem
 }
 
 type uiSourceBody struct {
@@ -187,6 +189,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 		b.Soak = shortDuration(*ch.Soak)
 	}
 	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
+	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, b.Row.Channel)
 	if vs, err := v.snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
 		for _, vv := range slices.Backward(vs) {
 			if len(b.Eligible) == maxEligible {

@@ -71,7 +71,9 @@
   async function submitWrite(form, submitter) {
     const status = $(".form-status", form);
     const method = (submitter && submitter.dataset.method) || form.dataset.apiMethod;
-    let path = form.dataset.apiPath;
+    // A form with a button per action (the rollout's) names the path on
+    // the button.
+    let path = (submitter && submitter.dataset.apiPath) || form.dataset.apiPath;
     if (path.includes("{version}")) {
       path = path.replace("{version}", encodeURIComponent(form.elements.version.value.trim()));
     }
@@ -159,15 +161,20 @@
           return;
         }
         const before = new Map();
-        for (const tr of tbody.rows) before.set(tr.dataset.channel, tr.dataset.version);
+        for (const tr of tbody.rows) before.set(tr.dataset.channel, { version: tr.dataset.version, rollout: tr.dataset.rollout });
+        const rolloutOf = (tr) => tr.dataset.rollout ? tr.dataset.channel + " rollout " + tr.dataset.rollout : "";
         tbody.innerHTML = await res.text();
         etag = res.headers.get("ETag") || "";
         table.dataset.etag = etag;
         const moved = [];
         for (const tr of tbody.rows) {
-          if (before.get(tr.dataset.channel) !== tr.dataset.version) {
+          const was = before.get(tr.dataset.channel) || {};
+          if (was.version !== tr.dataset.version) {
             tr.classList.add("changed");
             moved.push(tr.dataset.channel + " now serves " + (tr.dataset.version || "nothing"));
+          } else if ((was.rollout || "") !== (tr.dataset.rollout || "")) {
+            tr.classList.add("changed");
+            moved.push(rolloutOf(tr) || tr.dataset.channel + " has no rollout");
           }
         }
         say.textContent = moved.length ? moved.join("; ") + "." : "";

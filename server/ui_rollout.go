@@ -1,0 +1,60 @@
+package server
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+)
+
+// A channel's staged rollout as the console shows it: a progress bar with
+// its words in the channel list (the row's openapi.Channel.Rollout, from
+// the snapshot) and, on the channel page, the API's own
+// GET /api/v1/channels/{name}/rollout, which adds the fleet's counts.
+
+// channelRolloutOf is the rollout section of ch's page: nil when ch never
+// rolled out. When the API cannot answer (no database), the section shows
+// the channel object's rollout, without cluster counts, and why.
+func (s *Server) channelRolloutOf(c echo.Context, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
+	if ch.Rollout == nil {
+		return nil, nil
+	}
+	var r openapi.Rollout
+	err := s.uiCall(c, s.dbDeadline(s.getRollout), "/api/v1/channels/"+url.PathEscape(ch.Name)+"/rollout", []string{"name", ch.Name}, &r)
+	if err != nil {
+		return ch.Rollout, problemOf(err)
+	}
+	return &r, nil
+}
+
+// rolloutSteps is a rollout's steps as a person reads them: "10%, 50%, 100%".
+func rolloutSteps(steps []int) string {
+	out := make([]string, len(steps))
+	for i, p := range steps {
+		out[i] = strconv.Itoa(p) + "%"
+	}
+	return strings.Join(out, ", ")
+}
+
+// historyActions are the history's actions in words, where the action's
+// own name does not read as one: the rollout events.
+var historyActions = map[string]string{
+	"rollout-start":    "started a rollout",
+	"rollout-step":     "rollout stepped",
+	"rollout-complete": "rollout completed",
+	"rollout-pause":    "paused the rollout",
+	"rollout-resume":   "resumed the rollout",
+	"rollout-advance":  "advanced the rollout",
+	"rollout-halt":     "halted the rollout",
+}
+
+// actionText is action in words, or as it is.
+func actionText(action string) string {
+	if w, ok := historyActions[action]; ok {
+		return w
+	}
+	return action
+}
