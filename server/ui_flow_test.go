@@ -17,13 +17,15 @@ import (
 // TestConsoleInABrowser drives the console in Debian's chromium against a
 // server on a real Postgres: it reads what a person sees on each page, pins
 // and unpins through the page (the token typed once), blocks a version,
-// resolves, and watches the channel list follow a pin made elsewhere
-// without a reload.
+// resolves, pauses and resumes a rollout, and watches the channel list
+// follow a pin made elsewhere without a reload.
 func TestConsoleInABrowser(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	gateK3s(t, env)
 	seedFleet(t, env)
 	env.srv, env.ts, env.logs = env.serve(env.st, Options{Fleet: FleetOptions{Store: env.st}})
+	rollTo := seedRollout(t, env)
+	serveRollouts(t, env, true)
 	b := newBrowser(t)
 	base := env.ts.URL
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
@@ -42,6 +44,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			`#channel-rows tr[data-channel="v1.99"] td[data-label="Serves"]`:  "nothing",
 			`#channel-rows tr[data-channel="v1.33"] td[data-label="Fleet"]`:   "4 clusters, 3 active",
 			`#channel-rows tr[data-channel="stable"] td[data-label="Fleet"]`:  "1 cluster, 1 active",
+			`#channel-rows tr[data-channel="latest"] .rollout`:                rolloutFrom + " → to " + rollTo + ": 10% running",
 		} {
 			if got := b.text(t, sel); !strings.Contains(got, want) {
 				t.Errorf("%s reads %q, want %q in it", sel, got, want)
@@ -121,6 +124,10 @@ func TestConsoleInABrowser(t *testing.T) {
 			document.querySelector('#fleet-chart tr[data-version="v1.33.6+k3s2"] .served rect.track').getBoundingClientRect().width * 100))`); w != "100" {
 			t.Errorf("the longest bar fills %s%% of its track, want 100", w)
 		}
+	})
+
+	t.Run("pause and resume a rollout through the page", func(t *testing.T) {
+		testRolloutInABrowser(t, env, b, rollTo)
 	})
 
 	t.Run("the channel list follows a pin made elsewhere without a reload", func(t *testing.T) {
