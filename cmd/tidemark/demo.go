@@ -195,8 +195,10 @@ channels:
   - {name: stable, source: k3s-upgrade, latest: v1.33.6+k3s1, redirect: "https://github.com/k3s-io/k3s/releases/tag/"}
   - {name: latest, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-'}
   - {name: testing, source: k3s-upgrade, stream: testing, latestRegexp: '-(alpha|beta|rc)'}
+  - {name: v1.31, source: k3s-upgrade, latestRegexp: 'v1\.31\..*', excludeRegexp: '^[^+]+-'}
   - {name: v1.32, source: k3s-upgrade, latestRegexp: 'v1\.32\..*', excludeRegexp: '^[^+]+-'}
   - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-', rollout: {steps: [1, 10, 50, 100], interval: 1h}}
+  - {name: v1.34, source: k3s-upgrade, latestRegexp: 'v1\.34\..*', excludeRegexp: '^[^+]+-'}
   - {name: stepwise, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-', stepwise: true, settle: 1m}
 notify:
   - {name: demo-log, url: %q}

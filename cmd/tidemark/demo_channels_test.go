@@ -1,0 +1,33 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// TestDemoServesTheExampleChannels holds `tidemark demo` to what its help and
+// the README promise: the channels of deploy/examples/tidemark.yaml, so a
+// person trying the demo can ask every channel the example names.
+func TestDemoServesTheExampleChannels(t *testing.T) {
+	example, err := config.Load("../../deploy/examples/tidemark.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, err := config.Parse("demo.yaml", []byte(demoConfig("127.0.0.1:5000", "127.0.0.1:8080", "http://127.0.0.1:9/")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(cs []resolver.Channel) []string {
+		var n []string
+		for _, c := range cs {
+			n = append(n, c.Name)
+		}
+		return n
+	}
+	if got, want := names(demo.Channels), names(example.Channels); !slices.Equal(got, want) {
+		t.Errorf("demo channels %v, want the example's %v", got, want)
+	}
+}
