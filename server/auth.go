@@ -53,6 +53,18 @@ func allows(scopes []string, need string) bool {
 	return (need == ScopeScan || need == ScopeRead) && slices.Contains(scopes, ScopePromote)
 }
 
+// enough names every scope allows accepts for need, for a 403 to tell the
+// caller, so nobody mints a token of a scope they already hold in promote.
+func enough(need string) string {
+	switch need {
+	case ScopeScan, ScopeRead:
+		return need + ", " + ScopePromote + " or " + ScopeAdmin
+	case ScopeAdmin:
+		return ScopeAdmin
+	}
+	return need + " or " + ScopeAdmin
+}
+
 // requireScope authenticates the bearer token, rate-limits per token and
 // checks the scope, in that order: the limiter needs the token's name, and
 // a 403 still costs the caller budget so probing scopes is not free.
@@ -98,7 +110,7 @@ func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
 				}
 			}
 			if !allows(scopes, need) {
-				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), need)
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), enough(need))
 			}
 			c.Set(actorKey, name)
 			return next(c)

@@ -128,7 +128,7 @@ func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) e
 	// No per-token write limit: a registry sends a burst of events per
 	// push, each is cheap (a queued tag), and a 429 would only delay them.
 	if !allows(scopes, ScopeScan) {
-		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need scan", resolver.ErrForbidden, name, strings.Join(scopes, ","))
+		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), enough(ScopeScan))
 	}
 	c.Set(actorKey, name)
 	return nil
