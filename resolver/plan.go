@@ -86,7 +86,7 @@ func (s *Snapshot) PlanUnpin(channel string) (ChannelChange, error) {
 	if err != nil {
 		return ChannelChange{}, err
 	}
-	return ChannelChange{Channel: a.Channel.Name, IfRevision: AnyRevision, From: Served(a), To: Served(after), Rollout: a.Channel.Rollout}, nil
+	return ChannelChange{Channel: a.Channel.Name, Source: a.Channel.Source, IfRevision: AnyRevision, From: Served(a), To: Served(after), Rollout: a.Channel.Rollout}, nil
 }
 
 // ExplainUnpin turns the store's "no pin" (ErrNotFound) for channel into

@@ -120,6 +120,9 @@ func TestVersionCommand(t *testing.T) {
 			t.Errorf("tidemark %s printed %q", args[0], out)
 		}
 	}
+	if out := c.must("version", "-o", "json"); !regexp.MustCompile(`^\{\n  "version": "\S+",\n  "commit": "\S+"\n\}\n$`).MatchString(out) {
+		t.Errorf("tidemark version -o json printed %q", out)
+	}
 	// Unset by ldflags: the toolchain's stamp, else dev.
 	info := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}

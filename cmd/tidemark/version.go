@@ -60,13 +60,25 @@ func versionLine() string {
 }
 
 func newVersionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var o outputFlag
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the build's version and commit",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(e.stdout, versionLine())
-			return err
+			if err := o.check(); err != nil {
+				return err
+			}
+			v, c := buildVersion(debug.ReadBuildInfo())
+			return o.printValue(e.stdout, struct {
+				Version string `json:"version"`
+				Commit  string `json:"commit"`
+			}{v, c}, func() error {
+				_, err := fmt.Fprintln(e.stdout, versionLine())
+				return err
+			})
 		},
 	}
+	o.register(cmd)
+	return cmd
 }
