@@ -247,6 +247,15 @@ func NewRollout(prev *Rollout, channel, served, to string, pol RolloutPolicy, t 
 			}
 		}
 	}
+	if r.From == r.To {
+		// The channel went back to the version the running rollout was
+		// leaving (its cause was undone: N blocked, then unblocked). Every
+		// cluster outside the old ring already runs it, so there is nothing
+		// to ramp: the change completes at once, and the ring that got
+		// prev.To moves on with everyone else. Read as a rollout, that is
+		// from prev.To, complete.
+		r.From, r.Carried, r.Steps = prev.To, nil, []int{100}
+	}
 	return r
 }
 

@@ -167,6 +167,18 @@ func TestNewChangeWhileRollingOutMovesNoClusterBackward(t *testing.T) {
 	if third.From != "1.2.0" || len(third.Carried) != 0 {
 		t.Errorf("after a complete rollout: from %s carried %v, want from 1.2.0 and nothing carried", third.From, third.Carried)
 	}
+	// Back to what the running rollout was leaving (its version was blocked,
+	// then unblocked): nothing to ramp, everyone is on 1.0.0 at once.
+	back := NewRollout(&first, "stable", "1.1.0", "1.0.0", pol, change)
+	if back.From != "1.1.0" || back.To != "1.0.0" || len(back.Carried) != 0 || back.At(change).State != RolloutComplete {
+		t.Errorf("back to the old from: %s -> %s carried %v state %s, want 1.1.0 -> 1.0.0, nothing carried, complete",
+			back.From, back.To, back.Carried, back.At(change).State)
+	}
+	for id, v := range dests(back, ids, change) {
+		if v != "1.0.0" {
+			t.Fatalf("back to the old from: %s gets %s, want 1.0.0", id, v)
+		}
+	}
 	halted := first
 	halted.Events = []RolloutEvent{{Kind: RolloutHalt, At: at(80 * time.Minute)}}
 	if r := NewRollout(&halted, "stable", "1.1.0", "1.2.0", pol, change); r.From != "1.0.0" || len(r.Carried) != 0 {
