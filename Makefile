@@ -107,3 +107,9 @@ bench-index:
 .PHONY: bench-push
 bench-push:
 	scripts/bench-push
+
+# 1,000 sources x 1,000 tags in a distribution registry, two replicas on one
+# Postgres: first index vs its floor, peak RSS, reloads, pins across replicas.
+.PHONY: bench-scale
+bench-scale:
+	scripts/bench-scale

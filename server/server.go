@@ -184,6 +184,7 @@ func (s *Server) Reload(ctx context.Context) error {
 func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	start := time.Now()
 	var snap *resolver.Snapshot
 	var err error
 	if prev := s.cur.Load(); prev != nil && !cs.All && s.opts.Data != nil {
@@ -205,7 +206,7 @@ func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 	if v := s.cur.Load(); v != nil {
 		prev = v.snap
 	}
-	s.swap(snap)
+	s.swap(snap, start)
 	s.degraded.Store(nil)
 	if s.opts.OnSnapshot != nil {
 		s.opts.OnSnapshot(prev, snap)
@@ -223,13 +224,14 @@ func (s *Server) Degrade(reason error) {
 
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
-func (s *Server) swap(snap *resolver.Snapshot) {
+func (s *Server) swap(snap *resolver.Snapshot, start time.Time) {
 	v := newView(snap, s.opts.ExternalURL)
 	s.cur.Store(v)
 	s.kickRollouts()
 	s.metrics.observeSnapshot(snap)
 	s.scheduleSoaks(snap)
-	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt)
+	// took, read and rebuilt, is what a change costs before it is served.
+	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", time.Since(start))
 }
 
 func (s *Server) snapshotAge() float64 {

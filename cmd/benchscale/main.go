@@ -1,0 +1,155 @@
+// Command benchscale measures Tidemark at scale against its floor: a
+// distribution registry with -repos repositories of -tags tags each (seeded
+// once and cached under -cache), indexed by one `tidemark serve` replica
+// while a second serves from the same Postgres. It prints the first index
+// next to crane ls of every repository plus one COPY of every row, the peak
+// RSS of both replicas, the snapshot reload after one source changes, the
+// channel URL's p99 with and without reloads going on, and how long a pin
+// made through one replica takes to be served by the other. Run it through
+// scripts/bench-scale (make bench-scale), which builds tidemark and starts a
+// throwaway Postgres.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+type options struct {
+	repos, tags   int
+	cache         string
+	tidemark      string
+	craneConc     int
+	changes, pins int
+	load          time.Duration
+	workers       int
+	digestWait    time.Duration
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.repos, "repos", 1000, "repositories (one source and one channel each)")
+	flag.IntVar(&o.tags, "tags", 1000, "tags per repository")
+	flag.StringVar(&o.cache, "cache", "tmp/benchscale", "where the seeded registry storage is kept between runs")
+	flag.StringVar(&o.tidemark, "tidemark", "bin/tidemark", "tidemark binary")
+	flag.IntVar(&o.craneConc, "crane-concurrency", 8, "repositories crane lists at once (the floor)")
+	flag.IntVar(&o.changes, "changes", 50, "single-source changes to time")
+	flag.IntVar(&o.pins, "pins", 50, "pins to time")
+	flag.DurationVar(&o.load, "load", 5*time.Second, "channel URL load per phase")
+	flag.IntVar(&o.workers, "workers", 8, "channel URL clients in flight")
+	flag.DurationVar(&o.digestWait, "digest-wait", 20*time.Minute, "longest wait for the digest phase before measuring")
+	flag.Parse()
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	admin := os.Getenv("DATABASE_URL")
+	if admin == "" {
+		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-scale")
+	}
+	total := o.repos * o.tags
+	reg, seedTime, err := seeded(ctx, o.cache, o.repos, o.tags)
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+	if seedTime > 0 {
+		fmt.Printf("seeded %d repositories x %d tags in %s (cached in %s)\n", o.repos, o.tags, seedTime.Round(time.Millisecond), o.cache)
+	} else {
+		fmt.Printf("registry storage of %d x %d from the cache in %s\n", o.repos, o.tags, o.cache)
+	}
+
+	craneTime, listed, err := craneAll(ctx, reg.Host, o.repos, o.craneConc)
+	if err != nil {
+		return err
+	}
+	if listed != total {
+		return fmt.Errorf("crane listed %d tags, want %d (remove %s to seed again)", listed, total, o.cache)
+	}
+	db, drop, err := freshDatabase(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	copyTime, err := copyAll(ctx, db, o.repos, o.tags)
+	if err != nil {
+		return err
+	}
+	floor := craneTime + copyTime
+
+	dir, err := os.MkdirTemp("", "benchscale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := writeConfig(dir, reg.Host, o.repos)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	start := time.Now()
+	a, err := startReplica(ctx, o.tidemark, "A", cfg, db, true)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	b, err := startReplica(ctx, o.tidemark, "B", cfg, db, false)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	firstIndex, err := waitIndexed(ctx, db, o.repos, start, 30*time.Minute)
+	if err != nil {
+		return err
+	}
+	digests, err := waitDigests(ctx, db, start, o.digestWait)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("first index done; digests %s\n\n", digests)
+
+	m, err := measure(ctx, o, st, a, b)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("%d sources x %d tags = %d tags; replicas A (indexes) and B (--no-index) on one Postgres\n\n", o.repos, o.tags, total)
+	fmt.Printf("%-44s %14s   %s\n", "measure", "value", "notes")
+	row := func(name, val, note string) { fmt.Printf("%-44s %14s   %s\n", name, val, note) }
+	row("crane ls of every repository", ms(craneTime), fmt.Sprintf("%d tags, %d repositories at once (in process)", listed, o.craneConc))
+	row("COPY of every row", ms(copyTime), "into a scratch table")
+	row("first index of all sources", ms(firstIndex), fmt.Sprintf("%.2fx the floor (crane ls + COPY); goal <= 4x", ratio(firstIndex, floor)))
+	row("peak RSS, replica A (serves and indexes)", mb(a.peakRSS()), "VmHWM; goal <= 1 GB")
+	row("peak RSS, replica B (serves)", mb(b.peakRSS()), "VmHWM; goal <= 1 GB")
+	row("reload after one source changes, p50", ms(m.reload.p50), fmt.Sprintf("replica B's own timing over %d reloads", m.reload.n))
+	row("reload after one source changes, p99", ms(m.reload.p99), "goal <= 20 ms")
+	row("one source change served by B, p50", ms(m.change.p50), fmt.Sprintf("from the committed scan, over %d changes", m.change.n))
+	row("one source change served by B, p99", ms(m.change.p99), "")
+	row("channel URL p99, no reloads", ms(m.quiet.p99), fmt.Sprintf("%.0f req/s, %d clients, %s", m.quiet.rps, o.workers, o.load))
+	row("channel URL p99, during reloads", ms(m.busy.p99), fmt.Sprintf("%.2fx; goal <= 2x; %.0f req/s, %d changes meanwhile", ratio(m.busy.p99, m.quiet.p99), m.busy.rps, m.busyChanges))
+	row("pin on A served by B, p50", ms(m.pin.p50), fmt.Sprintf("PUT to A until B redirects to it, over %d pins", m.pin.n))
+	row("pin on A served by B, p99", ms(m.pin.p99), "goal <= 50 ms")
+	missed := ratio(firstIndex, floor) > 4 || a.peakRSS() > 1<<30 || b.peakRSS() > 1<<30 ||
+		m.reload.p99 > 20*time.Millisecond || ratio(m.busy.p99, m.quiet.p99) > 2 || m.pin.p99 > 50*time.Millisecond
+	if missed {
+		fmt.Println("GOAL MISSED")
+	}
+	return nil
+}
+
+func ms(d time.Duration) string        { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func mb(b int64) string                { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

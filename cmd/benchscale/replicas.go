@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func sourceName(i int) string { return fmt.Sprintf("r%04d", i) }
+
+// writeConfig is a tidemark configuration with one source per repository
+// (scanned once a day, so only the first scan happens during the bench) and
+// one channel per source serving its newest version.
+func writeConfig(dir, host string, repos int) (string, error) {
+	var b strings.Builder
+	b.WriteString("sources:\n")
+	for i := range repos {
+		fmt.Fprintf(&b, "  - name: %s\n    image: %s/%s\n    scheme: semver\n    insecure: true\n    interval: 24h\n",
+			sourceName(i), host, repoName(i))
+	}
+	b.WriteString("channels:\n")
+	for i := range repos {
+		fmt.Fprintf(&b, "  - name: %s\n    source: %s\n", sourceName(i), sourceName(i))
+	}
+	path := filepath.Join(dir, "tidemark.yaml")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// replica is one `tidemark serve` process.
+type replica struct {
+	name string
+	base string // http://127.0.0.1:port
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu      sync.Mutex
+	reloads []time.Duration // "snapshot loaded" took=, from its JSON log
+	errors  []string
+}
+
+func startReplica(ctx context.Context, bin, name, config, db string, index bool) (*replica, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port), done: make(chan struct{})}
+	args := []string{"serve", "--config", config, "--log-format", "json"}
+	if !index {
+		args = append(args, "--no-index")
+	}
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Env = append(os.Environ(), "DATABASE_URL="+db, fmt.Sprintf("TIDEMARK_LISTEN=127.0.0.1:%d", port))
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go r.readLog(stderr)
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get(r.base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return r, nil
+			}
+		}
+		select {
+		case <-r.done:
+			return nil, fmt.Errorf("replica %s exited at start: %s", name, strings.Join(r.lastErrors(), "; "))
+		case <-ctx.Done():
+			r.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.stop()
+			return nil, fmt.Errorf("replica %s not answering on %s after 60s", name, r.base)
+		}
+	}
+}
+
+// readLog keeps the snapshot reload times and the errors of the replica's
+// JSON log; the rest (an access log line per request) is dropped.
+func (r *replica) readLog(rd io.Reader) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line[:min(len(line), 120)]), `"snapshot loaded"`) &&
+			!strings.Contains(string(line[:min(len(line), 60)]), `"ERROR"`) {
+			continue
+		}
+		var rec struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+			Took  int64  `json:"took"`
+			Err   string `json:"err"`
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			continue
+		}
+		r.mu.Lock()
+		switch {
+		case rec.Msg == "snapshot loaded":
+			r.reloads = append(r.reloads, time.Duration(rec.Took))
+		case rec.Level == "ERROR":
+			r.errors = append(r.errors, rec.Msg+": "+rec.Err)
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *replica) lastErrors() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errors[max(0, len(r.errors)-3):]
+}
+
+// reloadsSince returns the reload times logged after the first n.
+func (r *replica) reloadsSince(n int) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.reloads[min(n, len(r.reloads)):]...)
+}
+
+func (r *replica) reloadCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reloads)
+}
+
+// peakRSS is the replica's VmHWM (Linux).
+func (r *replica) peakRSS() int64 { return procStatus(r.cmd.Process.Pid, "VmHWM:") }
+
+func (r *replica) stop() {
+	_ = r.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}
+
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freshDatabase creates an empty database next to DATABASE_URL's and drops it after.
+func freshDatabase(ctx context.Context, admin string) (string, func(), error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	dbName := "tidemark_scale_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := conn.Exec(ctx, "create database "+dbName); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u.Path = "/" + dbName
+	return u.String(), func() {
+		_, _ = conn.Exec(ctx, "drop database if exists "+dbName+" with (force)")
+		conn.Close(ctx)
+	}, nil
+}
