@@ -160,6 +160,8 @@ func measure(ctx context.Context, o options, st *store.Store, a, b *replica) (me
 			return m, err
 		}
 		pins = append(pins, d)
+		// Writes are rate-limited per token (5 a second).
+		time.Sleep(250 * time.Millisecond)
 	}
 	m.pin = summarize(pins, 0)
 	return m, nil
@@ -189,10 +191,10 @@ func (c *changer) change(ctx context.Context) (time.Duration, error) {
 	newest := fmt.Sprintf("2.0.%d", c.n)
 	res.Tags = append(res.Tags, src.Classify(newest))
 	res.Finished = time.Now()
+	start := time.Now()
 	if _, err := c.st.ApplyScan(ctx, res); err != nil {
 		return 0, fmt.Errorf("recording a scan of %s: %w", src.Name, err)
 	}
-	start := time.Now()
 	return waitServed(ctx, c.b, src.Name, newest, start)
 }
 
