@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -369,5 +370,67 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 	elapsed := time.Since(start)
 	if want := time.Duration(n-1) * time.Second / rps; n < 11 || elapsed < want*9/10 {
 		t.Errorf("%d requests in %s; want >= 11 requests taking >= %s at %d req/s", n, elapsed, want, rps)
+	}
+}
+
+// listQueries records the query of every tag list request reg receives.
+func listQueries(reg *testRegistry) func() []string {
+	var mu sync.Mutex
+	var qs []string
+	reg.set(func(r *testRegistry) {
+		r.fault = func(_ http.ResponseWriter, req *http.Request) bool {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				mu.Lock()
+				qs = append(qs, req.URL.RawQuery)
+				mu.Unlock()
+			}
+			return false
+		}
+	})
+	return func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), qs...) }
+}
+
+// A far registry costs a round trip per page: asking for the registry's
+// own page (every tag at once, from distribution) lists in one request.
+func TestListAsksForTheRegistrysOwnPageFirst(t *testing.T) {
+	reg := newTestRegistry(t)
+	want := tagNames(25)
+	reg.push("app", want...)
+	reg.set(func(r *testRegistry) { r.pageSize = 1000 })
+	queries := listQueries(reg)
+	ix := newTestIndexer(t, nil, reg, "app")
+
+	got, _, err := list(t, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 25 {
+		t.Errorf("listed %d tags, want 25", len(got))
+	}
+	if diff := cmp.Diff([]string{""}, queries()); diff != "" {
+		t.Errorf("tag list queries (-want +got):\n%s", diff)
+	}
+}
+
+func TestListAsksForPagesWhenTheOnePageIsTooLarge(t *testing.T) {
+	reg := newTestRegistry(t)
+	want := tagNames(25)
+	reg.push("app", want...)
+	reg.set(func(r *testRegistry) { r.pageSize = 1000 })
+	queries := listQueries(reg)
+	ix := newTestIndexer(t, nil, reg, "app")
+	ix.pageLimits.tags, ix.pageSize = 10, 4
+
+	got, _, err := list(t, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
+	}
+	qs := queries()
+	if len(qs) != 8 || qs[0] != "" || qs[1] != "n=4" {
+		t.Errorf("tag list queries = %q, want the registry's page, then 7 pages of n=4", qs)
 	}
 }
