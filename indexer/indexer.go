@@ -262,9 +262,11 @@ func New(opts Options) (*Indexer, error) {
 		lim, ok := limiters[host]
 		if !ok {
 			if rps, set := limits[host]; set && rps > 0 {
-				// A burst of one second's worth lets a scan start at once
-				// without ever exceeding the rate over a second.
-				lim = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
+				// No burst: requests are spaced 1/rps apart, so no second
+				// ever sees more than rps+1 of them. A burst of a second's
+				// worth let the first second of a scan send twice the rate
+				// (148 requests in one second at 100/s, bench-far).
+				lim = rate.NewLimiter(rate.Limit(rps), 1)
 			}
 			limiters[host] = lim
 		}

@@ -434,3 +434,39 @@ func TestListAsksForPagesWhenTheOnePageIsTooLarge(t *testing.T) {
 		t.Errorf("tag list queries = %q, want the registry's page, then 7 pages of n=4", qs)
 	}
 }
+
+func TestRateLimitHoldsInTheFirstSecond(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", tagNames(40)...)
+	var mu sync.Mutex
+	var at []time.Time
+	reg.set(func(r *testRegistry) {
+		r.pageSize = 1
+		r.fault = func(http.ResponseWriter, *http.Request) bool {
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+			return false
+		}
+	})
+	src := testSource(t, "app", reg.host+"/app")
+	const rps = 20
+	ix, err := New(Options{Sources: []Source{src}, Store: unusedStore{}, RateLimits: map[string]float64{reg.host: rps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := list(t, ix); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	first := 0
+	for _, a := range at {
+		if a.Sub(at[0]) < time.Second {
+			first++
+		}
+	}
+	if first > rps+1 {
+		t.Errorf("%d requests in the first second at %d req/s; want at most %d", first, rps, rps+1)
+	}
+}
