@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -122,8 +123,9 @@ func TestFilterReasonsAgree(t *testing.T) {
 		channelFilter(&Channel{Name: "r", Stream: Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}, testTime),
 	}
 	for _, idx := range s.sources {
-		for i := range idx.tags {
-			v := &idx.tags[i]
+		all := append(slices.Clone(idx.versions), idx.others...)
+		for i := range all {
+			v := &all[i]
 			for fi, f := range filters {
 				ok, why := f.ok(v), f.whyNot(v)
 				if ok != (why == "") {

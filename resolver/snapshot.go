@@ -43,9 +43,13 @@ type sourceIndex struct {
 	versions []VersionView
 	keys     []conKey // keys[i] is versions[i] as constraints see it
 	byCanon  map[string]int
-	// tags holds every present tag, duplicates and unparsed ones included,
-	// so a lookup by raw tag returns exactly that tag (its own digest).
-	tags   []VersionView
+	// others holds the present tags that are not in versions: unparsed
+	// ones, and valid ones another tag of the same version represents.
+	// byTag finds a valid tag by name when its name is not its canonical
+	// version (>= 0: versions[i]; < 0: others[-i-1]), so a lookup by raw
+	// tag returns exactly that tag (its own digest). At a million tags,
+	// keeping every tag a second time here cost ~330 MB per replica.
+	others []VersionView
 	byTag  map[string]int
 	blocks map[string]Block
 	// soakEnd is the earliest end of a source soak still running when the
@@ -104,30 +108,32 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 			Streams:  make(map[Stream]int, 4),
 			HeldBy:   map[string]int{},
 		},
-		tags:   make([]VersionView, len(d.Tags)),
-		byTag:  make(map[string]int, len(d.Tags)),
+		byTag:  make(map[string]int),
 		blocks: make(map[string]Block, len(d.Blocks)),
 	}
 	for _, b := range d.Blocks {
 		idx.blocks[b.Version] = b
 	}
-	// best maps a canonical version to the tag that represents it.
-	best := make(map[string]int, len(d.Tags))
-	for i := range d.Tags {
-		t := d.Tags[i]
-		vv := VersionView{Tag: t}
-		idx.byTag[t.Name] = i
+	view := func(t *Tag) VersionView {
+		vv := VersionView{Tag: *t}
 		if !t.Valid {
-			idx.view.Unparsed++
-			idx.tags[i] = vv
-			continue
+			return vv
 		}
-		canon := t.Version.String()
-		if b, ok := idx.blocks[canon]; ok {
+		if b, ok := idx.blocks[t.Version.String()]; ok {
 			vv.Blocked, vv.BlockReason = true, b.Reason
 		}
 		idx.gate(&vv, now)
-		idx.tags[i] = vv
+		return vv
+	}
+	// best maps a canonical version to the tag that represents it.
+	best := make(map[string]int, len(d.Tags))
+	for i := range d.Tags {
+		t := &d.Tags[i]
+		if !t.Valid {
+			idx.view.Unparsed++
+			continue
+		}
+		canon := t.Version.String()
 		if j, ok := best[canon]; !ok || preferTag(canon, t.Name, d.Tags[j].Name) {
 			best[canon] = i
 		}
@@ -152,9 +158,8 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 	})
 	idx.versions = make([]VersionView, len(order))
 	for k, i := range order {
-		idx.versions[k] = idx.tags[i]
+		idx.versions[k] = view(&d.Tags[i])
 	}
-	idx.keys = conKeys(idx.versions)
 	idx.byCanon = make(map[string]int, len(idx.versions))
 	for i := range idx.versions {
 		v := &idx.versions[i]
@@ -164,6 +169,22 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 			idx.view.HeldBy[h]++
 		}
 	}
+	for i := range d.Tags {
+		t := &d.Tags[i]
+		if !t.Valid {
+			idx.others = append(idx.others, view(t))
+			continue
+		}
+		canon := t.Version.String()
+		switch {
+		case best[canon] != i:
+			idx.others = append(idx.others, view(t))
+			idx.byTag[t.Name] = -len(idx.others)
+		case t.Name != canon:
+			idx.byTag[t.Name] = idx.byCanon[canon]
+		}
+	}
+	idx.keys = conKeys(idx.versions)
 	return idx
 }
 
@@ -184,8 +205,11 @@ func (idx *sourceIndex) lookup(versionOrTag string) (*VersionView, bool) {
 	if i, ok := idx.byCanon[versionOrTag]; ok {
 		return &idx.versions[i], true
 	}
-	if i, ok := idx.byTag[versionOrTag]; ok && idx.tags[i].Valid {
-		return &idx.tags[i], true
+	if i, ok := idx.byTag[versionOrTag]; ok {
+		if i < 0 {
+			return &idx.others[-i-1], true
+		}
+		return &idx.versions[i], true
 	}
 	return nil, false
 }
@@ -289,9 +313,9 @@ func (s *Snapshot) Unparsed(source string) ([]Tag, error) {
 		return nil, err
 	}
 	out := make([]Tag, 0, idx.view.Unparsed)
-	for i := range idx.tags {
-		if !idx.tags[i].Valid {
-			out = append(out, idx.tags[i].Tag)
+	for i := range idx.others {
+		if !idx.others[i].Valid {
+			out = append(out, idx.others[i].Tag)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
