@@ -110,6 +110,11 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 		_, err := tx.Exec(ctx, `update sources set listed_at = greatest(listed_at, $2) where name = $1`, source, seen)
 		return true, err
 	}
+	if complete && stored == nil {
+		if first, err := firstListing(ctx, tx, source, seen, rows, fp, sc); first || err != nil {
+			return false, err
+		}
+	}
 	_, err = tx.Exec(ctx, `
 		create temp table scan_tags (
 			tag text, valid boolean, error text, major int, minor int, patch int,
@@ -197,6 +202,38 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 	_, err = tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
 		source, fp, seen)
 	return false, err
+}
+
+// firstListing writes the first complete listing of a source that has no
+// tags: one COPY straight into tags, with nothing to compare or mark absent.
+// A first index of many sources is mostly these; merging through a temp
+// table and an anti-join made it 6x the floor (crane ls + COPY) at 1,000
+// sources x 1,000 tags. It reports false, writing nothing, when the source
+// has tags after all (a listing that was incomplete, or whose fingerprint
+// was cleared).
+func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time, rows [][]any, fp []byte, sc *resolver.Scan) (bool, error) {
+	var has bool
+	if err := tx.QueryRow(ctx, `select exists (select from tags where source = $1)`, source).Scan(&has); err != nil || has {
+		return false, err
+	}
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(rows) {
+			return nil, nil
+		}
+		row := append([]any{source}, rows[i]...)
+		i++
+		return append(row, seen, seen, true), nil
+	})
+	cols := append(append([]string{"source"}, scanTagColumns...), "first_seen", "last_seen", "present")
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"tags"}, cols, src)
+	if err != nil {
+		return false, err
+	}
+	sc.TagsNew = int(n)
+	_, err = tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
+		source, fp, seen)
+	return err == nil, err
 }
 
 // scanRows turns tags into COPY rows, keeping the last of duplicate names
