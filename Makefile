@@ -113,3 +113,10 @@ bench-push:
 .PHONY: bench-scale
 bench-scale:
 	scripts/bench-scale
+
+# 10,000 tags behind a proxy holding every registry response 100 ms (a far
+# registry), rate-limited to 100 requests/s: first index vs crane ls through
+# the same proxy.
+.PHONY: bench-far
+bench-far:
+	scripts/bench-index -rtt 100ms -rate 100 -concurrency 16
