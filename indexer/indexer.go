@@ -130,6 +130,7 @@ type Indexer struct {
 	scans         scanGroup   // scans in flight, whoever started them
 	push          PushStore
 	pushMetrics   *pushMetrics
+	listings      *listingGate
 }
 
 // scanGroup counts scans in flight so that Run can wait for them before it
@@ -242,6 +243,7 @@ func New(opts Options) (*Indexer, error) {
 		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
 		push:          pushStoreOf(opts),
 		pushMetrics:   pm,
+		listings:      newListingGate(),
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

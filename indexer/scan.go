@@ -22,6 +22,8 @@ import (
 func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	log := ix.log.With("source", src.Name, "image", src.repo.String())
 	started := time.Now()
+	listed := ix.listings.start()
+	defer listed()
 	var requests atomic.Int64
 	rt, tags, err := ix.listTags(ctx, log, src, &requests)
 	if err != nil && ctx.Err() != nil {
@@ -72,6 +74,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		_, aerr = ix.store.ApplyScan(wctx, res)
 	}
 	cancel()
+	listed()
 	applied := time.Now()
 	if err != nil || aerr != nil {
 		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
@@ -101,6 +104,9 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	}
 	due = slices.DeleteFunc(due, func(t string) bool { return !ociTag.MatchString(t) })
 	derr := err
+	if derr == nil && len(due) > 0 {
+		ix.listings.wait(ctx, maxListingWait)
+	}
 	if derr == nil {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
 	}
