@@ -243,7 +243,7 @@ func New(opts Options) (*Indexer, error) {
 		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
 		push:          pushStoreOf(opts),
 		pushMetrics:   pm,
-		listings:      newListingGate(),
+		listings:      newListingGate(maxListings),
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

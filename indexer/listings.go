@@ -11,6 +11,13 @@ import (
 // starve a digest phase.
 const maxListingWait = time.Minute
 
+// maxListings is how many sources list and record at once. A listing is a
+// few round trips and one write; beyond a handful at once they only queue
+// for the database's connections while holding their tags: 1,000 sources
+// listed at once held every tag of all of them (the indexing replica
+// peaked at 1.1 GB at 1,000 x 1,000 tags).
+const maxListings = 16
+
 // listingGate lets digest phases wait while listings are under way. A
 // listing makes a source servable; digests only refine it. When many scans
 // start together (start-up, a new leader: 1,000 sources at once), the
@@ -21,16 +28,20 @@ type listingGate struct {
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed while n == 0
+	// slots holds a token per listing under way (at most maxListings).
+	slots chan struct{}
 }
 
-func newListingGate() *listingGate {
+func newListingGate(slots int) *listingGate {
 	idle := make(chan struct{})
 	close(idle)
-	return &listingGate{idle: idle}
+	return &listingGate{idle: idle, slots: make(chan struct{}, slots)}
 }
 
-// start counts a listing; the function it returns ends it (once).
-func (g *listingGate) start() func() {
+// start counts a listing, waiting for one of the slots (counted while it
+// waits, so digest phases wait for it too); the function it returns ends
+// it (once). It fails only when ctx ends first.
+func (g *listingGate) start(ctx context.Context) (func(), error) {
 	g.mu.Lock()
 	if g.n == 0 {
 		g.idle = make(chan struct{})
@@ -38,8 +49,12 @@ func (g *listingGate) start() func() {
 	g.n++
 	g.mu.Unlock()
 	var once sync.Once
-	return func() {
+	held := false
+	end := func() {
 		once.Do(func() {
+			if held {
+				<-g.slots
+			}
 			g.mu.Lock()
 			g.n--
 			if g.n == 0 {
@@ -47,6 +62,14 @@ func (g *listingGate) start() func() {
 			}
 			g.mu.Unlock()
 		})
+	}
+	select {
+	case g.slots <- struct{}{}:
+		held = true
+		return end, nil
+	case <-ctx.Done():
+		end()
+		return func() {}, ctx.Err()
 	}
 }
 

@@ -21,9 +21,12 @@ import (
 // cannot be resolved are logged and tried again by the next scan.
 func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	log := ix.log.With("source", src.Name, "image", src.repo.String())
-	started := time.Now()
-	listed := ix.listings.start()
+	listed, err := ix.listings.start(ctx)
 	defer listed()
+	if err != nil {
+		return fmt.Errorf("scan of %q interrupted: %w", src.Name, err)
+	}
+	started := time.Now()
 	var requests atomic.Int64
 	rt, tags, err := ix.listTags(ctx, log, src, &requests)
 	if err != nil && ctx.Err() != nil {
