@@ -2,12 +2,10 @@ package server
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
+	"sync"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -22,6 +20,7 @@ type metrics struct {
 	reloadFailures prometheus.Counter
 	webhooks       *prometheus.CounterVec
 	handler        http.Handler
+	bound          sync.Map // requestKey -> *bound (accesslog.go)
 }
 
 func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics, error) {
@@ -82,56 +81,6 @@ func (m *metrics) observeSnapshot(snap *resolver.Snapshot) {
 				}
 			}
 		}
-	}
-}
-
-// observe is the one middleware: metrics and the access log. The
-// system-upgrade-controller headers go into the log line so an operator can
-// see which cluster asked and what it runs.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil {
-			// Render now so the status below is the one sent.
-			c.Error(err)
-		}
-		req, res := c.Request(), c.Response()
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		d := time.Since(start)
-		code := statusText(res.Status)
-		s.metrics.requests.WithLabelValues(route, methodLabel(req.Method), code).Inc()
-		s.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
-
-		ctx := req.Context()
-		if !s.log.Enabled(ctx, slog.LevelInfo) {
-			return nil
-		}
-		attrs := make([]slog.Attr, 0, 9)
-		attrs = append(attrs,
-			slog.String("method", req.Method),
-			slog.String("path", req.URL.Path),
-			slog.Int("status", res.Status),
-			slog.Int64("bytes", res.Size),
-			slog.Duration("duration", d),
-			slog.String("remote", req.RemoteAddr),
-		)
-		if id := req.Header.Get("X-SUC-Cluster-ID"); id != "" {
-			attrs = append(attrs, slog.String("suc_cluster_id", id))
-		}
-		if v := req.Header.Get("X-SUC-Latest-Version"); v != "" {
-			attrs = append(attrs, slog.String("suc_latest_version", v))
-		}
-		// A record without a caller PC: Logger.LogAttrs would walk the stack
-		// for every request (runtime.Callers was 7% of the hot path) to
-		// fill a source location the access log never shows.
-		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-		r.AddAttrs(attrs...)
-		_ = s.log.Handler().Handle(ctx, r)
-		return nil
 	}
 }
 

@@ -36,6 +36,9 @@ type Options struct {
 	// them from each request (scheme from X-Forwarded-Proto or TLS, Host).
 	ExternalURL string
 	Log         *slog.Logger
+	// AccessLog is which requests get an access log line: AccessLogSample
+	// ("" too), AccessLogAll or AccessLogOff (accesslog.go).
+	AccessLog string
 	// Metrics is where the server registers its collectors; /metrics serves
 	// this registry, so cmd can share one with the indexer. nil: a private one.
 	Metrics *prometheus.Registry
@@ -103,6 +106,7 @@ type Server struct {
 	log      *slog.Logger
 	echo     *echo.Echo
 	metrics  *metrics
+	access   *accessLog
 	cur      atomic.Pointer[view]
 	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
 	limits   *limiters
@@ -137,6 +141,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
+	access, err := newAccessLog(opts.AccessLog)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server options: %w", resolver.ErrInvalid, err)
+	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 15 * time.Second
 	}
@@ -149,7 +157,7 @@ func New(opts Options) (*Server, error) {
 	if opts.DBTimeout <= 0 {
 		opts.DBTimeout = defaultDBTimeout
 	}
-	s := &Server{opts: opts, log: opts.Log, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
+	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
 		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {

@@ -82,6 +82,7 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	row("listen", cfg.Listen)
 	row("external_url", external)
 	row("database_url", redactDB(cfg.DatabaseURL))
+	row("access_log", cfg.AccessLog)
 	row("")
 
 	row("SOURCE", "IMAGE", "SCHEME", "BUILD", "INTERVAL", "EXCLUDE", "OPTIONS")

@@ -148,6 +148,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	srv, err := server.New(server.Options{
 		ExternalURL:     cfg.ExternalURL,
 		Log:             log,
+		AccessLog:       cfg.AccessLog,
 		Metrics:         reg,
 		Store:           st,
 		Scan:            scan,

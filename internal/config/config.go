@@ -21,6 +21,7 @@ const (
 	DefaultInterval    = 15 * time.Minute
 	MinInterval        = 10 * time.Second
 	DefaultConcurrency = 8
+	DefaultAccessLog   = "sample"
 	DefaultTimeout     = 30 * time.Second
 	DefaultRecheck     = 24 * time.Hour
 	// DockerHubRateLimit applies to docker.io unless registries: says otherwise:
@@ -34,8 +35,12 @@ type Config struct {
 	Listen      string // default ":8080"; env TIDEMARK_LISTEN overrides
 	ExternalURL string // "" = derive from the request; never ends in "/"
 	DatabaseURL string // env DATABASE_URL overrides
-	Sources     []Source
-	Channels    []resolver.Channel
+	// AccessLog is which requests get an access log line: "sample" (the
+	// default: errors, writes and one in 100 of the rest), "all" or "off"
+	// (errors only).
+	AccessLog string
+	Sources   []Source
+	Channels  []resolver.Channel
 	// Registries holds rate limits per registry host as written in the file
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry

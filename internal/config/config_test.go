@@ -65,6 +65,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	want := &Config{
 		File:       "t.yaml",
 		Listen:     ":8080",
+		AccessLog:  "sample",
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
 		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow},
 		Sources: []Source{{

@@ -83,6 +83,8 @@ func TestParseRejects(t *testing.T) {
 			"t.yaml:9: source \"k3s\": exclude: missing closing ]: `[a-`"}},
 		{"negative recheck", base + "    recheck: -1h\n", []string{
 			`t.yaml:9: source "k3s": recheck: want a duration like 24h, or 0 for never, got -1h0m0s`}},
+		{"access_log not a mode", "access_log: some\n" + base, []string{
+			`t.yaml:1: access_log: want all, sample or off, got "some"`}},
 		{"concurrency zero", base + "    concurrency: 0\n", []string{
 			`t.yaml:9: source "k3s": concurrency: want at least 1, got 0`}},
 		{"insecure not a bool", base + "    insecure: maybe\n", []string{

@@ -17,7 +17,7 @@ import (
 )
 
 var topKeys = []string{
-	"listen", "external_url", "database_url", "defaults", "sources", "registries", "channels", "fleet",
+	"listen", "external_url", "database_url", "access_log", "defaults", "sources", "registries", "channels", "fleet",
 	"webhooks", "notify",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
@@ -71,6 +71,7 @@ func (p *parser) parse(data []byte) *Config {
 		}
 	}
 	cfg.DatabaseURL, _ = p.str(top["database_url"], "", "database_url")
+	cfg.AccessLog = p.accessLog(top["access_log"])
 	p.env(cfg)
 
 	p.ignored(root)
@@ -248,4 +249,18 @@ func canonical(n *yaml.Node) string {
 		return "unencodable: " + err.Error()
 	}
 	return string(b)
+}
+
+// accessLog is the access_log setting: which requests get a log line.
+func (p *parser) accessLog(n *yaml.Node) string {
+	s, ok := p.str(n, "", "access_log")
+	if !ok {
+		return DefaultAccessLog
+	}
+	switch s {
+	case "all", "sample", "off":
+		return s
+	}
+	p.add(deref(n), "", "access_log: want all, sample or off, got %q", s)
+	return DefaultAccessLog
 }
