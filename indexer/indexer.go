@@ -131,6 +131,7 @@ type Indexer struct {
 	push          PushStore
 	pushMetrics   *pushMetrics
 	listings      *listingGate
+	digestSlots   chan struct{} // a token per digest phase under way (maxDigestPhases)
 }
 
 // scanGroup counts scans in flight so that Run can wait for them before it
@@ -244,6 +245,7 @@ func New(opts Options) (*Indexer, error) {
 		push:          pushStoreOf(opts),
 		pushMetrics:   pm,
 		listings:      newListingGate(maxListings),
+		digestSlots:   make(chan struct{}, maxDigestPhases),
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

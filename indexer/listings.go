@@ -18,6 +18,12 @@ const maxListingWait = time.Minute
 // peaked at 1.1 GB at 1,000 x 1,000 tags).
 const maxListings = 16
 
+// maxDigestPhases is how many sources resolve digests at once, each with
+// its own concurrency. When the listing gate opened on 1,000 sources at
+// once, 8,000 HEAD requests went out together to one registry, each with
+// its connection and buffers.
+const maxDigestPhases = 16
+
 // listingGate lets digest phases wait while listings are under way. A
 // listing makes a source servable; digests only refine it. When many scans
 // start together (start-up, a new leader: 1,000 sources at once), the

@@ -109,8 +109,14 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	derr := err
 	if derr == nil && len(due) > 0 {
 		ix.listings.wait(ctx, maxListingWait)
-	}
-	if derr == nil {
+		select {
+		case ix.digestSlots <- struct{}{}:
+			derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
+			<-ix.digestSlots
+		case <-ctx.Done():
+			derr = ctx.Err()
+		}
+	} else if derr == nil {
 		derr = ix.resolveDigests(ctx, log, src, rt, due, &requests)
 	}
 	// Gates after digests: a new digest (a new tag, a re-tag) is checked
