@@ -109,44 +109,44 @@ func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 
 // FleetSummary counts channel's clusters: all of them, those seen since
 // activeSince, and by reported and by served version (unordered; the
-// caller orders versions by its scheme). Each count is one pass over an
-// index that holds last_seen (migration 004).
+// caller orders versions by its scheme). The counts are kept as the fleet
+// is written (migration 008), so it reads a few rows per version and per
+// minute of the active window, and the window's first minute from fleet.
 func (s *Store) FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error) {
 	sum := resolver.FleetSummary{Channel: channel, Versions: []resolver.VersionCount{}, Served: []resolver.VersionCount{}}
 	err := s.inTxOpts(ctx, fmt.Sprintf("fleet summary of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select reported, count(*), count(*) filter (where last_seen >= $2)
-			from fleet where channel = $1 group by reported`, channel, activeSince)
+		rows, err := tx.Query(ctx, `select kind, version, clusters from fleet_versions where channel = $1 and clusters > 0`, channel)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var v string
-			var n, active int
-			if err := rows.Scan(&v, &n, &active); err != nil {
+			var kind, v string
+			var n int
+			if err := rows.Scan(&kind, &v, &n); err != nil {
 				rows.Close()
 				return err
 			}
-			sum.Clusters += n
-			sum.Active += active
-			if v != "" {
+			switch {
+			case kind == "served":
+				sum.Served = append(sum.Served, resolver.VersionCount{Version: v, Clusters: n})
+			case v == "":
+				sum.Clusters += n
+			default:
+				sum.Clusters += n
 				sum.Versions = append(sum.Versions, resolver.VersionCount{Version: v, Clusters: n})
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, `select served, count(*) from fleet where channel = $1 and served <> '' group by served`, channel)
-		if err != nil {
-			return err
-		}
-		sum.Served, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.VersionCount, error) {
-			var c resolver.VersionCount
-			return c, r.Scan(&c.Version, &c.Clusters)
-		})
-		if sum.Served == nil {
-			sum.Served = []resolver.VersionCount{}
-		}
-		return err
+		// Whole minutes after the window's first from the counts, that
+		// minute itself (partly in the window) from fleet.
+		return tx.QueryRow(ctx, `select
+			(select coalesce(sum(clusters), 0) from fleet_activity
+				where channel = $1 and minute > date_trunc('minute', $2::timestamptz))
+			+ (select count(*) from fleet where channel = $1 and last_seen >= $2
+				and last_seen < date_trunc('minute', $2::timestamptz) + interval '1 minute')`,
+			channel, activeSince).Scan(&sum.Active)
 	})
 	return sum, err
 }
@@ -257,6 +257,16 @@ func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 			return err
 		})
 		total += n
+		if err == nil && n < 10000 {
+			// Counters of versions and minutes no cluster is at any more.
+			err = s.inTx(ctx, "purge fleet counts", func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `delete from fleet_versions where clusters = 0`); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `delete from fleet_activity where clusters = 0`)
+				return err
+			})
+		}
 		if err != nil || n < 10000 {
 			return total, err
 		}
