@@ -120,3 +120,9 @@ bench-scale:
 .PHONY: bench-far
 bench-far:
 	scripts/bench-index -rtt 100ms -rate 100 -concurrency 16
+
+# A million fleet records: the fleet summary's latency and what recording
+# ~1,100 requests a second costs.
+.PHONY: bench-fleet
+bench-fleet:
+	scripts/bench-fleet

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+// child is a replica in a process of its own, so that its CPU time is the
+// server's alone: with recording on it writes to DATABASE_URL's fleet. It
+// prints its address, and at the end (stdin closed) the batch sizes it wrote.
+func child(ctx context.Context, record bool) error {
+	var fleet *countingFleet
+	if record {
+		st, err := store.Open(ctx, os.Getenv("DATABASE_URL"), nil)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		fleet = &countingFleet{FleetStore: st}
+	}
+	var base string
+	var stop func()
+	var err error
+	if fleet != nil {
+		base, stop, err = serve(ctx, fleet)
+	} else {
+		base, stop, err = serve(ctx, nil)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(base)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop() // the last flush is written before this returns
+	var batches []int
+	if fleet != nil {
+		batches = fleet.take()
+	}
+	return json.NewEncoder(os.Stdout).Encode(batches)
+}
+
+// pacedChild starts a child replica, asks its channel URL rate times a
+// second for d, and returns the child's CPU per request and its batches.
+func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pacedResult, []int, error) {
+	mode := "off"
+	if record {
+		mode = "on"
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return pacedResult{}, nil, err
+	}
+	cmd := exec.Command(self, "-serve", mode)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return pacedResult{}, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return pacedResult{}, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return pacedResult{}, nil, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s) did not start", mode)
+	}
+	base := strings.TrimSpace(line)
+	cpu0 := procCPU(cmd.Process.Pid)
+	n, err := paced(ctx, base, rate, d)
+	if err != nil {
+		return pacedResult{}, nil, err
+	}
+	stdin.Close()
+	var batches []int
+	if err := json.NewDecoder(out).Decode(&batches); err != nil {
+		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s): %w", mode, err)
+	}
+	cpu := procCPU(cmd.Process.Pid) - cpu0
+	return pacedResult{requests: n, cpuPerReq: cpu / time.Duration(n)}, batches, nil
+}
+
+// procCPU is a process's user and system time (Linux, clock ticks of 10 ms).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// paced asks the channel URL rate times a second for d, on schedule, each
+// request from one of a million cluster IDs; it returns how many it sent.
+func paced(ctx context.Context, base string, rate int, d time.Duration) (int, error) {
+	client := &http.Client{
+		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	u := base + "/v1-release/channels/stable"
+	work := make(chan int, rate)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed error
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+				req.Header.Set("X-SUC-Cluster-ID", fmt.Sprintf("cluster-%d", i%1_000_000+1))
+				req.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
+				res, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != http.StatusFound {
+						err = fmt.Errorf("channel URL: %d", res.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	start := time.Now()
+	total := int(d.Seconds() * float64(rate))
+	for i := range total {
+		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+			time.Sleep(wait)
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return total, failed
+}

@@ -1,0 +1,310 @@
+// Command benchfleet measures the fleet at internet scale on a real
+// Postgres: GET /api/v1/fleet?channel= over a million records (seeded with
+// generate_series), and what recording costs a replica that serves ~1,100
+// channel requests a second with a record each (a million clusters polling
+// every 15 minutes): CPU per request with recording on and off, and the
+// rows each statement carries to Postgres. Run it through scripts/bench-fleet
+// (make bench-fleet), which starts a throwaway Postgres.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/store"
+)
+
+func main() {
+	records := flag.Int("records", 1_000_000, "fleet records to seed in the asked channel")
+	rate := flag.Int("rate", 1100, "channel requests per second, each with a cluster ID")
+	d := flag.Duration("duration", 10*time.Second, "length of each paced phase")
+	asks := flag.Int("asks", 20, "fleet summaries to time")
+	serveMode := flag.String("serve", "", "internal: serve with fleet recording on or off, print the address, run until stdin closes")
+	flag.Parse()
+	if *serveMode != "" {
+		if err := child(context.Background(), *serveMode == "on"); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(context.Background(), *records, *rate, *d, *asks); err != nil {
+		fmt.Fprintln(os.Stderr, "benchfleet:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, records, rate int, d time.Duration, asks int) error {
+	db := os.Getenv("DATABASE_URL")
+	if db == "" {
+		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-fleet")
+	}
+	st, err := store.Open(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	seedTime, err := seed(ctx, db, records)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("seeded %d fleet records in channel stable in %s (generate_series, then vacuum analyze)\n", records, seedTime.Round(time.Millisecond))
+	token, err := st.CreateToken(ctx, "benchfleet", []string{"read"})
+	if err != nil {
+		return err
+	}
+
+	counting := &countingFleet{FleetStore: st}
+	base, stop, err := serve(ctx, counting)
+	if err != nil {
+		return err
+	}
+	summary, sample, err := timeSummaries(ctx, base, token, asks)
+	stop()
+	if err != nil {
+		return err
+	}
+	plan, err := explain(ctx, db)
+	if err != nil {
+		return err
+	}
+	off, _, err := pacedChild(ctx, false, rate, d)
+	if err != nil {
+		return err
+	}
+	on, all, err := pacedChild(ctx, true, rate, d)
+	if err != nil {
+		return err
+	}
+	batches, writes := splitBatches(all)
+	slices.Sort(writes)
+	fmt.Printf("\n%-46s %14s   %s\n", "measure", "value", "notes")
+	row := func(name, val, note string) { fmt.Printf("%-46s %14s   %s\n", name, val, note) }
+	row("GET /api/v1/fleet?channel=stable, p50", ms(summary.p50), fmt.Sprintf("over %d asks, %d records", summary.n, records))
+	row("GET /api/v1/fleet?channel=stable, p99", ms(summary.p99), "goal < 100 ms")
+	row("  summary", "", sample)
+	row("  plan of the kept counts", "", plan)
+	row("server CPU per request, recording off", us(off.cpuPerReq), fmt.Sprintf("%d requests in %s (%.0f/s), a replica process of its own", off.requests, d, float64(off.requests)/d.Seconds()))
+	row("server CPU per request, recording on", us(on.cpuPerReq), fmt.Sprintf("%+.1f%% (goal <= 10%%); %d requests; Postgres's CPU not included", 100*(on.cpuPerReq.Seconds()/off.cpuPerReq.Seconds()-1), on.requests))
+	row("rows per fleet statement", batchText(batches), "goal >= 500 rows a statement")
+	if len(writes) > 0 {
+		row("  one statement's write, p50 / max", ms(writes[len(writes)/2])+" / "+ms(writes[len(writes)-1]), "upsert and the kept counts (migration 008)")
+	}
+	if summary.p99 >= 100*time.Millisecond || on.cpuPerReq.Seconds() > 1.1*off.cpuPerReq.Seconds() || minBatch(batches) < 500 {
+		fmt.Println("GOAL MISSED")
+	}
+	return nil
+}
+
+// seed fills the fleet with records clusters in one channel: versions
+// spread over 20, last seen over the past two hours (so about half are
+// active), a tenth with nothing reported.
+func seed(ctx context.Context, db string, records int) (time.Duration, error) {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	start := time.Now()
+	_, err = conn.Exec(ctx, `insert into fleet (channel, cluster, first_seen, last_seen, reported, reported_since, served)
+		select 'stable', 'cluster-' || g, now() - interval '30 days', now() - (g % 7200) * interval '1 second',
+			case when g % 10 = 0 then '' else 'v1.' || (g % 20) || '.0' end,
+			case when g % 10 = 0 then null else now() - interval '1 day' end,
+			'v1.' || (g % 20) || '.0'
+		from generate_series(1, $1) g`, records)
+	if err != nil {
+		return 0, fmt.Errorf("seeding the fleet: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `vacuum analyze fleet`); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+func explain(ctx context.Context, db string) (string, error) {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `explain (analyze, costs off) select
+		(select coalesce(sum(clusters), 0) from fleet_activity where channel = 'stable' and minute > date_trunc('minute', now() - interval '1 hour'))
+		+ (select count(*) from fleet where channel = 'stable' and last_seen >= now() - interval '1 hour'
+			and last_seen < date_trunc('minute', now() - interval '1 hour') + interval '1 minute')`)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	var keep []string
+	for _, l := range lines {
+		if strings.Contains(l, "Scan") || strings.Contains(l, "Execution Time") {
+			keep = append(keep, strings.TrimLeft(strings.TrimSpace(l), "-> "))
+		}
+	}
+	return strings.Join(keep, "; "), nil
+}
+
+// serve runs a replica on loopback, recording into fleet (nil: off).
+func serve(ctx context.Context, fleet server.FleetStore) (string, func(), error) {
+	snap := snapshot()
+	opts := server.Options{
+		ExternalURL: "https://tidemark.example.com",
+		Log:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+	}
+	if fleet != nil {
+		opts.Fleet = server.FleetOptions{Store: fleet}
+		if st, ok := fleet.(*countingFleet); ok {
+			opts.Store = st.FleetStore.(*store.Store)
+		}
+	}
+	s, err := server.New(opts)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := s.Reload(ctx); err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx, ln, server.RunOptions{}) }()
+	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+// snapshot is one source of 40 versions and its channel "stable".
+func snapshot() *resolver.Snapshot {
+	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
+	src := resolver.Source{Name: "app", Image: "registry.example/app", Parser: p}
+	now := time.Now()
+	sd := resolver.SourceData{Source: src}
+	for i := range 40 {
+		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
+		t.Present, t.FirstSeen, t.LastSeen = true, now, now
+		sd.Tags = append(sd.Tags, t)
+	}
+	return resolver.NewSnapshot([]resolver.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}},
+		[]resolver.SourceData{sd}, nil, now)
+}
+
+type stats struct {
+	n        int
+	p50, p99 time.Duration
+}
+
+func timeSummaries(ctx context.Context, base, token string, n int) (stats, string, error) {
+	var ds []time.Duration
+	var sample string
+	for i := range n + 1 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/fleet?channel=stable", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		start := time.Now()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return stats{}, "", err
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		d := time.Since(start)
+		if res.StatusCode != http.StatusOK {
+			return stats{}, "", fmt.Errorf("fleet summary: %d %s", res.StatusCode, body)
+		}
+		if i == 0 { // the first warms the connection and the caches
+			sample = string(body[:min(len(body), 90)]) + "..."
+			continue
+		}
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	return stats{n: len(ds), p50: ds[len(ds)/2], p99: ds[min(len(ds)-1, len(ds)*99/100)]}, sample, nil
+}
+
+type pacedResult struct {
+	requests  int
+	cpuPerReq time.Duration
+}
+
+// countingFleet records the size of every batch the flusher writes.
+type countingFleet struct {
+	server.FleetStore
+	mu      sync.Mutex
+	batches []int
+	took    []time.Duration // each batch's write
+}
+
+func (c *countingFleet) RecordFleet(ctx context.Context, s []resolver.Sighting) ([]resolver.ClusterRecord, error) {
+	start := time.Now()
+	recs, err := c.FleetStore.RecordFleet(ctx, s)
+	c.mu.Lock()
+	c.batches = append(c.batches, len(s))
+	c.took = append(c.took, time.Since(start))
+	c.mu.Unlock()
+	return recs, err
+}
+
+// take returns the batch sizes, then the write times in ms (one list, so
+// the child can print it as one JSON value).
+func (c *countingFleet) take() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.batches)
+	for _, d := range c.took {
+		out = append(out, -int(d.Milliseconds())-1)
+	}
+	return out
+}
+
+func batchText(b []int) string {
+	if len(b) == 0 {
+		return "none"
+	}
+	s := slices.Sorted(slices.Values(b))
+	return fmt.Sprintf("%d..%d (p50 %d, %d statements)", s[0], s[len(s)-1], s[len(s)/2], len(s))
+}
+
+// splitBatches separates take's sizes (>= 0) and write times (< 0).
+func splitBatches(all []int) (sizes []int, writes []time.Duration) {
+	for _, v := range all {
+		if v >= 0 {
+			sizes = append(sizes, v)
+		} else {
+			writes = append(writes, time.Duration(-v-1)*time.Millisecond)
+		}
+	}
+	return sizes, writes
+}
+
+// minBatch leaves out the last, partial flush of each phase.
+func minBatch(b []int) int {
+	if len(b) < 3 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(b[1 : len(b)-1]))
+	return s[0]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000) }
