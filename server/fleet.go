@@ -54,15 +54,15 @@ const (
 	fleetWriteMax = 5 * time.Second // one flush's deadline
 )
 
-// recorder takes sightings off the request path: a request sends on a
-// buffered channel and never waits (a full buffer drops and counts); one
-// goroutine coalesces them per (channel, cluster) and writes a batch every
-// FlushEvery. While the database is down a flush fails after its deadline,
+// recorder takes sightings off the request path: a request appends to a
+// bounded queue and never waits (a full queue drops and counts; see
+// fleetqueue.go); one goroutine takes the queue every 10 ms, coalesces the
+// sightings per (channel, cluster) and writes a batch every FlushEvery. While the database is down a flush fails after its deadline,
 // its batch is dropped and counted, and the buffer fills and drops too, so
 // memory stays bounded and no request notices.
 type recorder struct {
 	opts     FleetOptions
-	in       chan resolver.Sighting
+	in       *sightingQueue
 	dropped  prometheus.Counter
 	written  prometheus.Counter
 	flushDur prometheus.Histogram
@@ -96,7 +96,7 @@ func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error)
 	}
 	r := &recorder{
 		opts: opts,
-		in:   make(chan resolver.Sighting, opts.Buffer),
+		in:   &sightingQueue{max: opts.Buffer},
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tidemark_fleet_dropped_total",
 			Help: "Cluster sightings dropped: the buffer was full or the database did not take them.",
@@ -130,9 +130,7 @@ func (r *recorder) record(s resolver.Sighting) {
 	if r.opts.Store == nil {
 		return
 	}
-	select {
-	case r.in <- s:
-	default:
+	if !r.in.put(s) {
 		r.dropped.Inc()
 	}
 }
@@ -199,24 +197,27 @@ type fleetKey struct{ channel, cluster string }
 func (r *recorder) run(ctx context.Context, log func(msg string, args ...any)) {
 	flush := time.NewTicker(r.opts.FlushEvery)
 	defer flush.Stop()
+	drain := time.NewTicker(drainEvery)
+	defer drain.Stop()
 	pending := make(map[fleetKey]resolver.Sighting)
+	var spare []resolver.Sighting
+	take := func() {
+		got := r.in.take(spare)
+		for _, s := range got {
+			r.merge(pending, s)
+		}
+		spare = got
+	}
 	for {
 		select {
-		case s := <-r.in:
-			r.merge(pending, s)
+		case <-drain.C:
+			take()
 		case <-flush.C:
+			take()
 			r.flush(ctx, pending, log)
 			clear(pending)
 		case <-ctx.Done():
-		drain:
-			for {
-				select {
-				case s := <-r.in:
-					r.merge(pending, s)
-				default:
-					break drain
-				}
-			}
+			take()
 			r.flush(context.WithoutCancel(ctx), pending, log)
 			return
 		}
