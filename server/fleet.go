@@ -56,7 +56,7 @@ const (
 
 // recorder takes sightings off the request path: a request appends to a
 // bounded queue and never waits (a full queue drops and counts; see
-// fleetqueue.go); one goroutine takes the queue every 10 ms, coalesces the
+// fleetqueue.go); one goroutine takes the queue every 50 ms, coalesces the
 // sightings per (channel, cluster) and writes a batch every FlushEvery. While the database is down a flush fails after its deadline,
 // its batch is dropped and counted, and the buffer fills and drops too, so
 // memory stays bounded and no request notices.

@@ -7,8 +7,11 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// drainEvery is how often the recorder takes what requests queued.
-const drainEvery = 10 * time.Millisecond
+// drainEvery is how often the recorder takes what requests queued: often
+// enough that a busy second's sightings fit the buffer (65536), seldom
+// enough that an idle replica barely wakes (at 10 ms the wake-ups cost a
+// replica answering 1,100 requests a second 20% more CPU per request).
+const drainEvery = 50 * time.Millisecond
 
 // sightingQueue hands sightings from requests to the recorder without
 // waking it for each one. A send on a channel did: with one CPU the
