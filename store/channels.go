@@ -128,8 +128,7 @@ func (s *Store) ChannelState(ctx context.Context, channel string) (resolver.Chan
 func readState(ctx context.Context, tx pgx.Tx, channel string) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
 	err := tx.QueryRow(ctx, `
-		select pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at
-		from channel_state where channel = $1`, channel).
+		select `+stateCols+` from channel_state where channel = $1`, channel).
 		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return resolver.ChannelState{}, nil
@@ -163,7 +162,7 @@ func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor stri
 			pinned_at = case when $2 = '' then null else now() end,
 			revision = revision + 1, updated_at = now()
 		where channel = $1
-		returning pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at`,
+		returning `+stateCols,
 		channel, version, digest, actor).
 		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
 	return normState(st), err

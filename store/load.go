@@ -194,8 +194,7 @@ func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string
 
 func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
 	rows, err := tx.Query(ctx, `
-		select channel, pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision, updated_at
-		from channel_state`)
+		select channel, `+stateCols+` from channel_state`)
 	if err != nil {
 		return err
 	}
@@ -213,10 +212,22 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 	return loadRollouts(ctx, tx, states)
 }
 
-// normState turns the epoch placeholder for "never pinned" back into a zero time.
+// stateCols are a channel_state row as normState reads it. A row is
+// created by the first write that locks the channel, which may be a
+// rollout's baseline or control rather than a pin: updated_at is the last
+// pin or unpin, so it counts only once the revision has moved (only a pin
+// or an unpin moves it), and reads as never before.
+const stateCols = `pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision,
+	case when revision > 0 then updated_at else 'epoch' end`
+
+// normState turns the epoch placeholders for "never" back into zero times.
 func normState(st resolver.ChannelState) resolver.ChannelState {
-	if st.PinnedAt.Equal(time.Unix(0, 0)) {
+	epoch := time.Unix(0, 0)
+	if st.PinnedAt.Equal(epoch) {
 		st.PinnedAt = time.Time{}
+	}
+	if st.UpdatedAt.Equal(epoch) {
+		st.UpdatedAt = time.Time{}
 	}
 	return st
 }

@@ -191,3 +191,41 @@ func TestRolloutEventsReachTheOutbox(t *testing.T) {
 		t.Fatalf("rollout events in the outbox: %q", reasons)
 	}
 }
+
+// A rollout's baseline (and any write that only locks the channel) makes
+// the channel's state row, but is no pin: updated_at stays never until a
+// pin or an unpin (docs/api.md).
+func TestUpdatedAtStaysNeverUntilAPinOrUnpin(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	base := resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
+	if ok, err := st.StartRollout(ctx, base); err != nil || !ok {
+		t.Fatalf("baseline: started %v, %v", ok, err)
+	}
+	check := func(step string, wantSet bool) {
+		t.Helper()
+		states, err := st.LoadStates(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := st.ChannelState(ctx, "stable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for how, got := range map[string]time.Time{"LoadStates": states["stable"].UpdatedAt, "ChannelState": one.UpdatedAt} {
+			if got.IsZero() == wantSet {
+				t.Errorf("%s: %s: updated_at = %v, want set %v", step, how, got, wantSet)
+			}
+		}
+	}
+	check("after the baseline", false)
+	pol := testPolicy
+	pinned, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.0.0", Actor: "alice", IfRevision: resolver.AnyRevision, From: "1.0.0", Rollout: &pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pinned.UpdatedAt.IsZero() {
+		t.Error("Pin answered updated_at never")
+	}
+	check("after a pin", true)
+}
