@@ -36,6 +36,13 @@ type VersionCount struct {
 	Clusters int
 }
 
+// ChannelVersion names one version on one channel: what the fleet's
+// served counts are kept by.
+type ChannelVersion struct {
+	Channel string
+	Version string
+}
+
 // FleetSummary is one channel's fleet: every recorded cluster, how many
 // were seen within the active window, and counts by reported and served
 // version.

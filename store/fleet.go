@@ -219,6 +219,38 @@ func (s *Store) FleetCounts(ctx context.Context, activeSince time.Time) (map[str
 	return out, err
 }
 
+// ServedCounts counts, for every (channel, version) in keys, the clusters
+// last served that version on that channel, in one query on the counts
+// kept as the fleet is written (migration 008). A key with none counts 0.
+func (s *Store) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]int, error) {
+	out := make(map[resolver.ChannelVersion]int, len(keys))
+	channels := make([]string, len(keys))
+	versions := make([]string, len(keys))
+	for i, k := range keys {
+		out[k] = 0
+		channels[i], versions[i] = k.Channel, k.Version
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err := s.inTxOpts(ctx, fmt.Sprintf("count served clusters of %d versions", len(keys)), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select f.channel, f.version, f.clusters from fleet_versions f
+			join unnest($1::text[], $2::text[]) as k(channel, version) on f.channel = k.channel and f.version = k.version
+			where f.kind = 'served'`, channels, versions)
+		if err != nil {
+			return err
+		}
+		var k resolver.ChannelVersion
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&k.Channel, &k.Version, &n}, func() error {
+			out[k] = n
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
 // FleetActive counts the clusters seen since activeSince by channel and
 // reported version (the tidemark_fleet_clusters gauge).
 func (s *Store) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
