@@ -35,8 +35,9 @@ type Rollout struct {
 	Steps      []int      `json:"steps"`
 	StartedAt  time.Time  `json:"started_at"`
 	NextStepAt *time.Time `json:"next_step_at"`
-	// Clusters counts the fleet's clusters last served to and from; nil in
-	// the channel object, which is answered without the database.
+	// Clusters counts the fleet's clusters last served to and from. The
+	// channel object, answered without the database, has the last counts
+	// taken off the request path: nil until the first.
 	Clusters *RolloutClusters `json:"clusters"`
 }
 

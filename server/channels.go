@@ -111,12 +111,12 @@ func (s *Server) getChannel(c echo.Context) error {
 // sendChannel sends the channel object with its ETag, or 304.
 func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
 	h := c.Response().Header()
-	etag := e.etagAt(time.Now())
+	body, etag := e.channelAt(time.Now())
 	h.Set("ETag", etag)
 	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return c.JSON(http.StatusOK, channelJSON(e))
+	return c.JSON(http.StatusOK, body)
 }
 
 // channelParam is the current view and the channel its :name path

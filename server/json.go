@@ -11,6 +11,18 @@ import (
 // spec tests validate real responses against openapi.yaml.
 
 func channelJSON(e *channelEntry) openapi.Channel {
+	return channelJSONWith(e, time.Now(), e.clusters())
+}
+
+// channelAt is e's channel object and its ETag at now, from one reading
+// of the rollout counts, so the ETag always names the body sent with it.
+func (e *channelEntry) channelAt(now time.Time) (openapi.Channel, string) {
+	cc := e.clusters()
+	return channelJSONWith(e, now, cc), e.etagWith(now, cc)
+}
+
+// channelJSONWith is e's channel object at now with the rollout counts cc.
+func channelJSONWith(e *channelEntry, now time.Time, cc *openapi.RolloutClusters) openapi.Channel {
 	a := e.ans
 	j := openapi.Channel{
 		Name:       a.Channel.Name,
@@ -25,7 +37,7 @@ func channelJSON(e *channelEntry) openapi.Channel {
 		j.Tag = strOrNil(a.Tag.Name)
 		j.Digest = strOrNil(e.digest)
 	}
-	j.Rollout = channelRollout(a.Rollout, time.Now())
+	j.Rollout = channelRollout(a.Rollout, now, cc)
 	return j
 }
 

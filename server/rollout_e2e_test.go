@@ -36,7 +36,7 @@ func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch
 	st := openStore(t, url)
 	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
 		Fleet:    FleetOptions{Store: st, FlushEvery: 100 * time.Millisecond},
-		Rollouts: RolloutOptions{Store: st, Leading: func() bool { return leading }, Every: 50 * time.Millisecond}})
+		Rollouts: RolloutOptions{Store: st, Leading: func() bool { return leading }, Every: 50 * time.Millisecond, CountEvery: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

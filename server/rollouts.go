@@ -24,6 +24,9 @@ type RolloutStore interface {
 	RecordRolloutStep(ctx context.Context, r resolver.Rollout, step int) (bool, error)
 	// RolloutClusters counts the fleet's clusters last served to and from.
 	RolloutClusters(ctx context.Context, channel, from, to string) (onTo, onFrom int, err error)
+	// ServedCounts counts the clusters last served each channel's version,
+	// for many at once (the channel objects' counts, rolloutcounts.go).
+	ServedCounts(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]int, error)
 }
 
 // RolloutOptions configures staged rollouts (CONTRACT section 7).
@@ -38,6 +41,9 @@ type RolloutOptions struct {
 	Leading func() bool
 	// Every is how often the leader looks. 0: 1s.
 	Every time.Duration
+	// CountEvery is how often every replica counts its rollouts' clusters
+	// for the channel object. 0: 15s.
+	CountEvery time.Duration
 }
 
 // rolloutActions are the controls of POST .../rollout/{action}.
@@ -53,8 +59,8 @@ func (s *Server) registerRollouts(e *echo.Echo) {
 	e.POST("/api/v1/alerts/alertmanager", s.alertmanager, s.dbDeadline, promote)
 }
 
-// rolloutJSON is r with its progress p; clusters is nil in the channel
-// object.
+// rolloutJSON is r with its progress p and the fleet's counts (nil when
+// none is known).
 func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
 	var next *time.Time
 	if !p.NextStepAt.IsZero() {
@@ -68,12 +74,13 @@ func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.Rol
 	}
 }
 
-// channelRollout is the channel object's "rollout" at now.
-func channelRollout(rv *resolver.RolloutView, now time.Time) *openapi.Rollout {
+// channelRollout is the channel object's "rollout" at now, with the
+// counts cc.
+func channelRollout(rv *resolver.RolloutView, now time.Time, cc *openapi.RolloutClusters) *openapi.Rollout {
 	if rv == nil || rv.Baseline {
 		return nil
 	}
-	return rolloutJSON(&rv.Rollout, rv.Progress(now), nil)
+	return rolloutJSON(&rv.Rollout, rv.Progress(now), cc)
 }
 
 // rolloutEntry is the channel named by :name and its rollout; 404 when it
@@ -136,7 +143,7 @@ func (s *Server) controlRollout(c echo.Context) error {
 		return fmt.Errorf("%w: rollout of %q: %s done, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, action, err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), nil))
+	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), s.rolloutCounts.of(&r)))
 }
 
 // rolloutChanged logs a rollout event. The outside hears of it through

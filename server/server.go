@@ -126,6 +126,10 @@ type Server struct {
 	uiFleet   fleetCountsCache // the console's fleet counts per channel
 	// rolloutKick wakes the rollout leader after a snapshot change.
 	rolloutKick chan struct{}
+	// rolloutCounts are the channel object's rollout cluster counts,
+	// refreshed off the request path; countKick asks for a refresh.
+	rolloutCounts rolloutCounts
+	countKick     chan struct{}
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -158,7 +162,8 @@ func New(opts Options) (*Server, error) {
 		opts.DBTimeout = defaultDBTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1)}
+		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
+		countKick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {
 		s.opts.Load = s.loadAll
@@ -233,9 +238,10 @@ func (s *Server) Degrade(reason error) {
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
 func (s *Server) swap(snap *resolver.Snapshot, start time.Time) {
-	v := newView(snap, s.opts.ExternalURL)
+	v := newView(snap, s.opts.ExternalURL, &s.rolloutCounts)
 	s.cur.Store(v)
 	s.kickRollouts()
+	s.kickRolloutCounts()
 	s.metrics.observeSnapshot(snap)
 	s.scheduleSoaks(snap)
 	// took, read and rebuilt, is what a change costs before it is served.

@@ -81,6 +81,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	if s.opts.Rollouts.Store != nil && s.opts.Rollouts.Leading != nil {
 		run(func() { s.runRollouts(ctx) })
 	}
+	if s.opts.Rollouts.Store != nil {
+		run(func() { s.countRollouts(ctx) })
+	}
 	for _, f := range ro.Background {
 		run(func() { f(ctx) })
 	}

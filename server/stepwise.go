@@ -82,7 +82,7 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolve
 	if vv, err := v.snap.Version(ch.Source, next.String()); err == nil {
 		tag = vv.Tag
 	}
-	return stepEntry(e.ans, tag, s.opts.ExternalURL), nil
+	return e.stepEntry(tag, s.opts.ExternalURL), nil
 }
 
 // reportedVersion is the version a request reports: X-SUC-Latest-Version,

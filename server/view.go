@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -33,15 +34,19 @@ type channelEntry struct {
 	// steps are a stepwise channel's per-cluster answers by the canonical
 	// version they serve (stepEntries); nil for other channels.
 	steps map[string]*channelEntry
+	// counts are the server's last counts of rollouts' clusters, shared
+	// by every entry of every view (rolloutcounts.go).
+	counts *rolloutCounts
 }
 
-func newView(snap *resolver.Snapshot, externalURL string) *view {
+func newView(snap *resolver.Snapshot, externalURL string, counts *rolloutCounts) *view {
 	answers := snap.Channels()
 	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers))}
 	for _, a := range answers {
 		e := newEntry(a, externalURL)
+		e.counts = counts
 		if a.Channel.Stepwise && a.Tag != nil {
-			e.steps = stepEntries(snap, a, externalURL)
+			e.steps = stepEntries(snap, e, externalURL)
 		}
 		if a.Rollout != nil {
 			e.steps = rolloutEntries(e, externalURL)
@@ -87,7 +92,8 @@ func newEntry(a resolver.ChannelAnswer, externalURL string) *channelEntry {
 // is every answer NextStep gives a cluster in that major. Answers outside
 // it (a cluster above the channel, on another major, or on a version never
 // indexed) are built per request (stepEntry).
-func stepEntries(snap *resolver.Snapshot, a resolver.ChannelAnswer, externalURL string) map[string]*channelEntry {
+func stepEntries(snap *resolver.Snapshot, e *channelEntry, externalURL string) map[string]*channelEntry {
+	a := e.ans
 	vs, err := snap.Versions(a.Channel.Source, resolver.Testing, "")
 	if err != nil {
 		return nil
@@ -99,7 +105,7 @@ func stepEntries(snap *resolver.Snapshot, a resolver.ChannelAnswer, externalURL 
 		if v.Major != c.Major || resolver.Compare(v, c) > 0 {
 			continue
 		}
-		out[v.String()] = stepEntry(a, vs[i].Tag, externalURL)
+		out[v.String()] = e.stepEntry(vs[i].Tag, externalURL)
 	}
 	return out
 }
@@ -113,7 +119,7 @@ func rolloutEntries(e *channelEntry, externalURL string) map[string]*channelEntr
 	}
 	for _, t := range e.ans.Rollout.Tags() {
 		if c := t.Version.String(); out[c] == nil && c != e.version {
-			out[c] = stepEntry(e.ans, *t, externalURL)
+			out[c] = e.stepEntry(*t, externalURL)
 		}
 	}
 	return out
@@ -129,17 +135,20 @@ func (e *channelEntry) entryFor(tag *resolver.Tag, externalURL string) *channelE
 	if se := e.steps[c]; se != nil {
 		return se
 	}
-	return stepEntry(e.ans, *tag, externalURL)
+	return e.stepEntry(*tag, externalURL)
 }
 
-// stepEntry is a's channel answering tag to one cluster. The pin's digest
+// stepEntry is e's channel answering tag to one cluster. The pin's digest
 // belongs to the channel's own version only.
-func stepEntry(a resolver.ChannelAnswer, tag resolver.Tag, externalURL string) *channelEntry {
+func (e *channelEntry) stepEntry(tag resolver.Tag, externalURL string) *channelEntry {
+	a := e.ans
 	if a.Tag != nil && tag.Version.String() != a.Tag.Version.String() {
 		a.State.PinDigest = ""
 	}
 	a.Tag = &tag
-	return newEntry(a, externalURL)
+	se := newEntry(a, externalURL)
+	se.counts = e.counts
+	return se
 }
 
 // defaultRedirectPath is the redirect used when a channel names none: the
@@ -178,15 +187,26 @@ func channelETag(revision int64, version string, pinned bool, digest string) str
 	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + "-" + digest + `"`
 }
 
-// etagAt is e's ETag at now: a channel with a rollout answers differently
-// as its steps pass, with no new snapshot, so its progress is part of it.
+// etagAt is e's ETag at now.
 func (e *channelEntry) etagAt(now time.Time) string {
+	return e.etagWith(now, e.clusters())
+}
+
+// etagWith is e's ETag at now with the rollout counts cc. A channel with a
+// rollout answers differently as its steps pass and as its clusters are
+// counted, with no new snapshot, so its progress and counts are part of
+// it; both follow the revision, which alone If-Match compares.
+func (e *channelEntry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
 	rv := e.ans.Rollout
 	if rv == nil || rv.Baseline {
 		return e.etag
 	}
 	p := rv.Progress(now)
-	return e.etag[:len(e.etag)-1] + "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State) + `"`
+	tag := e.etag[:len(e.etag)-1] + "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State)
+	if cc != nil {
+		tag += ".c" + strconv.Itoa(cc.To) + "." + strconv.Itoa(cc.From)
+	}
+	return tag + `"`
 }
 
 // baseURL is the external URL, or the one the client used to reach us.

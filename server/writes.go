@@ -194,9 +194,10 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", e.etagAt(time.Now()))
+	body, etag := e.channelAt(time.Now())
+	c.Response().Header().Set("ETag", etag)
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, channelJSON(e))
+	return c.JSON(http.StatusOK, body)
 }
 
 // reloadAfterWrite reloads once a write has committed. The reload is the
