@@ -17,7 +17,7 @@ import (
 
 // channelRolloutOf is the rollout section of ch's page: nil when ch never
 // rolled out. When the API cannot answer (no database), the section shows
-// the channel object's rollout, without cluster counts, and why.
+// the channel object's rollout, with the last cluster counts this replica knew (or none yet), and why.
 func (s *Server) channelRolloutOf(c echo.Context, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
 	if ch.Rollout == nil {
 		return nil, nil
