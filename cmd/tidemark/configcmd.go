@@ -47,7 +47,7 @@ func newConfigCmd(e *env) *cobra.Command {
 	}
 	check.Flags().StringVar(&path, "config", "", "configuration file (default $TIDEMARK_CONFIG)")
 	cmd.AddCommand(check)
-	return cmd
+	return commandGroup(cmd)
 }
 
 func checkConfig(e *env, file string) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -87,4 +88,25 @@ func newRootCmd(e *env) *cobra.Command {
 		newDemoCmd(e),
 	)
 	return root
+}
+
+// commandGroup makes cmd, a command that only holds subcommands, refuse an
+// unknown subcommand with an error naming the ones it has (cobra prints
+// the help and exits 0 for a command that cannot run itself). With no
+// argument it prints its help.
+func commandGroup(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return fmt.Errorf("%s %s: unknown command; want %s", c.Name(), args[0], strings.Join(names, ", "))
+	}
+	return cmd
 }

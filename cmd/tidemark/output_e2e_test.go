@@ -135,3 +135,13 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("buildVersion with ldflags = %q, %q", v, c)
 	}
 }
+
+func TestUnknownSubcommandFails(t *testing.T) {
+	c := &cli{t: t}
+	for _, args := range [][]string{{"rollout", "show", "x"}, {"token", "frob"}, {"config", "bogus"}} {
+		code, _, errs := c.run(args...)
+		if code != 1 || !strings.Contains(errs, args[0]+" "+args[1]+": unknown command; want ") {
+			t.Errorf("tidemark %v: exit %d, stderr %q; want exit 1 naming the subcommands", args, code, errs)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func newRolloutCmd(e *env) *cobra.Command {
 	} {
 		cmd.AddCommand(newRolloutControlCmd(e, a.name, a.short))
 	}
-	return cmd
+	return commandGroup(cmd)
 }
 
 func newRolloutControlCmd(e *env, action, short string) *cobra.Command {

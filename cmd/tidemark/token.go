@@ -22,10 +22,11 @@ func newTokenCmd(e *env) *cobra.Command {
 		Short: "Create, list and revoke API tokens",
 		Long: "Manage the bearer tokens the write API accepts. They live in the database\n" +
 			"that serve uses: --config FILE or TIDEMARK_CONFIG, or DATABASE_URL alone.\n" +
-			"Scopes: promote (pin, unpin, block, unblock, scan), scan, admin (everything).",
+			"Scopes: promote (pin, unpin, block, unblock, rollout controls, scan), scan,\n" +
+			"read (the fleet and notifications), admin (everything).",
 	}
 	cmd.AddCommand(newTokenCreateCmd(e), newTokenListCmd(e), newTokenRevokeCmd(e))
-	return cmd
+	return commandGroup(cmd)
 }
 
 func newTokenCreateCmd(e *env) *cobra.Command {
