@@ -23,5 +23,7 @@ func (s *Server) root(c echo.Context) error {
 		"healthz":    base + "/healthz",
 		"readyz":     base + "/readyz",
 		"metrics":    base + "/metrics",
+		"fleet":      base + "/api/v1/fleet",
+		"console":    base + "/ui/",
 	}})
 }

@@ -26,6 +26,8 @@ func TestRootsAnswerWithLinks(t *testing.T) {
 				"self":       "https://tidemark.example.com" + path,
 				"v1-release": "https://tidemark.example.com/v1-release/channels",
 				"openapi":    "https://tidemark.example.com/openapi.yaml",
+				"fleet":      "https://tidemark.example.com/api/v1/fleet",
+				"console":    "https://tidemark.example.com/ui/",
 			} {
 				if root.Links[name] != want {
 					t.Errorf("links.%s = %q, want %q", name, root.Links[name], want)
