@@ -90,6 +90,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := problemFor(err)
+	if he := (*echo.HTTPError)(nil); errors.As(err, &he) {
+		// Echo's own "Not Found" says nothing a person can act on.
+		r := c.Request()
+		switch he.Code {
+		case http.StatusNotFound:
+			p.Detail = fmt.Sprintf("no route %s %s; every route is in /openapi.yaml", r.Method, r.URL.Path)
+		case http.StatusMethodNotAllowed:
+			p.Detail = fmt.Sprintf("%s is not allowed on %s; every route is in /openapi.yaml", r.Method, r.URL.Path)
+		}
+	}
 	if p.Status >= 500 {
 		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "err", err)
 	}

@@ -63,7 +63,8 @@ func TestReadyzAndDegradedServing(t *testing.T) {
 	expect("/readyz", 200, "degraded: unavailable: dial 127.0.0.1:5432: connection refused")
 	expect("/v1-release/channels/stable", 302, "v1.21.2+k3s1")
 	expect("/api/v1/resolve?source=k3s&current=v1.33.0-k3s1", 200, "v1.33.6+k3s2")
-	expect("/api/v1/channels/stable/pin", 405, "") // GET of a write route
+	expect("/api/v1/channels/stable/pin", 405, "GET is not allowed on /api/v1/channels/stable/pin") // GET of a write route
+	expect("/api/v1/webhooks/nope", 404, "no route GET /api/v1/webhooks/nope; every route is in /openapi.yaml")
 	req, _ := http.NewRequest(http.MethodPut, ts.URL+"/api/v1/channels/stable/pin", strings.NewReader(`{"version":"v1.33.6+k3s2"}`))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
