@@ -24,6 +24,10 @@ func TestSnapshotMemoryPerTag(t *testing.T) {
 	// What the store hands over (names, digests, parsed versions) counts:
 	// the snapshot keeps it.
 	data := []SourceData{sourceData(t, "app", p, names)}
+	for i := range data[0].Tags {
+		// A registry's digest: "sha256:" and 64 hex digits, one per tag.
+		data[0].Tags[i].Digest = fmt.Sprintf("sha256:%064x", i)
+	}
 	snap := NewSnapshot(channels, data, nil, testTime)
 	data = nil
 	runtime.GC()

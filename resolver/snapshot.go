@@ -42,7 +42,11 @@ type sourceIndex struct {
 	// versions holds the valid tags, one per canonical version, ascending.
 	versions []VersionView
 	keys     []conKey // keys[i] is versions[i] as constraints see it
-	byCanon  map[string]int
+	// A canonical version is found by parsing it and searching versions
+	// (ascending by Compare, which ties only on equal canonicals): a map
+	// from every canonical string cost ~40 bytes a version. oddCanon holds
+	// the rare canonical that does not parse back to itself; nil: none.
+	oddCanon map[string]int
 	// others holds the present tags that are not in versions: unparsed
 	// ones, and valid ones another tag of the same version represents.
 	// byTag finds a valid tag by name when its name is not its canonical
@@ -160,10 +164,14 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 	for k, i := range order {
 		idx.versions[k] = view(&d.Tags[i])
 	}
-	idx.byCanon = make(map[string]int, len(idx.versions))
 	for i := range idx.versions {
 		v := &idx.versions[i]
-		idx.byCanon[v.Version.String()] = i
+		if v.Name != v.Version.String() && !idx.findsCanon(i) {
+			if idx.oddCanon == nil {
+				idx.oddCanon = make(map[string]int)
+			}
+			idx.oddCanon[v.Version.String()] = i
+		}
 		idx.view.Streams[v.Stream]++
 		for _, h := range v.Gates.Held() {
 			idx.view.HeldBy[h]++
@@ -181,7 +189,7 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 			idx.others = append(idx.others, view(t))
 			idx.byTag[t.Name] = -len(idx.others)
 		case t.Name != canon:
-			idx.byTag[t.Name] = idx.byCanon[canon]
+			idx.byTag[t.Name] = idx.byCanonical(canon)
 		}
 	}
 	idx.keys = conKeys(idx.versions)
@@ -200,9 +208,37 @@ func preferTag(canon, cand, cur string) bool {
 	return cand < cur
 }
 
+// byCanonical is the index in versions of the version spelled canon, or -1.
+func (idx *sourceIndex) byCanonical(canon string) int {
+	if i, ok := idx.oddCanon[canon]; ok {
+		return i
+	}
+	p := idx.view.Source.Parser
+	if p == nil || len(idx.versions) == 0 {
+		return -1
+	}
+	v, err := p.Parse(canon)
+	if err != nil || v.String() != canon {
+		return -1
+	}
+	i := sort.Search(len(idx.versions), func(i int) bool { return Compare(idx.versions[i].Version, v) >= 0 })
+	if i < len(idx.versions) && idx.versions[i].Version.String() == canon {
+		return i
+	}
+	return -1
+}
+
+// findsCanon reports whether byCanonical finds versions[i] by its canonical
+// string (it does unless the canonical does not parse back to itself). A
+// tag spelled like its canonical string parsed to it, so only the others
+// need this check.
+func (idx *sourceIndex) findsCanon(i int) bool {
+	return idx.byCanonical(idx.versions[i].Version.String()) == i
+}
+
 // lookup finds a valid version by canonical string, then by raw tag.
 func (idx *sourceIndex) lookup(versionOrTag string) (*VersionView, bool) {
-	if i, ok := idx.byCanon[versionOrTag]; ok {
+	if i := idx.byCanonical(versionOrTag); i >= 0 {
 		return &idx.versions[i], true
 	}
 	if i, ok := idx.byTag[versionOrTag]; ok {
@@ -376,13 +412,13 @@ func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
 // VersionView is a tag with whether it is blocked and its gate state.
 type VersionView struct {
 	Tag
-	Blocked     bool
 	BlockReason string
 	// Gates is the version's state per release gate of its source when the
 	// snapshot was built; nil when the source has no gates. Servable is
 	// false while a gate holds it: no channel serves it and no resolve
 	// answer offers it, as if blocked (a channel's own soak may differ).
 	Gates    *GateState
+	Blocked  bool
 	Servable bool
 	// registryHeld: held by platforms or signature, which no soak lifts.
 	registryHeld bool

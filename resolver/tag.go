@@ -34,6 +34,7 @@ func (l Labels) StreamOf(v Version) Stream {
 type Tag struct {
 	Name    string  // the registry tag, e.g. "v1.33.6-k3s1"
 	Valid   bool    // parsed under the source's scheme
+	Present bool    // still in the registry's latest complete listing
 	Error   string  // why it did not parse (when !Valid)
 	Version Version // when Valid
 	Stream  Stream  // when Valid
@@ -42,7 +43,6 @@ type Tag struct {
 	PreviousDigest string
 	FirstSeen      time.Time
 	LastSeen       time.Time
-	Present        bool // still in the registry's latest complete listing
 	// Gates is what the registry said about the tag's release gates, as
 	// stored; nil when never checked. See GateChecks.For.
 	Gates *GateChecks
