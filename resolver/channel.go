@@ -204,7 +204,7 @@ func (f filter) gates(v *VersionView) *GateState {
 	}
 	st.Soak = ""
 	if *f.soak > 0 {
-		st.Soak = soakState(v.FirstSeen, *f.soak, f.now)
+		st.Soak = soakState(v.FirstSeen.Time(), *f.soak, f.now)
 	}
 	if st == (GateState{}) {
 		return nil

@@ -51,7 +51,7 @@ func sourceData(t testing.TB, name string, p *Parser, tags []string, blocked ...
 	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, name := range tags {
 		tag := src.Classify(name)
-		tag.Present, tag.FirstSeen, tag.LastSeen = true, seen, seen
+		tag.Present, tag.FirstSeen, tag.LastSeen = true, InstantOf(seen), InstantOf(seen)
 		tag.Digest = "sha256:" + name
 		d.Tags = append(d.Tags, tag)
 	}

@@ -171,7 +171,7 @@ func EvaluateGates(g Gates, t *Tag, now time.Time, soak *time.Duration) (*GateSt
 		}
 	}
 	if g.Soak > 0 {
-		st.Soak = soakState(t.FirstSeen, g.Soak, now)
+		st.Soak = soakState(t.FirstSeen.Time(), g.Soak, now)
 	}
 	return &st, len(st.Held()) == 0
 }

@@ -21,14 +21,14 @@ func gatedData(t *testing.T) SourceData {
 	for i := range d.Tags {
 		tag := &d.Tags[i]
 		c := &GateChecks{Digest: tag.Digest, Platforms: plat, KeyID: "k1", Signature: GateOK}
-		tag.FirstSeen = testTime.Add(-100 * time.Hour)
+		tag.FirstSeen = InstantOf(testTime.Add(-100 * time.Hour))
 		switch tag.Name {
 		case "v1.33.2+k3s1":
 			c.MissingPlatforms = []string{"linux/arm64"}
 		case "v1.33.3+k3s1":
 			c.Signature, c.SignatureReason = GateInvalid, "payload names another digest"
 		case "v1.33.4+k3s1":
-			tag.FirstSeen = testTime.Add(-time.Hour)
+			tag.FirstSeen = InstantOf(testTime.Add(-time.Hour))
 		}
 		tag.Gates = c
 	}

@@ -56,7 +56,7 @@ func TestEvaluateGates(t *testing.T) {
 		{name: "soak ends exactly now: ok", gates: Gates{Soak: 6 * time.Hour}, want: &GateState{Soak: "ok"}, servable: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tag := &Tag{Name: "v1", Valid: true, Digest: digest, FirstSeen: indexed, Gates: tc.checks}
+			tag := &Tag{Name: "v1", Valid: true, Digest: digest, FirstSeen: InstantOf(indexed), Gates: tc.checks}
 			got, servable := EvaluateGates(tc.gates, tag, now, tc.soak)
 			if diff := cmp.Diff(tc.want, got); diff != "" || servable != tc.servable {
 				t.Errorf("servable %v, want %v; state (-want +got):\n%s", servable, tc.servable, diff)

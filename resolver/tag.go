@@ -1,7 +1,5 @@
 package resolver
 
-import "time"
-
 // Labels maps a pre-release label to a stream. DefaultLabels is the contract's
 // map; a source may override entries.
 type Labels map[string]Stream
@@ -41,8 +39,8 @@ type Tag struct {
 	Digest  string  // "sha256:..."; "" until resolved
 	// PreviousDigest is the digest before the last re-tag; "" if never re-tagged.
 	PreviousDigest string
-	FirstSeen      time.Time
-	LastSeen       time.Time
+	FirstSeen      Instant
+	LastSeen       Instant
 	// Gates is what the registry said about the tag's release gates, as
 	// stored; nil when never checked. See GateChecks.For.
 	Gates *GateChecks

@@ -64,7 +64,7 @@ func sourceData(src resolver.Source, tags []string, digests map[string]string) r
 	for _, name := range tags {
 		tag := src.Classify(name)
 		tag.Present = true
-		tag.FirstSeen, tag.LastSeen = scanned, scanned
+		tag.FirstSeen, tag.LastSeen = resolver.InstantOf(scanned), resolver.InstantOf(scanned)
 		if d, ok := digests[name]; ok {
 			tag.Digest = d
 		} else {

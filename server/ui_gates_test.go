@@ -18,7 +18,7 @@ func TestConsoleMarksGatedVersions(t *testing.T) {
 	sd := sourceData(src, k3sTags(), nil)
 	for i := range sd.Tags {
 		tag := &sd.Tags[i]
-		tag.FirstSeen = scanned.Add(-48 * time.Hour)
+		tag.FirstSeen = resolver.InstantOf(scanned.Add(-48 * time.Hour))
 		tag.Gates = &resolver.GateChecks{Digest: tag.Digest, Platforms: both, KeyID: "key-1", Signature: resolver.GateOK}
 		switch tag.Name {
 		case "v1.34.2-k3s2":
@@ -26,7 +26,7 @@ func TestConsoleMarksGatedVersions(t *testing.T) {
 		case "v1.34.3-rc1-k3s1":
 			tag.Gates.Signature = resolver.GateInvalid
 		case "v1.34.1-k3s1":
-			tag.FirstSeen = scanned
+			tag.FirstSeen = resolver.InstantOf(scanned)
 		case "v1.32.10-k3s1": // blocked too
 			tag.Gates.Signature = resolver.GateMissing
 		}

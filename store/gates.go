@@ -27,10 +27,13 @@ func (s *Store) GateTargets(ctx context.Context, source string, names []string) 
 		if err != nil {
 			return err
 		}
-		var t resolver.Tag
+		var (
+			t     resolver.Tag
+			first time.Time
+		)
 		gc := gateScan{}
-		_, err = pgx.ForEachRow(rows, append([]any{&t.Name, &t.Digest, &t.FirstSeen}, gc.dest()...), func() error {
-			t.Gates = gc.checks()
+		_, err = pgx.ForEachRow(rows, append([]any{&t.Name, &t.Digest, &first}, gc.dest()...), func() error {
+			t.FirstSeen, t.Gates = resolver.InstantOf(first), gc.checks()
 			out = append(out, t)
 			return nil
 		})

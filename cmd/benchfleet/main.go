@@ -203,7 +203,7 @@ func snapshot() *resolver.Snapshot {
 	sd := resolver.SourceData{Source: src}
 	for i := range 40 {
 		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
-		t.Present, t.FirstSeen, t.LastSeen = true, now, now
+		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
 		sd.Tags = append(sd.Tags, t)
 	}
 	return resolver.NewSnapshot([]resolver.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}},

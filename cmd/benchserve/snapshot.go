@@ -44,7 +44,7 @@ func snapshot() (*resolver.Snapshot, int, error) {
 	sd := resolver.SourceData{Source: src}
 	for _, n := range names {
 		t := src.Classify(n)
-		t.Present, t.FirstSeen, t.LastSeen = true, now, now
+		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
 		t.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(n)))
 		sd.Tags = append(sd.Tags, t)
 	}
