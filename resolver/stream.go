@@ -6,8 +6,9 @@ import (
 )
 
 // Stream is a version's risk level. Streams nest: a channel on stream S serves
-// every version whose stream is S or safer (lower).
-type Stream int
+// every version whose stream is S or safer (lower). One byte: it sits
+// beside a Tag's flags.
+type Stream int8
 
 const (
 	Released Stream = iota // no pre-release label

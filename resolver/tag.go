@@ -33,9 +33,9 @@ type Tag struct {
 	Name    string  // the registry tag, e.g. "v1.33.6-k3s1"
 	Valid   bool    // parsed under the source's scheme
 	Present bool    // still in the registry's latest complete listing
+	Stream  Stream  // when Valid
 	Error   string  // why it did not parse (when !Valid)
 	Version Version // when Valid
-	Stream  Stream  // when Valid
 	Digest  string  // "sha256:..."; "" until resolved
 	// PreviousDigest is the digest before the last re-tag; "" if never re-tagged.
 	PreviousDigest string
