@@ -195,7 +195,7 @@ func (s *Server) loadAll(ctx context.Context) (*resolver.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolver.NewSnapshot(*s.channels.Load(), data, states, time.Now()), nil
+	return resolver.TakeSnapshot(*s.channels.Load(), data, states, time.Now()), nil
 }
 
 // loadDelta reads only what cs names and applies it to prev.
