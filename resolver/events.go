@@ -91,6 +91,25 @@ func ServedChanges(prev, next *Snapshot) []Event {
 	return out
 }
 
+// ServedSince lists the channel.changed events that bring recorded (each
+// channel's last announced version, from the outbox) up to date with next:
+// one for every channel whose served version differs. A channel never
+// announced counts as having served nothing.
+func ServedSince(recorded map[string]string, next *Snapshot) []Event {
+	if next == nil {
+		return nil
+	}
+	var out []Event
+	for _, a := range next.answers {
+		from, to := recorded[a.Channel.Name], servedVersion(a)
+		if from == to {
+			continue
+		}
+		out = append(out, Event{Type: EventChannelChanged, Channel: a.Channel.Name, Source: a.Channel.Source, From: from, To: to})
+	}
+	return out
+}
+
 func servedVersion(a ChannelAnswer) string {
 	if a.Tag == nil {
 		return ""

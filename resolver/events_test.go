@@ -36,3 +36,25 @@ func TestServedChangesLeavesPinsToTheirOwnEvents(t *testing.T) {
 		t.Error("the first snapshot reports changes")
 	}
 }
+
+// A new leader compares its snapshot with what the outbox last announced:
+// moves made while nobody led are announced once, and nothing else.
+func TestServedSinceBringsTheAnnouncedUpToDate(t *testing.T) {
+	p := mustParser(t, SchemeSemver, `k3s(\d+)`)
+	channels := []Channel{
+		{Name: "latest", Source: "k3s", Stream: Released},
+		{Name: "announced", Source: "k3s", Stream: Released},
+		{Name: "empty", Source: "k3s", Stream: Released, Constraint: mustConstraint(t, ">= 2.0"), ConstraintText: ">= 2.0"},
+	}
+	snap := NewSnapshot(channels, []SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, nil, testTime)
+	recorded := map[string]string{"announced": "v1.33.6+k3s1", "empty": ""}
+	want := []Event{{Type: EventChannelChanged, Channel: "latest", Source: "k3s", From: "", To: "v1.33.6+k3s1"}}
+	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	recorded["latest"] = "v1.33.5+k3s1"
+	want[0].From = "v1.33.5+k3s1"
+	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+		t.Errorf("after an older announcement (-want +got):\n%s", d)
+	}
+}

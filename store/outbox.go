@@ -186,3 +186,28 @@ func channelEvent(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, from
 	return addEvent(ctx, tx, resolver.Event{Type: resolver.EventChannelChanged, Channel: c.Channel,
 		Source: c.Source, From: from, To: to, Actor: c.Actor, Reason: c.Reason})
 }
+
+// LastServed is the "to" of each channel's newest channel.changed event:
+// what was last announced as the channel's served version.
+func (s *Store) LastServed(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	err := s.inTxOpts(ctx, "last announced versions", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			select distinct on (channel) channel, to_version from outbox
+			where type = 'dev.tidemark.channel.changed' and channel <> ''
+			order by channel, id desc`)
+		if err != nil {
+			return err
+		}
+		var ch, to string
+		_, err = pgx.ForEachRow(rows, []any{&ch, &to}, func() error {
+			out[ch] = to
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -119,4 +120,25 @@ func newStoreAt(t *testing.T, url string) (*store.Store, string) {
 	}
 	t.Cleanup(st.Close)
 	return st, url
+}
+
+func TestLastServedIsEachChannelsNewestAnnouncement(t *testing.T) {
+	st, _ := newStore(t, "k3s")
+	ctx := context.Background()
+	if err := st.AddEvents(ctx, []resolver.Event{
+		{Type: resolver.EventChannelChanged, Channel: "a", To: "1.0.0"},
+		{Type: resolver.EventChannelChanged, Channel: "b", To: "2.0.0"},
+		{Type: resolver.EventVersionBlocked, Source: "k3s", To: "2.0.0"},
+		{Type: resolver.EventChannelChanged, Channel: "a", From: "1.0.0", To: "1.1.0"},
+		{Type: resolver.EventRolloutChanged, Channel: "b", To: "9.9.9"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.LastServed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": "1.1.0", "b": "2.0.0"}; !maps.Equal(got, want) {
+		t.Errorf("LastServed = %v, want %v", got, want)
+	}
 }

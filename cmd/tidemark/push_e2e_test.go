@@ -134,13 +134,16 @@ channels:
 		}
 		return time.Since(start)
 	}
+	// The registry also notifies the seed push, which may index the tag
+	// before the start-up scan runs: wait for both, or the scan below
+	// would be the start-up one arriving late.
 	waitUntil("the start-up scan serves v1.33.5-k3s1", 20*time.Second, func() bool {
 		res, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return false
 		}
 		res.Body.Close()
-		return res.StatusCode == http.StatusOK && channelTag(t, noRedirect, channelURL) == "v1.33.5-k3s1"
+		return res.StatusCode == http.StatusOK && channelTag(t, noRedirect, channelURL) == "v1.33.5-k3s1" && scanFinished(addr)
 	})
 	scanBefore := lastScan(t, addr)
 
@@ -166,6 +169,20 @@ channels:
 			t.Fatalf("no notification of latest moving to %s within 10s", want[1])
 		}
 	}
+}
+
+// scanFinished reports whether the source's status shows a finished scan.
+func scanFinished(addr string) bool {
+	res, err := http.Get("http://" + addr + "/api/v1/sources/k3s")
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	var src openapi.Source
+	if err := json.NewDecoder(res.Body).Decode(&src); err != nil || src.LastScan == nil {
+		return false
+	}
+	return src.LastScan.Finished != nil
 }
 
 func lastScan(t *testing.T, addr string) time.Time {

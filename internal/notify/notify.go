@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,8 @@ type Store interface {
 		send func(context.Context, resolver.Event) error, backoff func(int) time.Duration) (resolver.Delivery, bool, error)
 	Backlog(ctx context.Context, endpoint string, f resolver.EventFilter) (int, error)
 	RecentEvents(ctx context.Context, limit int) ([]resolver.Event, []resolver.NotifyCursor, error)
+	// LastServed is the "to" of each channel's newest channel.changed event.
+	LastServed(ctx context.Context) (map[string]string, error)
 }
 
 // Options configure a Deliverer.
@@ -72,10 +75,14 @@ type Deliverer struct {
 	filters map[string]resolver.EventFilter
 	kick    chan struct{}
 	derived chan []resolver.Event
-	backlog *prometheus.GaugeVec
-	sent    *prometheus.CounterVec
-	mu      sync.Mutex
-	wakeups []chan struct{}
+	// reconcile takes the first snapshot after this replica became the
+	// indexing leader; led is whether it led at the last snapshot.
+	reconcile chan *resolver.Snapshot
+	led       atomic.Bool
+	backlog   *prometheus.GaugeVec
+	sent      *prometheus.CounterVec
+	mu        sync.Mutex
+	wakeups   []chan struct{}
 }
 
 // New checks the endpoints and registers metrics.
@@ -102,7 +109,7 @@ func New(opts Options) (*Deliverer, error) {
 		opts.BackoffMax = 5 * time.Minute
 	}
 	d := &Deliverer{opts: opts, log: opts.Log, filters: map[string]resolver.EventFilter{},
-		kick: make(chan struct{}, 1), derived: make(chan []resolver.Event, 64)}
+		kick: make(chan struct{}, 1), derived: make(chan []resolver.Event, 64), reconcile: make(chan *resolver.Snapshot, 1)}
 	for _, e := range opts.Endpoints {
 		if _, dup := d.filters[e.Name]; dup {
 			return nil, fmt.Errorf("%w: notify endpoint %q listed twice", resolver.ErrInvalid, e.Name)
@@ -232,8 +239,21 @@ func (d *Deliverer) backoff(attempts int) time.Duration {
 // reason other than a pin or unpin (those record their own): a new version
 // indexed, a version deleted, blocked or unblocked. It never blocks the
 // caller (the snapshot swap): the events are written by Run.
+//
+// The first snapshot after this replica became the leader is compared with
+// what the outbox last recorded instead of with prev: a move made while no
+// replica led (a push indexed before the start-up lock was taken, or
+// during a change of leader) would otherwise never be announced.
 func (d *Deliverer) SnapshotChanged(prev, next *resolver.Snapshot) {
-	if d.opts.Leading == nil || !d.opts.Leading() {
+	leading := d.opts.Leading != nil && d.opts.Leading()
+	if first := leading && !d.led.Swap(leading); first {
+		select {
+		case d.reconcile <- next:
+		default: // one is pending; it reads the outbox when it runs
+		}
+		return
+	}
+	if !leading {
 		return
 	}
 	evs := resolver.ServedChanges(prev, next)
@@ -270,6 +290,25 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case snap := <-d.reconcile:
+			recorded, err := d.opts.Store.LastServed(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.log.Error("notification events since the last leader not compared", "err", err)
+				}
+				continue
+			}
+			evs := resolver.ServedSince(recorded, snap)
+			for i := range evs {
+				evs[i].Actor, evs[i].Reason = "tidemark", why(snap, evs[i])
+			}
+			if len(evs) > 0 {
+				if err := d.opts.Store.AddEvents(ctx, evs); err != nil {
+					d.log.Error("notification events not recorded", "events", len(evs), "err", err)
+				} else {
+					d.Kick()
+				}
+			}
 		case evs := <-d.derived:
 			for attempt := 1; ; attempt++ {
 				err := d.opts.Store.AddEvents(ctx, evs)
