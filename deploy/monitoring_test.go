@@ -177,14 +177,23 @@ func TestMonitoringNamesExposedMetrics(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		exposed = scrape("http://" + addr + "/metrics")
 	}
-	// Request metrics appear once a request was served: the scrapes above.
-	exposed = scrape("http://" + addr + "/metrics")
+	// Request metrics appear once a request was served (the scrapes above);
+	// the rollout metrics once the leader recorded the rollout channel's
+	// baseline after its first snapshot: scrape until all are there.
 	var missing []string
-	for m, where := range used {
-		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
-		if !exposed[m] && !exposed[base] {
-			missing = append(missing, m+" (in "+strings.Join(where, ", ")+")")
+	for {
+		exposed = scrape("http://" + addr + "/metrics")
+		missing = missing[:0]
+		for m, where := range used {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+			if !exposed[m] && !exposed[base] {
+				missing = append(missing, m+" (in "+strings.Join(where, ", ")+")")
+			}
 		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
