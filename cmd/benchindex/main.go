@@ -7,13 +7,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -108,7 +106,7 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 		return fmt.Errorf("crane ls listed %d tags, want %d", listed, n)
 	}
 
-	db, cleanup, err := freshDatabase(ctx, dbURL)
+	db, cleanup, err := testutil.FreshDatabase(ctx, dbURL, "tidemark_bench_")
 	if err != nil {
 		return err
 	}
@@ -265,31 +263,6 @@ func timeCopy(ctx context.Context, url string, n int) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(start), nil
-}
-
-// freshDatabase creates an empty database next to DATABASE_URL's and drops it after.
-func freshDatabase(ctx context.Context, admin string) (string, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	dbName := "tidemark_bench_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := conn.Exec(ctx, "create database "+dbName); err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u.Path = "/" + dbName
-	return u.String(), func() {
-		_, _ = conn.Exec(ctx, "drop database if exists "+dbName+" with (force)")
-		conn.Close(ctx)
-	}, nil
 }
 
 // resetPeakRSS makes VmHWM start again from the current RSS (Linux).

@@ -17,6 +17,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -74,7 +75,7 @@ func run(ctx context.Context, o options) error {
 	if listed != total {
 		return fmt.Errorf("crane listed %d tags, want %d (remove %s to seed again)", listed, total, o.cache)
 	}
-	db, drop, err := freshDatabase(ctx, admin)
+	db, drop, err := testutil.FreshDatabase(ctx, admin, "tidemark_scale_")
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 func sourceName(i int) string { return fmt.Sprintf("r%04d", i) }
@@ -186,29 +181,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// freshDatabase creates an empty database next to DATABASE_URL's and drops it after.
-func freshDatabase(ctx context.Context, admin string) (string, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	dbName := "tidemark_scale_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := conn.Exec(ctx, "create database "+dbName); err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u.Path = "/" + dbName
-	return u.String(), func() {
-		_, _ = conn.Exec(ctx, "drop database if exists "+dbName+" with (force)")
-		conn.Close(ctx)
-	}, nil
 }
