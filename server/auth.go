@@ -83,25 +83,9 @@ func (s *Server) requireRead() echo.MiddlewareFunc {
 func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if s.opts.Store == nil {
-				return s.writeUnavailable(c)
-			}
-			addr := clientAddr(c.Request())
-			if wait, blocked := s.authFails.blocked(addr); blocked {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-				return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
-			}
-			secret, err := bearer(c.Request())
+			name, scopes, err := s.authenticate(c, false)
 			if err != nil {
-				s.authFails.failed(addr)
 				return err
-			}
-			name, scopes, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
-			if errors.Is(err, resolver.ErrUnauthorized) {
-				s.authFails.failed(addr)
-			}
-			if err != nil {
-				return err // the store's error already says "authenticate"
 			}
 			if limited {
 				if wait, ok := s.limits.allow(name); !ok {
@@ -116,6 +100,34 @@ func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// authenticate finds the request's token in the store, and counts a
+// failure against the client's address (refusing it while that address
+// has failed too often). queryToken also accepts ?access_token= (RFC 6750),
+// for webhook senders that cannot set a header.
+func (s *Server) authenticate(c echo.Context, queryToken bool) (name string, scopes []string, err error) {
+	if s.opts.Store == nil {
+		return "", nil, s.writeUnavailable(c)
+	}
+	addr := clientAddr(c.Request())
+	if wait, blocked := s.authFails.blocked(addr); blocked {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+		return "", nil, fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
+	}
+	secret, err := bearer(c.Request())
+	if q := c.QueryParam("access_token"); err != nil && queryToken && q != "" {
+		secret, err = q, nil
+	}
+	if err != nil {
+		s.authFails.failed(addr)
+		return "", nil, err
+	}
+	name, scopes, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
+	if errors.Is(err, resolver.ErrUnauthorized) {
+		s.authFails.failed(addr)
+	}
+	return name, scopes, err // the store's error already says "authenticate"
 }
 
 // bearer extracts the token from Authorization: Bearer <token>.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,26 +101,7 @@ func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) e
 	case "dockerhub":
 		return checkPathSecret(s.opts.DockerHubSecret, c.Param("secret"))
 	}
-	if s.opts.Store == nil {
-		return s.writeUnavailable(c)
-	}
-	addr := clientAddr(c.Request())
-	if wait, blocked := s.authFails.blocked(addr); blocked {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-		return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
-	}
-	secret, err := bearer(c.Request())
-	if q := c.QueryParam("access_token"); err != nil && q != "" {
-		secret, err = q, nil
-	}
-	if err != nil {
-		s.authFails.failed(addr)
-		return err
-	}
-	name, scopes, err := s.opts.Store.Authenticate(c.Request().Context(), secret)
-	if errors.Is(err, resolver.ErrUnauthorized) {
-		s.authFails.failed(addr)
-	}
+	name, scopes, err := s.authenticate(c, true)
 	if err != nil {
 		return err
 	}
