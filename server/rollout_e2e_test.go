@@ -15,7 +15,6 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 const (
@@ -144,21 +143,7 @@ func (r rolloutReplica) rollout(t *testing.T) openapi.Rollout {
 // that got the new version ever goes back while the rollout is not halted.
 func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.URL(t)
-	st := openStore(t, url)
-	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
-		t.Fatal(err)
-	}
-	scan := func(names ...string) {
-		var tags []resolver.Tag
-		for _, n := range names {
-			tags = append(tags, src.Classify(n))
-		}
-		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st, url, src, scan := k3sDatabase(t)
 	scan("v1.33.0-k3s1")
 	token, err := st.CreateToken(ctx, "release", []string{ScopePromote})
 	if err != nil {

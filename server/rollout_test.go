@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
-// rolloutEnv is one leading replica over a database holding tags.
-func rolloutEnv(t *testing.T, ch resolver.Channel, tags ...string) (rolloutReplica, func(...string), string) {
+// k3sDatabase is a fresh database with one semver source, k3s, and scan,
+// which records a complete listing of the given tags for it.
+func k3sDatabase(t *testing.T) (*store.Store, string, resolver.Source, func(...string)) {
 	t.Helper()
 	ctx := context.Background()
 	url := storetest.URL(t)
@@ -24,6 +26,7 @@ func rolloutEnv(t *testing.T, ch resolver.Channel, tags ...string) (rolloutRepli
 		t.Fatal(err)
 	}
 	scan := func(names ...string) {
+		t.Helper()
 		var ts []resolver.Tag
 		for _, n := range names {
 			ts = append(ts, src.Classify(n))
@@ -32,6 +35,14 @@ func rolloutEnv(t *testing.T, ch resolver.Channel, tags ...string) (rolloutRepli
 			t.Fatal(err)
 		}
 	}
+	return st, url, src, scan
+}
+
+// rolloutEnv is one leading replica over a database holding tags.
+func rolloutEnv(t *testing.T, ch resolver.Channel, tags ...string) (rolloutReplica, func(...string), string) {
+	t.Helper()
+	ctx := context.Background()
+	st, url, src, scan := k3sDatabase(t)
 	scan(tags...)
 	token, err := st.CreateToken(ctx, "release", []string{ScopePromote})
 	if err != nil {
