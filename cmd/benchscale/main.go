@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
@@ -30,6 +31,7 @@ type options struct {
 	load          time.Duration
 	workers       int
 	digestWait    time.Duration
+	profile       string
 }
 
 func main() {
@@ -44,6 +46,7 @@ func main() {
 	flag.DurationVar(&o.load, "load", 5*time.Second, "channel URL load per phase")
 	flag.IntVar(&o.workers, "workers", 8, "channel URL clients in flight")
 	flag.DurationVar(&o.digestWait, "digest-wait", 0, "wait this long for the digest phase before measuring (0: stop indexing after the first index)")
+	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of the first index to DIR/A.pprof and DIR/B.pprof")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscale:", err)
@@ -102,12 +105,12 @@ func run(ctx context.Context, o options) error {
 	defer st.Close()
 
 	start := time.Now()
-	a, err := startReplica(ctx, o.tidemark, "A", cfg, db, true)
+	a, err := startReplica(ctx, o.tidemark, "A", cfg, db, true, profilePath(o.profile, "A"))
 	if err != nil {
 		return err
 	}
 	defer func() { a.stop() }()
-	b, err := startReplica(ctx, o.tidemark, "B", cfg, db, false)
+	b, err := startReplica(ctx, o.tidemark, "B", cfg, db, false, profilePath(o.profile, "B"))
 	if err != nil {
 		return err
 	}
@@ -130,7 +133,7 @@ func run(ctx context.Context, o options) error {
 		// Tidemark, and at a million tags outlasts the bench: A stops
 		// indexing and serves on, started again with --no-index.
 		a.stop()
-		if a, err = startReplica(ctx, o.tidemark, "A", cfg, db, false); err != nil {
+		if a, err = startReplica(ctx, o.tidemark, "A", cfg, db, false, ""); err != nil {
 			return err
 		}
 		fmt.Printf("replica A restarted with --no-index (digest phase left out; -digest-wait to wait for it)\n")
@@ -164,6 +167,14 @@ func run(ctx context.Context, o options) error {
 		fmt.Println("GOAL MISSED")
 	}
 	return nil
+}
+
+// profilePath is where replica name writes its CPU profile (none without dir).
+func profilePath(dir, name string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name+".pprof")
 }
 
 func ms(d time.Duration) string        { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -49,7 +49,9 @@ type replica struct {
 	errors  []string
 }
 
-func startReplica(ctx context.Context, bin, name, config, db string, index bool) (*replica, error) {
+// startReplica starts `tidemark serve` (indexing or --no-index); a
+// non-empty profile is where it writes its CPU profile until stopped.
+func startReplica(ctx context.Context, bin, name, config, db string, index bool, profile string) (*replica, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -61,6 +63,9 @@ func startReplica(ctx context.Context, bin, name, config, db string, index bool)
 	}
 	r.cmd = exec.Command(bin, args...)
 	r.cmd.Env = append(os.Environ(), "DATABASE_URL="+db, fmt.Sprintf("TIDEMARK_LISTEN=127.0.0.1:%d", port))
+	if profile != "" {
+		r.cmd.Env = append(r.cmd.Env, "TIDEMARK_CPU_PROFILE="+profile)
+	}
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -39,6 +39,11 @@ func newServeCmd(e *env) *cobra.Command {
 				h := hints{w: e.stderr, now: time.Now}
 				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
 			}
+			stopProfile, err := startCPUProfile(e.getenv("TIDEMARK_CPU_PROFILE"))
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return serve(cmd.Context(), cfg, log, !noIndex, e.getenv, ready)
 		},
 	}
