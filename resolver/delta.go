@@ -1,6 +1,10 @@
 package resolver
 
-import "time"
+import (
+	"reflect"
+	"sync/atomic"
+	"time"
+)
 
 // Delta is what changed since a snapshot was built: the parts a reload read
 // again. Everything it leaves nil or empty is taken from the old snapshot.
@@ -16,8 +20,8 @@ type Delta struct {
 
 // Apply returns a new snapshot with d applied; s is not changed. Only the
 // sources named in d are indexed again (the costly part: sorting and keying
-// their versions); channel answers are recomputed for every channel, which
-// costs one newest-first pick per channel.
+// their versions), and only the channels they, d.States or d.Channels touch
+// are answered again; every other channel keeps its answer (SameAnswer).
 func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 	n := &Snapshot{
 		LoadedAt: loadedAt,
@@ -41,15 +45,68 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 	for _, idx := range n.sources {
 		n.bySource[idx.view.Source.Name] = idx
 	}
-	channels, states := s.channels, s.states
+	channels, states, prev := s.channels, s.states, s
 	if d.Channels != nil {
-		channels = d.Channels
+		channels, prev = d.Channels, nil
 	}
 	if d.States != nil {
 		states = d.States
 	}
-	n.answerChannels(channels, states)
+	n.answerChannels(channels, states, prev, d.States != nil)
 	return n
+}
+
+// answerSerial numbers channel-answer computations, process-wide, so that
+// equal serials mean one computation carried from snapshot to snapshot.
+var answerSerial atomic.Uint64
+
+// carried reports whether channel i can keep prev's answer: the channels
+// are prev's (Apply without Channels), the channel's source index is the
+// very one prev answered from, and its state is unchanged. Time moves on
+// between the two, and the one answer that depends on it, a soak, is
+// rebuilt when the soak ends (SoakEnds names the source, and whoever holds
+// the snapshot reloads it then).
+func (s *Snapshot) carried(prev *Snapshot, i int, statesChanged bool) bool {
+	if prev == nil {
+		return false
+	}
+	c := &s.channels[i]
+	if s.bySource[c.Source] != prev.bySource[c.Source] {
+		return false
+	}
+	return !statesChanged || sameState(s.states[c.Name], prev.states[c.Name])
+}
+
+// sameState compares two states field by field; only a rollout (rare, and
+// a tree of events) needs reflect.
+func sameState(a, b ChannelState) bool {
+	if a.Pin != b.Pin || a.PinDigest != b.PinDigest || a.PinnedBy != b.PinnedBy || a.Revision != b.Revision ||
+		!a.PinnedAt.Equal(b.PinnedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	return (a.Rollout == nil) == (b.Rollout == nil) && (a.Rollout == nil || reflect.DeepEqual(a.Rollout, b.Rollout))
+}
+
+// SameAnswer reports whether channel's answer in s is prev's, carried by
+// Apply unchanged (with its steps and rollout view): whatever a reader
+// derived from prev's answer still holds. False when either lacks it.
+func (s *Snapshot) SameAnswer(prev *Snapshot, channel string) bool {
+	if prev == nil {
+		return false
+	}
+	i, ok := s.byChannel[channel]
+	j, pok := prev.byChannel[channel]
+	return ok && pok && s.serials[i] == prev.serials[j]
+}
+
+// SameSource reports whether source's index in s is prev's, kept by
+// Apply because no change named it.
+func (s *Snapshot) SameSource(prev *Snapshot, source string) bool {
+	if prev == nil {
+		return false
+	}
+	idx, ok := s.bySource[source]
+	return ok && idx == prev.bySource[source]
 }
 
 // Change names what one notification says changed, so that a reload reads

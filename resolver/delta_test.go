@@ -1,7 +1,9 @@
 package resolver
 
 import (
+	"reflect"
 	"testing"
+	"time"
 )
 
 // TestApplyMatchesAFullBuild checks that a snapshot patched with a delta
@@ -86,4 +88,98 @@ func served(a ChannelAnswer) string {
 		return ""
 	}
 	return a.Tag.Version.String()
+}
+
+// TestApplyAnswersOnlyTheChannelsItTouches checks that Apply keeps the
+// answer of every channel whose source, state and configuration it did not
+// change (SameAnswer), answers the others again, and that a channel soak,
+// the one answer time changes, is answered again once its source is
+// reloaded (which SoakEnds asks for).
+func TestApplyAnswersOnlyTheChannelsItTouches(t *testing.T) {
+	soak := 40 * 24 * time.Hour
+	channels := []Channel{
+		{Name: "juju", Source: "jujud-operator", Stream: Released},
+		{Name: "k3s", Source: "k3s-upgrade", Stream: Released},
+		{Name: "k3s-soaked", Source: "k3s-upgrade", Stream: Released, Soak: &soak},
+	}
+	old := NewSnapshot(channels, []SourceData{jujuData(t), k3sData(t)}, nil, testTime)
+	if a, _ := old.Channel("k3s-soaked"); a.Tag != nil {
+		t.Fatalf("k3s-soaked serves %s at first; want every version still soaking", served(a))
+	}
+	if _, ok := old.SoakEnds()["k3s-upgrade"]; !ok {
+		t.Fatalf("SoakEnds = %v; want k3s-upgrade named, so that it is reloaded when the soak ends", old.SoakEnds())
+	}
+	later := testTime.Add(30 * 24 * time.Hour) // every k3s soak is over
+	same := func(s, prev *Snapshot, want map[string]bool) {
+		t.Helper()
+		for name, w := range want {
+			if got := s.SameAnswer(prev, name); got != w {
+				t.Errorf("SameAnswer(%s) = %v, want %v", name, got, w)
+			}
+		}
+	}
+	matchesFullBuild := func(s *Snapshot, data []SourceData, states map[string]ChannelState, at time.Time) {
+		t.Helper()
+		full := NewSnapshot(channels, data, states, at)
+		for _, c := range channels {
+			g, _ := s.Channel(c.Name)
+			w, _ := full.Channel(c.Name)
+			if served(g) != served(w) || g.State.Revision != w.State.Revision {
+				t.Errorf("channel %s serves %q (rev %d); a full build serves %q (rev %d)",
+					c.Name, served(g), g.State.Revision, served(w), w.State.Revision)
+			}
+		}
+	}
+
+	juju := jujuData(t, "3.6.2")
+	s1 := old.Apply(Delta{Sources: []SourceData{juju}}, later)
+	same(s1, old, map[string]bool{"juju": false, "k3s": true, "k3s-soaked": true})
+	if a, _ := s1.Channel("k3s-soaked"); a.Tag != nil {
+		t.Errorf("k3s-soaked serves %s after a change to another source; want its answer carried", served(a))
+	}
+
+	k3s := k3sData(t)
+	s2 := s1.Apply(Delta{Sources: []SourceData{k3s}}, later)
+	same(s2, s1, map[string]bool{"juju": true, "k3s": false, "k3s-soaked": false})
+	matchesFullBuild(s2, []SourceData{juju, k3s}, nil, later)
+	if a, _ := s2.Channel("k3s-soaked"); a.Tag == nil {
+		t.Errorf("k3s-soaked serves nothing once its source is reloaded after the soak: %s", a.Why)
+	}
+
+	states := map[string]ChannelState{"k3s": {Pin: "v1.32.5+k3s1", Revision: 2}}
+	s3 := s2.Apply(Delta{States: states}, later)
+	same(s3, s2, map[string]bool{"juju": true, "k3s": false, "k3s-soaked": true})
+	matchesFullBuild(s3, []SourceData{juju, k3s}, states, later)
+	same(s3, old, map[string]bool{"juju": false, "k3s": false, "k3s-soaked": false})
+
+	s4 := s3.Apply(Delta{Channels: channels}, later)
+	same(s4, s3, map[string]bool{"juju": false, "k3s": false, "k3s-soaked": false})
+	if !s4.SameSource(s3, "jujud-operator") || s2.SameSource(s1, "k3s-upgrade") {
+		t.Error("SameSource: want a source no delta named shared, and a reloaded one not")
+	}
+}
+
+// TestSameStateComparesEveryField fails when ChannelState gains a field
+// sameState does not compare: Apply would then carry a stale answer.
+func TestSameStateComparesEveryField(t *testing.T) {
+	typ := reflect.TypeFor[ChannelState]()
+	for i := range typ.NumField() {
+		var b ChannelState
+		f := reflect.ValueOf(&b).Elem().Field(i)
+		switch v := f.Addr().Interface().(type) {
+		case *string:
+			*v = "x"
+		case *int64:
+			*v = 1
+		case *time.Time:
+			*v = testTime
+		case **Rollout:
+			*v = &Rollout{ID: 1}
+		default:
+			t.Fatalf("ChannelState.%s: a %s; teach sameState and this test to compare it", typ.Field(i).Name, f.Type())
+		}
+		if sameState(ChannelState{}, b) {
+			t.Errorf("sameState ignores ChannelState.%s", typ.Field(i).Name)
+		}
+	}
 }

@@ -34,6 +34,9 @@ type Snapshot struct {
 	// soakEnds maps a source to the earliest end of a soak that holds one
 	// of its versions, under the source's gates or a channel's own soak.
 	soakEnds map[string]time.Time
+	// serials[i] names the computation of answers[i]: Apply carries it
+	// with an answer it keeps (SameAnswer).
+	serials []uint64
 }
 
 // sourceIndex is one source, indexed.
@@ -89,27 +92,41 @@ func newSnapshot(channels []Channel, data []SourceData, states map[string]Channe
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
-	s.answerChannels(channels, states)
+	s.answerChannels(channels, states, nil, true)
 	return s
 }
 
 // answerChannels computes every channel's answer from the indexed sources.
-func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelState) {
+// With prev (Apply), a channel whose every input is prev's keeps prev's
+// answer, filter and steps (carried, below) instead of being answered again.
+func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelState, prev *Snapshot, statesChanged bool) {
 	s.channels, s.states = channels, states
 	s.byChannel = make(map[string]int, len(channels))
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]filter, len(channels))
+	s.steps = make([]map[string]*Tag, len(channels))
+	s.serials = make([]uint64, len(channels))
 	s.soakEnds = soakEnds(s.sources, channels, s.bySource, s.LoadedAt)
+	serial := answerSerial.Add(1)
+	var fresh []int
 	for i := range channels {
+		s.byChannel[channels[i].Name] = i
+		if s.carried(prev, i, statesChanged) {
+			s.answers[i], s.steps[i], s.serials[i] = prev.answers[i], prev.steps[i], prev.serials[i]
+			f := prev.filters[i]
+			f.ch = &s.answers[i].Channel
+			s.filters[i] = f
+			continue
+		}
 		f := channelFilter(&channels[i], s.LoadedAt)
 		s.answers[i] = s.answer(&channels[i], states[channels[i].Name], f)
 		// Keep the filter pointing at the snapshot's own copy of the channel.
 		f.ch = &s.answers[i].Channel
 		s.filters[i] = f
-		s.byChannel[channels[i].Name] = i
+		s.serials[i] = serial
+		fresh = append(fresh, i)
 	}
-	s.steps = make([]map[string]*Tag, len(channels))
-	for i := range channels {
+	for _, i := range fresh {
 		s.steps[i] = s.stepTable(i)
 		if rv := s.rolloutView(&s.answers[i], s.filters[i]); rv != nil {
 			s.answers[i].Rollout = rv
