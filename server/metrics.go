@@ -21,6 +21,8 @@ type metrics struct {
 	webhooks       *prometheus.CounterVec
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
+	// observed are the sources with per-source series (observeSnapshot).
+	observed map[string]bool
 }
 
 func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics, error) {
@@ -65,23 +67,41 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 	return m, nil
 }
 
-func (m *metrics) observeSnapshot(snap *resolver.Snapshot) {
-	m.lastSuccess.Reset()
-	m.held.Reset()
-	for _, sv := range snap.Sources() {
+// observeSnapshot sets the per-source gauges from snap. A source whose
+// index snap shares with prev (resolver.Snapshot.SameSource) keeps its
+// series as they are, so a reload after one source changed touches that
+// source's series only. Callers serialise it (swap, under reloadMu).
+func (m *metrics) observeSnapshot(prev, snap *resolver.Snapshot) {
+	views := snap.Sources()
+	seen := make(map[string]bool, len(views))
+	for _, sv := range views {
+		name := sv.Source.Name
+		seen[name] = true
+		if m.observed[name] && snap.SameSource(prev, name) {
+			continue
+		}
+		m.lastSuccess.DeleteLabelValues(name)
+		m.held.DeletePartialMatch(prometheus.Labels{"source": name})
 		if sv.LastOK != nil && !sv.LastOK.Finished.IsZero() {
-			m.lastSuccess.WithLabelValues(sv.Source.Name).Set(float64(sv.LastOK.Finished.UnixNano()) / 1e9)
+			m.lastSuccess.WithLabelValues(name).Set(float64(sv.LastOK.Finished.UnixNano()) / 1e9)
 		}
 		if g := sv.Source.Gates; g.Enabled() {
 			// Every configured gate has a series, 0 included, so that an
 			// alert on a gate holding versions has something to read.
 			for gate, on := range map[string]bool{"platforms": len(g.Platforms) > 0, "signature": g.SignatureKeyFile != "", "soak": g.Soak > 0} {
 				if on {
-					m.held.WithLabelValues(sv.Source.Name, gate).Set(float64(sv.HeldBy[gate]))
+					m.held.WithLabelValues(name, gate).Set(float64(sv.HeldBy[gate]))
 				}
 			}
 		}
 	}
+	for name := range m.observed {
+		if !seen[name] { // no longer configured
+			m.lastSuccess.DeleteLabelValues(name)
+			m.held.DeletePartialMatch(prometheus.Labels{"source": name})
+		}
+	}
+	m.observed = seen
 }
 
 // methodLabel bounds the method label: the method is whatever the client

@@ -238,11 +238,16 @@ func (s *Server) Degrade(reason error) {
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
 func (s *Server) swap(snap *resolver.Snapshot, start time.Time) {
-	v := newView(snap, s.opts.ExternalURL, &s.rolloutCounts)
+	old := s.cur.Load()
+	v := newView(snap, old, s.opts.ExternalURL, &s.rolloutCounts)
 	s.cur.Store(v)
 	s.kickRollouts()
 	s.kickRolloutCounts()
-	s.metrics.observeSnapshot(snap)
+	var prev *resolver.Snapshot
+	if old != nil {
+		prev = old.snap
+	}
+	s.metrics.observeSnapshot(prev, snap)
 	s.scheduleSoaks(snap)
 	// took, read and rebuilt, is what a change costs before it is served.
 	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", time.Since(start))

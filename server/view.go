@@ -39,10 +39,21 @@ type channelEntry struct {
 	counts *rolloutCounts
 }
 
-func newView(snap *resolver.Snapshot, externalURL string, counts *rolloutCounts) *view {
+// newView makes snap ready to serve. An entry of prev whose answer snap
+// carried unchanged (resolver.Snapshot.SameAnswer) is kept as it is: a
+// reload after one source changed rebuilds that source's channels, not all.
+// externalURL and counts are the server's, the same for every view.
+func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *rolloutCounts) *view {
 	answers := snap.Channels()
-	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers))}
+	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers)), list: make([]*channelEntry, 0, len(answers))}
 	for _, a := range answers {
+		if prev != nil && snap.SameAnswer(prev.snap, a.Channel.Name) {
+			if e := prev.channels[a.Channel.Name]; e != nil {
+				v.channels[a.Channel.Name] = e
+				v.list = append(v.list, e)
+				continue
+			}
+		}
 		e := newEntry(a, externalURL)
 		e.counts = counts
 		if a.Channel.Stepwise && a.Tag != nil {

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// TestReloadOfOneSourceKeepsTheRest checks that after a reload of one
+// source the view keeps every other channel's entry (the same pointer, not
+// rebuilt) and the metrics keep every other source's series, while the
+// changed source's channel and series show its new data, and a source
+// gone from the snapshot loses its series.
+func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
+	a := semverSource(t, "a", "registry.example/a")
+	b := semverSource(t, "b", "registry.example/b")
+	channels := []resolver.Channel{
+		{Name: "a", Source: "a", Stream: resolver.Released},
+		{Name: "b", Source: "b", Stream: resolver.Released},
+	}
+	first := resolver.NewSnapshot(channels, []resolver.SourceData{
+		sourceData(a, []string{"v1.0.0"}, nil), sourceData(b, []string{"v2.0.0"}, nil),
+	}, nil, loadedAt)
+	bNew := sourceData(b, []string{"v2.0.0", "v2.1.0"}, nil)
+	bNew.LastOK.Finished = scanned.Add(time.Hour)
+	second := first.Apply(resolver.Delta{Sources: []resolver.SourceData{bNew}}, loadedAt.Add(time.Hour))
+
+	v1 := newView(first, nil, "", nil)
+	v2 := newView(second, v1, "", nil)
+	if v2.channels["a"] != v1.channels["a"] {
+		t.Error("channel a's entry was rebuilt; want it kept, its source did not change")
+	}
+	if v2.channels["b"] == v1.channels["b"] || v2.channels["b"].version != "v2.1.0" {
+		t.Errorf("channel b serves %q from a kept entry; want a new entry serving v2.1.0", v2.channels["b"].version)
+	}
+	if len(v2.list) != 2 || v2.list[0] != v2.channels["a"] || v2.list[1] != v2.channels["b"] {
+		t.Error("the view's list is not its channels in configuration order")
+	}
+
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.observeSnapshot(nil, first)
+	m.lastSuccess.WithLabelValues("a").Set(42) // a kept series keeps even this
+	m.observeSnapshot(first, second)
+	got := gaugeSources(t, m.lastSuccess)
+	if got["a"] != 42 {
+		t.Errorf("source a's series was set again (%v); want it untouched", got["a"])
+	}
+	if want := float64(bNew.LastOK.Finished.Unix()); got["b"] != want {
+		t.Errorf("source b's last success = %v, want %v", got["b"], want)
+	}
+	onlyA := resolver.NewSnapshot(channels[:1], []resolver.SourceData{sourceData(a, []string{"v1.0.0"}, nil)}, nil, loadedAt)
+	m.observeSnapshot(second, onlyA)
+	if got := gaugeSources(t, m.lastSuccess); len(got) != 1 || got["a"] != float64(scanned.Add(2*time.Second).Unix()) {
+		t.Errorf("last-success series after source b was removed: %v, want a's alone, set again", got)
+	}
+}
+
+// gaugeSources reads every series of g by its source label.
+func gaugeSources(t *testing.T, g *prometheus.GaugeVec) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 16)
+	g.Collect(ch)
+	close(ch)
+	out := map[string]float64{}
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		out[d.GetLabel()[0].GetValue()] = d.GetGauge().GetValue()
+	}
+	return out
+}
