@@ -102,6 +102,17 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		for i, t := range res.Tags {
 			due[i] = t.Name
 		}
+	} else if rec.Complete && rec.TagsNew == rec.TagsSeen && rec.TagsGone == 0 {
+		// Every listed tag is new, so none has a digest, and every other
+		// present tag came from a push, which records its digest: the
+		// listing is the answer, without reading it back (a source's first
+		// scan; 1,000 rows a source at a first index of 1,000 sources).
+		due = make([]string, len(res.Tags))
+		for i, t := range res.Tags {
+			due[i] = t.Name
+		}
+		slices.Sort(due)
+		due = slices.Compact(due)
 	} else if due, err = ix.store.TagsWithoutDigest(ctx, src.Name); err != nil {
 		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
 	}
