@@ -118,7 +118,8 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 	_, err = tx.Exec(ctx, `
 		create temp table scan_tags (
 			tag text, valid boolean, error text, major int, minor int, patch int,
-			pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text
+			pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text,
+			primary key (tag)
 		) on commit drop`)
 	if err != nil {
 		return false, err
