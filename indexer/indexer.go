@@ -132,6 +132,7 @@ type Indexer struct {
 	pushMetrics   *pushMetrics
 	listings      *listingGate
 	digestSlots   chan struct{} // a token per digest phase under way (maxDigestPhases)
+	pings         *pingCache    // registries' answers to the authentication ping
 }
 
 // scanGroup counts scans in flight so that Run can wait for them before it
@@ -246,6 +247,7 @@ func New(opts Options) (*Indexer, error) {
 		pushMetrics:   pm,
 		listings:      newListingGate(maxListings),
 		digestSlots:   make(chan struct{}, maxDigestPhases),
+		pings:         newPingCache(),
 	}
 	for _, s := range opts.Sources {
 		if _, dup := ix.sources[s.Name]; dup {

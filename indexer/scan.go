@@ -181,6 +181,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) (rt http.RoundTripper, tags []string, err error) {
 	rt, err = ix.authTransport(ctx, src, n)
 	if err != nil {
+		ix.pings.forget(src.repo.RegistryStr())
 		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
 	}
 	l := &lister{
@@ -191,6 +192,11 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		progress: ix.listProgress(ctx, log, src, n),
 	}
 	tags, err = l.list(ctx)
+	if err != nil {
+		// The registry's authentication may have changed under the
+		// remembered ping: the next scan asks again.
+		ix.pings.forget(src.repo.RegistryStr())
+	}
 	return rt, tags, explainUnreachable(src.repo.RegistryStr(), err)
 }
 
@@ -204,6 +210,7 @@ func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int
 		policy.timeout = src.Timeout
 	}
 	rt = &retryTransport{next: rt, policy: policy}
+	rt = &pingTransport{next: rt, cache: ix.pings}
 
 	var auth authn.Authenticator
 	if src.Password != nil {
