@@ -41,7 +41,7 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "tmp/benchscale", "where the seeded registry storage is kept between runs")
 	flag.StringVar(&o.tidemark, "tidemark", "bin/tidemark", "tidemark binary")
 	flag.IntVar(&o.craneConc, "crane-concurrency", 8, "repositories crane lists at once (the floor)")
-	flag.IntVar(&o.changes, "changes", 50, "single-source changes to time")
+	flag.IntVar(&o.changes, "changes", 200, "single-source changes to time (a p99 of fewer is their slowest one)")
 	flag.IntVar(&o.pins, "pins", 50, "pins to time")
 	flag.DurationVar(&o.load, "load", 5*time.Second, "channel URL load per phase")
 	flag.IntVar(&o.workers, "workers", 8, "channel URL clients in flight")
