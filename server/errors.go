@@ -111,22 +111,40 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var body []byte
 	ctype := "application/problem+json"
 	if strings.HasPrefix(c.Request().URL.Path, "/v1-release/") {
-		ctype = echo.MIMEApplicationJSON
-		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status})
+		// channelserver's shape, with the problem's title and detail beside
+		// its message; a problemAnswer says so in its content type too.
+		if pa := (*problemAnswer)(nil); !errors.As(err, &pa) {
+			ctype = echo.MIMEApplicationJSON
+		}
+		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status,
+			Title: p.Title, Detail: p.Detail})
 	} else {
 		body, _ = json.Marshal(p)
 	}
 	_ = c.Blob(p.Status, ctype, body)
 }
 
-// releaseError is channelserver's (rancher/apiserver) error body.
+// releaseError is channelserver's (rancher/apiserver) error body, plus an
+// RFC 9457 problem's title and detail ("error" is a valid problem type, a
+// relative URI reference), so that one body reads as either.
 type releaseError struct {
 	Type    string   `json:"type"`
 	Links   struct{} `json:"links"`
 	Code    string   `json:"code"`
 	Message string   `json:"message"`
 	Status  int      `json:"status"`
+	Title   string   `json:"title"`
+	Detail  string   `json:"detail"`
 }
+
+// problemAnswer marks an error answered as application/problem+json even
+// on /v1-release: a stepwise channel's 404 for a request that reports no
+// version, which the contract calls a problem detail. A
+// system-upgrade-controller reads only the status of any answer but a 302.
+type problemAnswer struct{ err error }
+
+func (e *problemAnswer) Error() string { return e.err.Error() }
+func (e *problemAnswer) Unwrap() error { return e.err }
 
 func releaseCode(status int) string {
 	switch status {

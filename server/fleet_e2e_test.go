@@ -147,8 +147,18 @@ func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	} else {
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if !strings.Contains(string(b), "?current=") {
-			t.Fatalf("404 body does not say what to do: %s", b)
+		// A problem detail (the contract's words) that channelserver's
+		// clients read too.
+		var body struct {
+			Type, Code, Message, Title, Detail string
+			Status                             int
+		}
+		if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Errorf("404 Content-Type %q, want application/problem+json", ct)
+		}
+		if err := json.Unmarshal(b, &body); err != nil || body.Status != 404 || body.Title == "" || body.Code != "NotFound" ||
+			!strings.Contains(body.Detail, "?current=") || body.Message != body.Detail {
+			t.Fatalf("404 body is not a problem naming ?current= and channelserver's error: %s (%v)", b, err)
 		}
 	}
 	// The channel object still shows the channel's version.

@@ -57,9 +57,9 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolve
 		return e.entryFor(dest, s.opts.ExternalURL), nil
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
+		return nil, &problemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
-			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)
+			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}
 	}
 	next, err := v.snap.NextStepToward(ch.Name, reported, dest)
 	if err != nil {
