@@ -200,8 +200,9 @@ func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 	start := time.Now()
 	var snap *resolver.Snapshot
 	var err error
+	read := time.Duration(-1) // unknown: a whole load reads and builds at once
 	if prev := s.cur.Load(); prev != nil && !cs.All && s.opts.Data != nil {
-		snap, err = s.loadDelta(ctx, prev.snap, cs)
+		snap, read, err = s.loadDelta(ctx, prev.snap, cs)
 	} else {
 		snap, err = s.opts.Load(ctx)
 	}
@@ -219,7 +220,7 @@ func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
 	if v := s.cur.Load(); v != nil {
 		prev = v.snap
 	}
-	s.swap(snap, start)
+	s.swap(snap, start, read)
 	s.degraded.Store(nil)
 	if s.opts.OnSnapshot != nil {
 		s.opts.OnSnapshot(prev, snap)
@@ -237,7 +238,7 @@ func (s *Server) Degrade(reason error) {
 
 // swap installs snap. Everything the hot path needs per channel is computed
 // here once instead of per request.
-func (s *Server) swap(snap *resolver.Snapshot, start time.Time) {
+func (s *Server) swap(snap *resolver.Snapshot, start time.Time, read time.Duration) {
 	old := s.cur.Load()
 	v := newView(snap, old, s.opts.ExternalURL, &s.rolloutCounts)
 	s.cur.Store(v)
@@ -249,8 +250,14 @@ func (s *Server) swap(snap *resolver.Snapshot, start time.Time) {
 	}
 	s.metrics.observeSnapshot(prev, snap)
 	s.scheduleSoaks(snap)
-	// took, read and rebuilt, is what a change costs before it is served.
-	s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", time.Since(start))
+	// took, read and rebuilt, is what a change costs before it is served;
+	// read is the database's part of it, when a delta was read.
+	took := time.Since(start)
+	if read >= 0 {
+		s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", took, "read", read)
+	} else {
+		s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", took)
+	}
 }
 
 func (s *Server) snapshotAge() float64 {

@@ -198,8 +198,10 @@ func (s *Server) loadAll(ctx context.Context) (*resolver.Snapshot, error) {
 	return resolver.TakeSnapshot(*s.channels.Load(), data, states, time.Now()), nil
 }
 
-// loadDelta reads only what cs names and applies it to prev.
-func (s *Server) loadDelta(ctx context.Context, prev *resolver.Snapshot, cs resolver.Changes) (*resolver.Snapshot, error) {
+// loadDelta reads only what cs names and applies it to prev; read is how
+// long the database took.
+func (s *Server) loadDelta(ctx context.Context, prev *resolver.Snapshot, cs resolver.Changes) (snap *resolver.Snapshot, read time.Duration, err error) {
+	start := time.Now()
 	var d resolver.Delta
 	if cs.Config {
 		d.Channels = *s.channels.Load()
@@ -213,16 +215,17 @@ func (s *Server) loadDelta(ctx context.Context, prev *resolver.Snapshot, cs reso
 		}
 		data, err := s.opts.Data.LoadSources(ctx, sources)
 		if err != nil {
-			return nil, fmt.Errorf("load %d sources: %w", len(sources), err)
+			return nil, 0, fmt.Errorf("load %d sources: %w", len(sources), err)
 		}
 		d.Sources = data
 	}
 	if cs.Channels {
 		states, err := s.opts.Data.LoadStates(ctx)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		d.States = states
 	}
-	return prev.Apply(d, time.Now()), nil
+	read = time.Since(start)
+	return prev.Apply(d, time.Now()), read, nil
 }
