@@ -65,6 +65,20 @@ func waitDigests(ctx context.Context, db string, start time.Time, limit time.Dur
 	}
 }
 
+// vacuumAnalyze vacuums and analyzes the database, as autovacuum would
+// after a first index, so that the measures see a settled database.
+func vacuumAnalyze(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "vacuum analyze"); err != nil {
+		return fmt.Errorf("vacuum analyze after the first index: %w", err)
+	}
+	return nil
+}
+
 type stats struct {
 	n        int
 	p50, p99 time.Duration
