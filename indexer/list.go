@@ -33,6 +33,9 @@ type lister struct {
 	pageSize int
 	limits   pageLimits            // per page; see tagpage.go
 	progress func(pages, tags int) // called after every page
+	// first, when set, is the answer to the first page's request already
+	// made (Indexer.probe); it is used once, closed by the lister.
+	first *http.Response
 }
 
 // list returns every tag once, in registry order. Any error means the listing
@@ -45,6 +48,12 @@ type lister struct {
 // 10,000-tag listing took 11 round trips instead of 2). Only when that one
 // page is over the caps is the list asked for again in pages of pageSize.
 func (l *lister) list(ctx context.Context) ([]string, error) {
+	defer func() {
+		if l.first != nil {
+			l.first.Body.Close()
+			l.first = nil
+		}
+	}()
 	tags, err := l.walk(ctx, "")
 	if errors.Is(err, errPageTooLarge) && l.pageSize > 0 {
 		return l.walk(ctx, fmt.Sprintf("n=%d", l.pageSize))
@@ -98,11 +107,7 @@ func (l *lister) walk(ctx context.Context, query string) ([]string, error) {
 func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error) {
 	var lastErr error
 	for range maxBodyAttempts {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return tagPage{}, nil, err
-		}
-		resp, err := l.client.Do(req)
+		resp, err := l.get(ctx, u)
 		if err != nil {
 			return tagPage{}, nil, err
 		}
@@ -131,6 +136,19 @@ func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error
 		return p, link, err
 	}
 	return tagPage{}, nil, lastErr
+}
+
+// get fetches u, or takes the probe's answer when it is u's.
+func (l *lister) get(ctx context.Context, u *url.URL) (*http.Response, error) {
+	if f := l.first; f != nil && f.Request != nil && f.Request.URL.Path == u.Path && f.Request.URL.RawQuery == u.RawQuery {
+		l.first = nil
+		return f, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.client.Do(req)
 }
 
 // nextLink parses `<URL>; rel="next"` relative to the page's URL and refuses

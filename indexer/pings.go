@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -35,6 +36,10 @@ type pingAnswer struct {
 	header http.Header
 	err    error
 	at     time.Time
+	// anonymousOnly marks a 200 that a probe got for one repository
+	// without credentials: it says nothing of what a source with
+	// credentials should send (the registry's /v2/ may want a token).
+	anonymousOnly bool
 }
 
 func newPingCache() *pingCache {
@@ -71,8 +76,9 @@ func (c *pingCache) put(key string, a pingAnswer) {
 // through. It wraps the scan's whole transport (counting, rate limit,
 // retries), so that an answered ping is neither a request nor a token.
 type pingTransport struct {
-	next  http.RoundTripper
-	cache *pingCache
+	next      http.RoundTripper
+	cache     *pingCache
+	anonymous bool // the scan has no credentials
 }
 
 func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -80,7 +86,7 @@ func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	key := req.URL.Scheme + "://" + req.URL.Host
-	if a, ok := t.cache.get(key); ok {
+	if a, ok := t.cache.get(key); ok && (t.anonymous || !a.anonymousOnly) {
 		if a.err != nil {
 			return nil, a.err
 		}
@@ -103,4 +109,52 @@ func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.cache.put(key, pingAnswer{status: res.StatusCode, header: http.Header{"Www-Authenticate": res.Header.Values("WWW-Authenticate")}})
 	}
 	return res, err
+}
+
+// probe makes the first request to an anonymous source's registry, while
+// the registry's answer to the ping is not known, the listing itself: its
+// answer is also the ping's (200: no authentication; 401: the challenge),
+// so that a registry that lets anyone list is listed in one round trip, not
+// two. It returns the listing's answer for the lister to use as its first
+// page (200), or nil when the handshake must go on (401) or the probe was
+// not made or told nothing (any other answer or error: the ping follows as
+// before and reports it). Schemes are tried as ggcr's ping tries them:
+// https, then http for an insecure or local registry.
+func (ix *Indexer) probe(ctx context.Context, src *source, base http.RoundTripper) *http.Response {
+	host := src.repo.RegistryStr()
+	schemes := []string{"https"}
+	if src.repo.Scheme() == "http" {
+		schemes = append(schemes, "http")
+	}
+	for _, scheme := range schemes {
+		if _, known := ix.pings.get(scheme + "://" + host); known {
+			return nil
+		}
+	}
+	path := "/v2/" + src.repo.RepositoryStr() + "/tags/list"
+	for _, scheme := range schemes {
+		key := scheme + "://" + host
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, key+path, nil)
+		if err != nil {
+			return nil
+		}
+		res, err := base.RoundTrip(req)
+		var rec tls.RecordHeaderError
+		switch {
+		case errors.As(err, &rec):
+			ix.pings.put(key, pingAnswer{err: err})
+			continue
+		case err != nil:
+			return nil
+		case res.StatusCode == http.StatusOK:
+			ix.pings.put(key, pingAnswer{status: http.StatusOK, header: http.Header{}, anonymousOnly: true})
+			return res
+		case res.StatusCode == http.StatusUnauthorized && res.Header.Get("WWW-Authenticate") != "":
+			ix.pings.put(key, pingAnswer{status: res.StatusCode, header: http.Header{"Www-Authenticate": res.Header.Values("WWW-Authenticate")}})
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		res.Body.Close()
+		return nil
+	}
+	return nil
 }

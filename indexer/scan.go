@@ -179,8 +179,19 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 // listTags authenticates and lists every tag of src, counting requests in n.
 // rt is the authenticated transport for further requests of this scan.
 func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) (rt http.RoundTripper, tags []string, err error) {
-	rt, err = ix.authTransport(ctx, src, n)
+	base, auth, err := ix.scanTransport(ctx, src, n)
 	if err != nil {
+		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
+	}
+	var first *http.Response
+	if auth == authn.Anonymous {
+		first = ix.probe(ctx, src, base)
+	}
+	rt, err = ix.handshake(ctx, src, base, auth)
+	if err != nil {
+		if first != nil {
+			first.Body.Close()
+		}
 		ix.pings.forget(src.repo.RegistryStr())
 		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
 	}
@@ -190,6 +201,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		pageSize: ix.pageSize,
 		limits:   ix.pageLimits,
 		progress: ix.listProgress(ctx, log, src, n),
+		first:    first,
 	}
 	tags, err = l.list(ctx)
 	if err != nil {
@@ -203,6 +215,16 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 // authTransport builds the scan's transport: counting, rate limit and retry
 // under ggcr's authentication handshake (ping, then token if asked).
 func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int64) (http.RoundTripper, error) {
+	base, auth, err := ix.scanTransport(ctx, src, n)
+	if err != nil {
+		return nil, err
+	}
+	return ix.handshake(ctx, src, base, auth)
+}
+
+// scanTransport is a scan's transport before authentication (counting,
+// rate limit, retries, remembered pings) and the credentials to use.
+func (ix *Indexer) scanTransport(ctx context.Context, src *source, n *atomic.Int64) (http.RoundTripper, authn.Authenticator, error) {
 	var rt http.RoundTripper = &countTransport{next: src.base, n: n, registry: src.registry, metrics: ix.metrics}
 	rt = &limitTransport{next: rt, limiter: src.limiter}
 	policy := ix.retry
@@ -210,19 +232,23 @@ func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int
 		policy.timeout = src.Timeout
 	}
 	rt = &retryTransport{next: rt, policy: policy}
-	rt = &pingTransport{next: rt, cache: ix.pings}
-
 	var auth authn.Authenticator
 	if src.Password != nil {
 		auth = &basicAuth{username: src.Username, password: src.Password}
 	} else {
 		a, err := authn.Resolve(ctx, ix.keychain, src.repo)
 		if err != nil {
-			return nil, fmt.Errorf("credentials for %s from the keychain: %w", src.repo.RegistryStr(), err)
+			return nil, nil, fmt.Errorf("credentials for %s from the keychain: %w", src.repo.RegistryStr(), err)
 		}
 		auth = a
 	}
-	art, err := transport.NewWithContext(ctx, src.repo.Registry, auth, rt, []string{src.repo.Scope(transport.PullScope)})
+	return &pingTransport{next: rt, cache: ix.pings, anonymous: auth == authn.Anonymous}, auth, nil
+}
+
+// handshake is ggcr's authentication handshake over base (its ping
+// answered from the cache when the registry's answer is known).
+func (ix *Indexer) handshake(ctx context.Context, src *source, base http.RoundTripper, auth authn.Authenticator) (http.RoundTripper, error) {
+	art, err := transport.NewWithContext(ctx, src.repo.Registry, auth, base, []string{src.repo.Scope(transport.PullScope)})
 	if err != nil {
 		return nil, fmt.Errorf("authenticating to %s: %w", src.repo.RegistryStr(), err)
 	}
