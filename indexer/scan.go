@@ -117,6 +117,11 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
 	}
 	due = slices.DeleteFunc(due, func(t string) bool { return !ociTag.MatchString(t) })
+	// The listing is recorded: let its tags go before the digest phase,
+	// which waits for every other listing first. At a first index of 1,000
+	// sources every scan waited here holding its classified tags, ~300 MB
+	// at 1,000 x 1,000.
+	res.Tags, tags = nil, nil
 	derr := err
 	if derr == nil && len(due) > 0 {
 		ix.listings.wait(ctx, maxListingWait)
