@@ -184,3 +184,44 @@ func TestDeliveryOutlastsADownReceiverAndARestart(t *testing.T) {
 		t.Errorf("slack body %s: want {\"text\": ...}", slackBodies[0])
 	}
 }
+
+// TestRolloutEventNamesItsChannelsSource: a rollout's event is written with
+// its channel only; its CloudEvent's data and the status name the
+// channel's source from the configuration.
+func TestRolloutEventNamesItsChannelsSource(t *testing.T) {
+	hook := newReceiver(t)
+	hook.up.Store(true)
+	url := storetest.URL(t)
+	d, st, _ := start(t, url, []notify.Endpoint{{Name: "hook", URL: hook.srv.URL, Kind: "webhook"}})
+	ctx := context.Background()
+	waitFor(t, "the cursor", func() bool { // a new endpoint's cursor starts at the outbox's end
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		return conn.QueryRow(ctx, `select count(*) from notify_cursors`).Scan(&n) == nil && n == 1
+	})
+	ev := resolver.Event{Type: resolver.EventRolloutChanged, Channel: "stable", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1", Actor: "alice", Reason: "rollout-pause"}
+	if err := st.AddEvents(ctx, []resolver.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	d.Kick()
+	waitFor(t, "the delivery", func() bool { b, _ := hook.received(); return len(b) == 1 })
+	bodies, _ := hook.received()
+	var ce notify.CloudEvent
+	if err := json.Unmarshal(bodies[0], &ce); err != nil {
+		t.Fatal(err)
+	}
+	if ce.Type != resolver.EventRolloutChanged || ce.Data.Source != "k3s" {
+		t.Errorf("delivered %s with data.source %q, want %s with k3s", ce.Type, ce.Data.Source, resolver.EventRolloutChanged)
+	}
+	s, err := d.Status(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Events) != 1 || s.Events[0].Source != "k3s" {
+		t.Errorf("status events %+v, want the rollout event with source k3s", s.Events)
+	}
+}

@@ -87,6 +87,16 @@ func Text(e resolver.Event) string {
 	return s
 }
 
+// withSource names a channel's event's source when the event was written
+// without one (a rollout's, whose store write knows only the channel),
+// from the configuration: data.source is the channel's source.
+func (d *Deliverer) withSource(e resolver.Event) resolver.Event {
+	if e.Source == "" && e.Channel != "" {
+		e.Source = d.opts.ChannelSources[e.Channel]
+	}
+	return e
+}
+
 // Sign is the signature header's value for body.
 func Sign(secret, body []byte) string {
 	m := hmac.New(sha256.New, secret)
@@ -96,7 +106,7 @@ func Sign(secret, body []byte) string {
 
 // send POSTs e to the endpoint; any answer but 2xx is a failure.
 func (d *Deliverer) send(ctx context.Context, ep Endpoint, e resolver.Event) error {
-	body, ct, err := Body(ep.Kind, d.opts.Source, e)
+	body, ct, err := Body(ep.Kind, d.opts.Source, d.withSource(e))
 	if err != nil {
 		return err
 	}

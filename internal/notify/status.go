@@ -34,6 +34,7 @@ func (d *Deliverer) Status(ctx context.Context, limit int) (openapi.Notification
 	}
 	out := openapi.Notifications{Events: []openapi.NotificationEvent{}, Endpoints: []openapi.NotificationEndpoint{}}
 	for _, e := range events {
+		e = d.withSource(e)
 		ne := openapi.NotificationEvent{
 			ID: EventID(e), Type: e.Type, Time: e.At.UTC().Format(time.RFC3339Nano),
 			Channel: e.Channel, Source: e.Source, From: e.From, To: e.To, Actor: e.Actor, Reason: e.Reason,
