@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -106,16 +107,94 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	}
 	row("")
 
-	row("CHANNEL", "SOURCE", "STREAM", "CONSTRAINT", "INCLUDE", "EXCLUDE", "LATEST", "BUILDS", "REDIRECT")
+	row("CHANNEL", "SOURCE", "STREAM", "CONSTRAINT", "INCLUDE", "EXCLUDE", "LATEST", "BUILDS", "REDIRECT", "OPTIONS")
 	for _, c := range cfg.Channels {
 		builds := "no"
 		if c.Builds {
 			builds = "yes"
 		}
 		row(c.Name, c.Source, c.Stream.String(), dash(c.ConstraintText), dash(reString(c.Include)),
-			dash(reString(c.Exclude)), dash(c.Latest), builds, redirectOf(cfg, c))
+			dash(reString(c.Exclude)), dash(c.Latest), builds, redirectOf(cfg, c), dash(channelOptions(c)))
+	}
+	if len(cfg.Notify) > 0 || cfg.Webhooks != (config.Webhooks{}) {
+		row("")
+		printNotify(row, cfg)
 	}
 	return tw.Flush()
+}
+
+// channelOptions are a channel's per-cluster settings: stepwise (with its
+// settle), rollout and soak.
+func channelOptions(c resolver.Channel) string {
+	var opts []string
+	if c.Stepwise {
+		opts = append(opts, "stepwise")
+		if c.Settle > 0 {
+			opts = append(opts, "settle="+shortDuration(c.Settle))
+		}
+	}
+	if r := c.Rollout; r != nil {
+		steps := make([]string, len(r.Steps))
+		for i, p := range r.Steps {
+			steps[i] = strconv.Itoa(p)
+		}
+		opts = append(opts, fmt.Sprintf("rollout=%s%%/%s", strings.Join(steps, ","), shortDuration(r.Interval)))
+	}
+	if c.Soak != nil {
+		opts = append(opts, "soak="+shortDuration(*c.Soak))
+	}
+	return strings.Join(opts, " ")
+}
+
+// redactEndpoint keeps what an endpoint URL may carry as a secret out of
+// the output: a Slack incoming webhook's path is its token, and a query may
+// hold one.
+func redactEndpoint(raw, kind string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if kind == "slack" && u.Path != "" {
+		out = u.Scheme + "://" + u.Host + "/..."
+	}
+	if u.RawQuery != "" {
+		out += "?..."
+	}
+	return out
+}
+
+// printNotify lists the notification endpoints and which registry
+// webhooks have a secret.
+func printNotify(row func(...string), cfg *config.Config) {
+	if len(cfg.Notify) > 0 {
+		row("NOTIFY", "KIND", "URL", "SIGNED", "CHANNELS")
+		for _, n := range cfg.Notify {
+			signed := "no"
+			if n.SecretFile != "" {
+				signed = "secret_file=" + n.SecretFile
+			}
+			channels := "(all)"
+			if len(n.Channels) > 0 {
+				channels = strings.Join(n.Channels, ",")
+			}
+			kind := n.Kind
+			if kind == "" {
+				kind = "webhook"
+			}
+			row(n.Name, kind, redactEndpoint(n.URL, kind), signed, channels)
+		}
+	}
+	if w := cfg.Webhooks; w != (config.Webhooks{}) {
+		var secrets []string
+		if w.GitHubSecretFile != "" {
+			secrets = append(secrets, "github_secret_file="+w.GitHubSecretFile)
+		}
+		if w.DockerHubSecretFile != "" {
+			secrets = append(secrets, "dockerhub_secret_file="+w.DockerHubSecretFile)
+		}
+		row("webhooks", strings.Join(secrets, " "))
+	}
 }
 
 func dash(s string) string {

@@ -42,6 +42,7 @@ func TestConfigCheckGolden(t *testing.T) {
 		{"example", []string{"config", "check", "../../deploy/examples/tidemark.yaml"}, nil, 0},
 		{"channelserver-import", []string{"config", "check", "--config", imported},
 			map[string]string{"TIDEMARK_LISTEN": "127.0.0.1:9090", "DATABASE_URL": "postgres://tidemark:s3cret@db:5432/tidemark?sslmode=require"}, 0},
+		{"per-cluster", []string{"config", "check", "testdata/config/per-cluster.yaml"}, nil, 0},
 		{"broken-every-problem", []string{"config", "check"},
 			map[string]string{"TIDEMARK_CONFIG": "testdata/config/broken.yaml"}, 1},
 		{"no-file", []string{"config", "check"}, nil, 1},
@@ -72,6 +73,9 @@ func TestConfigCheckGolden(t *testing.T) {
 			}
 			if strings.Contains(got, "s3cret") {
 				t.Error("the database password was printed")
+			}
+			if strings.Contains(got, "B0/x") {
+				t.Error("a Slack webhook's token was printed")
 			}
 		})
 	}
