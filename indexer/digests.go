@@ -81,62 +81,46 @@ func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *so
 		ix.changed(src.Name)
 		return nil
 	}
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range min(conc, len(due)) {
-		wg.Go(func() {
-			for tag := range work {
-				d, herr := ix.head(hctx, puller, src, tag)
-				mu.Lock()
-				switch {
-				case herr != nil && hctx.Err() != nil:
-					// Cut short by the breaker or shutdown: not a failure
-					// of this tag.
-				case herr != nil:
-					done++
-					failed++
-					if firstEr == nil {
-						firstEr = herr
-					}
-					if registryDown(herr) {
-						downInRow++
-						if downInRow >= breakerTrips {
-							trip(fmt.Errorf("%w: registry %s: %d digest requests in a row failed, last: %w",
-								errRegistryDown, src.registry, downInRow, herr))
-						}
-					} else {
-						downInRow = 0
-					}
-				default:
-					done++
-					resolved++
-					downInRow = 0
-					batch[tag] = d
-				}
-				if len(batch) >= digestBatch || time.Since(lastFlush) >= digestFlushEvery {
-					if err := flush(); err != nil && firstEr == nil {
-						firstEr = err
-					}
-				}
-				src.setProgress(func(p *Progress) { p.Digests, p.Requests = done, int(n.Load()) })
-				if time.Since(lastLog) >= ix.progressEvery {
-					lastLog = time.Now()
-					log.InfoContext(ctx, "resolving digests", "done", done, "of", len(due), "failed", failed)
-				}
-				mu.Unlock()
+	each(hctx, due, conc, func(tag string) {
+		d, herr := ix.head(hctx, puller, src, tag)
+		mu.Lock()
+		switch {
+		case herr != nil && hctx.Err() != nil:
+			// Cut short by the breaker or shutdown: not a failure
+			// of this tag.
+		case herr != nil:
+			done++
+			failed++
+			if firstEr == nil {
+				firstEr = herr
 			}
-		})
-	}
-feed:
-	for _, t := range due {
-		select {
-		case work <- t:
-		case <-hctx.Done():
-			break feed
+			if registryDown(herr) {
+				downInRow++
+				if downInRow >= breakerTrips {
+					trip(fmt.Errorf("%w: registry %s: %d digest requests in a row failed, last: %w",
+						errRegistryDown, src.registry, downInRow, herr))
+				}
+			} else {
+				downInRow = 0
+			}
+		default:
+			done++
+			resolved++
+			downInRow = 0
+			batch[tag] = d
 		}
-	}
-	close(work)
-	wg.Wait()
+		if len(batch) >= digestBatch || time.Since(lastFlush) >= digestFlushEvery {
+			if err := flush(); err != nil && firstEr == nil {
+				firstEr = err
+			}
+		}
+		src.setProgress(func(p *Progress) { p.Digests, p.Requests = done, int(n.Load()) })
+		if time.Since(lastLog) >= ix.progressEvery {
+			lastLog = time.Now()
+			log.InfoContext(ctx, "resolving digests", "done", done, "of", len(due), "failed", failed)
+		}
+		mu.Unlock()
+	})
 	if err := flush(); err != nil && firstEr == nil {
 		firstEr = err
 	}

@@ -84,35 +84,19 @@ func (ix *Indexer) checkGates(ctx context.Context, log *slog.Logger, src *source
 		failed  int
 		firstEr error
 	)
-	work := make(chan resolver.Tag)
-	var wg sync.WaitGroup
-	for range min(conc, len(due)) {
-		wg.Go(func() {
-			for t := range work {
-				c, err := ix.checkTag(ctx, checker, src, &t)
-				mu.Lock()
-				if err != nil {
-					failed++
-					if firstEr == nil {
-						firstEr = err
-					}
-				} else {
-					results[t.Name] = c
-				}
-				mu.Unlock()
+	each(ctx, due, conc, func(t resolver.Tag) {
+		c, err := ix.checkTag(ctx, checker, src, &t)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed++
+			if firstEr == nil {
+				firstEr = err
 			}
-		})
-	}
-feed:
-	for _, t := range due {
-		select {
-		case work <- t:
-		case <-ctx.Done():
-			break feed
+			return
 		}
-	}
-	close(work)
-	wg.Wait()
+		results[t.Name] = c
+	})
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	changed, err := ix.store.SetGateChecks(wctx, src.Name, results)
 	cancel()
