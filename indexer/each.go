@@ -22,6 +22,9 @@ func each[T any](ctx context.Context, items []T, conc int, fn func(T)) {
 	}
 feed:
 	for _, it := range items {
+		if ctx.Err() != nil { // select would pick at random among ready cases
+			break
+		}
 		select {
 		case work <- it:
 		case <-ctx.Done():
