@@ -84,6 +84,8 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	row("external_url", external)
 	row("database_url", redactDB(cfg.DatabaseURL))
 	row("access_log", cfg.AccessLog)
+	row("read_timeout", shortDuration(cfg.ReadTimeout))
+	row("database_timeout", shortDuration(cfg.DatabaseTimeout))
 	row("")
 
 	row("SOURCE", "IMAGE", "SCHEME", "BUILD", "INTERVAL", "EXCLUDE", "OPTIONS")

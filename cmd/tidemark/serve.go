@@ -154,6 +154,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		ExternalURL:     cfg.ExternalURL,
 		Log:             log,
 		AccessLog:       cfg.AccessLog,
+		ReadTimeout:     cfg.ReadTimeout,
+		DBTimeout:       cfg.DatabaseTimeout,
 		Metrics:         reg,
 		Store:           st,
 		Scan:            scan,

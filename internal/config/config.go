@@ -24,6 +24,11 @@ const (
 	DefaultAccessLog   = "sample"
 	DefaultTimeout     = 30 * time.Second
 	DefaultRecheck     = 24 * time.Hour
+	// DefaultReadTimeout cuts off a request whose headers or body trickle
+	// in; DefaultDatabaseTimeout bounds a request's database work (then
+	// 503). Both as the contract says.
+	DefaultReadTimeout     = 30 * time.Second
+	DefaultDatabaseTimeout = 5 * time.Second
 	// DockerHubRateLimit applies to docker.io unless registries: says otherwise:
 	// anonymous Docker Hub clients that poll faster get throttled.
 	DockerHubRateLimit = 10
@@ -39,8 +44,12 @@ type Config struct {
 	// default: errors, writes and one in 100 of the rest), "all" or "off"
 	// (errors only).
 	AccessLog string
-	Sources   []Source
-	Channels  []resolver.Channel
+	// ReadTimeout bounds reading a whole request (headers: at most 10 s of
+	// it); DatabaseTimeout a request's database work. Defaults above.
+	ReadTimeout     time.Duration
+	DatabaseTimeout time.Duration
+	Sources         []Source
+	Channels        []resolver.Channel
 	// Registries holds rate limits per registry host as written in the file
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry

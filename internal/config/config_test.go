@@ -63,9 +63,10 @@ func TestParseAppliesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		File:       "t.yaml",
-		Listen:     ":8080",
-		AccessLog:  "sample",
+		File:        "t.yaml",
+		Listen:      ":8080",
+		AccessLog:   "sample",
+		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
 		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow},
 		Sources: []Source{{

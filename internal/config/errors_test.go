@@ -85,6 +85,10 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:9: source "k3s": recheck: want a duration like 24h, or 0 for never, got -1h0m0s`}},
 		{"access_log not a mode", "access_log: some\n" + base, []string{
 			`t.yaml:1: access_log: want all, sample or off, got "some"`}},
+		{"read_timeout zero", "read_timeout: 0s\n" + base, []string{
+			`t.yaml:1: read_timeout: want a duration above zero like 30s, got 0s`}},
+		{"database_timeout not a duration", "database_timeout: soon\n" + base, []string{
+			`t.yaml:1: database_timeout: want a duration like 15m, 30s or 30d, got "soon"`}},
 		{"concurrency zero", base + "    concurrency: 0\n", []string{
 			`t.yaml:9: source "k3s": concurrency: want at least 1, got 0`}},
 		{"insecure not a bool", base + "    insecure: maybe\n", []string{

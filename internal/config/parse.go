@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
@@ -17,7 +18,8 @@ import (
 )
 
 var topKeys = []string{
-	"listen", "external_url", "database_url", "access_log", "defaults", "sources", "registries", "channels", "fleet",
+	"listen", "external_url", "database_url", "access_log", "read_timeout", "database_timeout",
+	"defaults", "sources", "registries", "channels", "fleet",
 	"webhooks", "notify",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
@@ -72,6 +74,8 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg.DatabaseURL, _ = p.str(top["database_url"], "", "database_url")
 	cfg.AccessLog = p.accessLog(top["access_log"])
+	cfg.ReadTimeout = p.positiveDuration(top["read_timeout"], "read_timeout", DefaultReadTimeout)
+	cfg.DatabaseTimeout = p.positiveDuration(top["database_timeout"], "database_timeout", DefaultDatabaseTimeout)
 	p.env(cfg)
 
 	p.ignored(root)
@@ -94,6 +98,20 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg.Warnings = p.warnings
 	return cfg
+}
+
+// positiveDuration reads a top-level duration that must be above zero;
+// def when it is not set (or wrong, which is reported).
+func (p *parser) positiveDuration(n *yaml.Node, key string, def time.Duration) time.Duration {
+	d, has := p.duration(n, "", key)
+	switch {
+	case !has:
+		return def
+	case d <= 0:
+		p.add(deref(n), "", "%s: want a duration above zero like %v, got %v", key, def, d)
+		return def
+	}
+	return d
 }
 
 // env applies the environment overrides of the contract.
