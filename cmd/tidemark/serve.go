@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -258,6 +259,10 @@ func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) s
 	}
 	if !next.SameSources(running) {
 		log.Warn("sources changed in the configuration; restart tidemark to apply them (channels were applied)", "config", next.File)
+	}
+	if keys := next.RestartChanges(running); len(keys) > 0 {
+		log.Warn("settings changed in the configuration that only a restart applies; restart tidemark to apply them (channels were applied)",
+			"config", next.File, "settings", strings.Join(keys, ","))
 	}
 	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
 	return next.Channels, nil

@@ -10,7 +10,8 @@ import (
 )
 
 // TestSIGHUPAppliesChannels: a channel removed from the file stops being
-// served after SIGHUP, and a broken file changes nothing.
+// served after SIGHUP, a setting only a restart applies is named in the
+// log, and a broken file changes nothing.
 func TestSIGHUPAppliesChannels(t *testing.T) {
 	c := startServe(t)
 	base := c.env["TIDEMARK_SERVER"]
@@ -38,8 +39,8 @@ func TestSIGHUPAppliesChannels(t *testing.T) {
 	}
 
 	path := c.env["TIDEMARK_CONFIG"]
-	without := strings.Replace(e2eConfig, "  - name: latest\n    source: k3s\n", "", 1)
-	if without == e2eConfig {
+	without := "access_log: all\n" + strings.Replace(e2eConfig, "  - name: latest\n    source: k3s\n", "", 1)
+	if without == "access_log: all\n"+e2eConfig {
 		t.Fatal("test config no longer has the latest channel to remove")
 	}
 	if err := os.WriteFile(path, []byte(without), 0o600); err != nil {
@@ -49,6 +50,9 @@ func TestSIGHUPAppliesChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("latest", http.StatusNotFound)
+	if logs := c.logs.String(); !strings.Contains(logs, "only a restart applies") || !strings.Contains(logs, "settings=access_log") {
+		t.Errorf("no warning naming access_log after SIGHUP:\n%s", logs)
+	}
 	if got := status("v1.33"); got != http.StatusOK {
 		t.Fatalf("after SIGHUP: channel v1.33 answers %d, want 200", got)
 	}

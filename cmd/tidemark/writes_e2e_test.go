@@ -43,8 +43,9 @@ var e2eTags = []string{
 
 // cli runs tidemark commands in process with a fixed environment.
 type cli struct {
-	t   *testing.T
-	env map[string]string
+	t    *testing.T
+	env  map[string]string
+	logs *testutil.LockedBuffer // serve's output, when startServe started it
 }
 
 func (c *cli) run(args ...string) (code int, stdout, stderr string) {
@@ -109,6 +110,7 @@ func startServeWith(t *testing.T, config string) *cli {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	logs := &testutil.LockedBuffer{}
+	c.logs = logs
 	go func() {
 		done <- Main(ctx, []string{"serve", "--no-index"}, strings.NewReader(""), logs, logs, func(k string) string { return c.env[k] })
 	}()

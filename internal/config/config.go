@@ -8,6 +8,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -144,6 +145,34 @@ func (c *Config) RateLimits() map[string]float64 {
 // Durations written differently (60m, 1h) count as a change.
 func (c *Config) SameSources(o *Config) bool {
 	return c.sourcesYAML == o.sourcesYAML
+}
+
+// RestartChanges names the top-level settings other than sources and
+// registries (SameSources) that differ between c and running and that only
+// a restart applies: the listener, URLs, logging, timeouts, the fleet's
+// retention, the webhooks' secrets and the notify endpoints. Channels are
+// not among them (a reload applies them).
+func (c *Config) RestartChanges(running *Config) []string {
+	var out []string
+	for _, k := range []struct {
+		key  string
+		same bool
+	}{
+		{"listen", c.Listen == running.Listen},
+		{"external_url", c.ExternalURL == running.ExternalURL},
+		{"database_url", c.DatabaseURL == running.DatabaseURL},
+		{"access_log", c.AccessLog == running.AccessLog},
+		{"read_timeout", c.ReadTimeout == running.ReadTimeout},
+		{"database_timeout", c.DatabaseTimeout == running.DatabaseTimeout},
+		{"fleet", c.Fleet == running.Fleet},
+		{"webhooks", c.Webhooks == running.Webhooks},
+		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
+	} {
+		if !k.same {
+			out = append(out, k.key)
+		}
+	}
+	return out
 }
 
 // Source finds a configured source by name.

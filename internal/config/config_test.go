@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -402,5 +403,41 @@ notify:
 	}
 	if d := cmp.Diff(want, cfg.Notify); d != "" {
 		t.Errorf("notify (-want +got):\n%s", d)
+	}
+}
+
+func TestRestartChangesNamesWhatOnlyARestartApplies(t *testing.T) {
+	const running = `listen: ":8080"
+read_timeout: 30s
+notify:
+  - {name: ops, url: "https://hooks.example.com/a"}
+sources:
+  - {name: a, image: docker.io/a/b, scheme: juju}
+channels:
+  - {name: c, source: a}
+`
+	old, err := Parse("t.yaml", []byte(running), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, next string
+		want       []string
+	}{
+		{"nothing", running, nil},
+		{"a channel only", strings.Replace(running, "name: c", "name: d", 1), nil},
+		{"listen and a timeout", strings.Replace(strings.Replace(running, ":8080", ":9090", 1), "30s", "45s", 1), []string{"listen", "read_timeout"}},
+		{"an endpoint's URL", strings.Replace(running, "hooks.example.com/a", "hooks.example.com/b", 1), []string{"notify"}},
+		{"fleet and access log added", running + "fleet: {retention: 7d}\naccess_log: all\n", []string{"access_log", "fleet"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			next, err := Parse("t.yaml", []byte(tt.next), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := next.RestartChanges(old); !slices.Equal(got, tt.want) {
+				t.Errorf("RestartChanges = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
