@@ -1,64 +1,18 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidemark-dev/tidemark/internal/testutil"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // TestServeTakesReadTimeoutFromTheFile: read_timeout in the configuration
 // reaches the HTTP server: a client trickling its headers is cut off at it.
 func TestServeTakesReadTimeoutFromTheFile(t *testing.T) {
-	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
-	if err := os.WriteFile(cfgPath, []byte("read_timeout: 500ms\ndatabase_timeout: 2s\n"+e2eConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{"DATABASE_URL": storetest.URL(t), "TIDEMARK_LISTEN": addr}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	logs := &testutil.LockedBuffer{}
-	go func() {
-		done <- Main(ctx, []string{"serve", "--no-index", "--config", cfgPath}, strings.NewReader(""), logs, logs, func(k string) string { return env[k] })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop")
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		res, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not ready:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-
-	conn, err := net.Dial("tcp", addr)
+	c := startServeWith(t, "read_timeout: 500ms\ndatabase_timeout: 2s\n"+e2eConfig)
+	conn, err := net.Dial("tcp", c.env["TIDEMARK_LISTEN"])
 	if err != nil {
 		t.Fatal(err)
 	}
