@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/tidemark-dev/tidemark/indexer/gates"
+	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 )
 
 // requests returns how many registry requests f made.
@@ -39,16 +40,16 @@ func check(t *testing.T, c *gates.Checker, r *testRegistry, d v1.Hash, cfg gates
 
 func TestCheckerNoChangeRescanMakesNoRequest(t *testing.T) {
 	r := newRegistry(t)
-	s := newSigner(t, "ecdsa")
-	cfg := gateConfig(t, s.key(t), "linux/amd64", "linux/arm64")
+	s := cosigntest.NewSignerOf(t, "ecdsa")
+	cfg := gateConfig(t, s.Key(t), "linux/amd64", "linux/arm64")
 	var digests []v1.Hash
 	for i := range 20 {
 		d := r.index(fmt.Sprintf("v1.33.%d-k3s1", i), "linux/amd64", "linux/arm64")
-		p := payload(t, r.repo, d)
+		p := cosigntest.Payload(t, r.repo, d)
 		if i%2 == 0 {
-			r.pushTagSignature(d, p, s.sign(t, p))
+			r.pushTagSignature(d, p, s.Sign(t, p))
 		} else {
-			r.pushReferrer(d, p, s.sign(t, p))
+			r.pushReferrer(d, p, s.Sign(t, p))
 		}
 		digests = append(digests, d)
 	}
@@ -72,8 +73,8 @@ func TestCheckerNoChangeRescanMakesNoRequest(t *testing.T) {
 
 func TestCheckerAsksAgainWhileHeld(t *testing.T) {
 	r := newRegistry(t)
-	s := newSigner(t, "ed25519")
-	cfg := gateConfig(t, s.key(t), "linux/amd64", "linux/arm64")
+	s := cosigntest.NewSignerOf(t, "ed25519")
+	cfg := gateConfig(t, s.Key(t), "linux/amd64", "linux/arm64")
 	d := r.index("v1.34.0-k3s1", "linux/amd64") // arm64 not pushed yet, nor the signature
 	c := gates.NewChecker(1, 0, r.opts()...)
 
@@ -92,8 +93,8 @@ func TestCheckerAsksAgainWhileHeld(t *testing.T) {
 		t.Errorf("platforms of a known digest cost %d requests, want 0", n)
 	}
 
-	p := payload(t, r.repo, d)
-	r.pushTagSignature(d, p, s.sign(t, p))
+	p := cosigntest.Payload(t, r.repo, d)
+	r.pushTagSignature(d, p, s.Sign(t, p))
 	if res := check(t, c, r, d, cfg); res.Signature.State != gates.SigOK || res.Pass(cfg) {
 		t.Fatalf("after signing: %+v, want signature ok and still held by platforms", res)
 	}
@@ -103,8 +104,8 @@ func TestCheckerAsksAgainWhileHeld(t *testing.T) {
 
 	// arm64 pushed into the same tag: a new digest, checked afresh.
 	d2 := r.index("v1.34.0-k3s1", "linux/amd64", "linux/arm64")
-	p2 := payload(t, r.repo, d2)
-	r.pushReferrer(d2, p2, s.sign(t, p2))
+	p2 := cosigntest.Payload(t, r.repo, d2)
+	r.pushReferrer(d2, p2, s.Sign(t, p2))
 	if res := check(t, c, r, d2, cfg); !res.Pass(cfg) {
 		t.Errorf("re-tagged complete index: %+v, want pass", res)
 	}
@@ -112,11 +113,11 @@ func TestCheckerAsksAgainWhileHeld(t *testing.T) {
 
 func TestCheckerRemembersPerKeyAndForAWhile(t *testing.T) {
 	r := newRegistry(t)
-	s := newSigner(t, "ecdsa")
+	s := cosigntest.NewSignerOf(t, "ecdsa")
 	d := r.image("v1.35.0-k3s1", "linux", "amd64", "")
-	p := payload(t, r.repo, d)
-	r.pushTagSignature(d, p, s.sign(t, p))
-	cfg := gateConfig(t, s.key(t))
+	p := cosigntest.Payload(t, r.repo, d)
+	r.pushTagSignature(d, p, s.Sign(t, p))
+	cfg := gateConfig(t, s.Key(t))
 
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	c := gates.NewChecker(1, time.Hour, r.opts()...)
@@ -126,7 +127,7 @@ func TestCheckerRemembersPerKeyAndForAWhile(t *testing.T) {
 		t.Errorf("second check cost %d requests, want 0", n)
 	}
 
-	other := gateConfig(t, newSigner(t, "ecdsa").key(t))
+	other := gateConfig(t, cosigntest.NewSignerOf(t, "ecdsa").Key(t))
 	var res gates.Result
 	if n := r.requests(func() { res = check(t, c, r, d, other) }); n == 0 || res.Signature.State != gates.SigInvalid {
 		t.Errorf("another key: %d requests, %+v; want a fresh check finding the signature invalid", n, res)
@@ -150,7 +151,7 @@ func TestCheckerBoundsConcurrency(t *testing.T) {
 		t.Run(fmt.Sprintf("at most %d at once", conc), func(t *testing.T) {
 			r := newRegistry(t)
 			r.rt.delay = 5 * time.Millisecond // so that checks overlap
-			cfg := gateConfig(t, newSigner(t, "ecdsa").key(t), "linux/amd64")
+			cfg := gateConfig(t, cosigntest.NewSignerOf(t, "ecdsa").Key(t), "linux/amd64")
 			var digests []v1.Hash
 			for i := range 16 {
 				digests = append(digests, r.image(fmt.Sprintf("v%d", i), "linux", "amd64", ""))

@@ -2,23 +2,10 @@ package gates_test
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/sha512"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,10 +21,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/tidemark-dev/tidemark/indexer/gates"
+	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 )
 
 // testRegistry is go-containerregistry's registry in process, with the OCI
@@ -180,112 +167,10 @@ func digestOf(t *testing.T, img v1.Image) v1.Hash {
 	return d
 }
 
-// signer makes cosign-format signatures with a key generated for the test.
-type signer struct {
-	priv    crypto.Signer
-	pubFile string // PEM, as cosign.pub
-	ph      bool   // Ed25519ph, as current cosign signs with an Ed25519 key
-}
-
-func newSigner(t *testing.T, kind string) *signer {
-	t.Helper()
-	var priv crypto.Signer
-	switch kind {
-	case "ecdsa":
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		priv = k
-	case "ed25519", "ed25519ph":
-		_, k, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		priv = k
-	default:
-		t.Fatalf("key kind %q", kind)
-	}
-	der, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), kind+".pub")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &signer{priv: priv, pubFile: file, ph: kind == "ed25519ph"}
-}
-
-func (s *signer) key(t *testing.T) *gates.Key {
-	t.Helper()
-	k, err := gates.LoadKey(s.pubFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-// payload is cosign's simple-signing payload naming digest d, byte for
-// byte as `cosign sign` writes it.
-func payload(t *testing.T, repo name.Repository, d v1.Hash) []byte {
-	t.Helper()
-	b, err := json.Marshal(map[string]any{
-		"critical": map[string]any{
-			"identity": map[string]any{"docker-reference": repo.String()},
-			"image":    map[string]any{"docker-manifest-digest": d.String()},
-			"type":     "cosign container image signature",
-		},
-		"optional": nil,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// sign returns the base64 signature of payload as cosign makes it: ECDSA
-// over the payload's sha256, Ed25519 over the payload itself.
-func (s *signer) sign(t *testing.T, payload []byte) string {
-	t.Helper()
-	var sig []byte
-	var err error
-	switch k := s.priv.(type) {
-	case *ecdsa.PrivateKey:
-		sum := sha256.Sum256(payload)
-		sig, err = ecdsa.SignASN1(rand.Reader, k, sum[:])
-	case ed25519.PrivateKey:
-		if s.ph {
-			sum := sha512.Sum512(payload)
-			sig, err = k.Sign(nil, sum[:], &ed25519.Options{Hash: crypto.SHA512})
-		} else {
-			sig = ed25519.Sign(k, payload)
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base64.StdEncoding.EncodeToString(sig)
-}
-
-// sigImage is a cosign signature image: one simple-signing layer per
-// signature, the signature in the layer's annotation.
-func sigImage(t *testing.T, payload []byte, sigB64 string) v1.Image {
-	t.Helper()
-	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer:       static.NewLayer(payload, gates.SimpleSigningType),
-		Annotations: map[string]string{gates.SignatureAnnotation: sigB64},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
 // pushTagSignature pushes a classic signature image at sha256-<hex>.sig.
 func (r *testRegistry) pushTagSignature(d v1.Hash, payload []byte, sigB64 string) {
 	r.t.Helper()
-	if err := remote.Write(r.repo.Tag(gates.SignatureTag(d)), sigImage(r.t, payload, sigB64)); err != nil {
+	if err := remote.Write(r.repo.Tag(gates.SignatureTag(d)), cosigntest.SignatureImage(r.t, payload, sigB64)); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -300,7 +185,7 @@ func (r *testRegistry) pushReferrer(d v1.Hash, payload []byte, sigB64 string) {
 	}
 	// The in-process registry reports a referrer's artifactType from its
 	// config media type.
-	img := mutate.ConfigMediaType(sigImage(r.t, payload, sigB64), gates.SignatureArtifactType)
+	img := mutate.ConfigMediaType(cosigntest.SignatureImage(r.t, payload, sigB64), gates.SignatureArtifactType)
 	img = mutate.Subject(img, desc.Descriptor).(v1.Image)
 	if err := remote.Write(r.repo.Digest(digestOf(r.t, img).String()), img); err != nil {
 		r.t.Fatal(err)

@@ -16,90 +16,91 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/tidemark-dev/tidemark/indexer/gates"
+	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 )
 
 func TestVerifySignature(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		kind       string
-		push       func(t *testing.T, r *testRegistry, s *signer, d v1.Hash)
+		push       func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash)
 		want       gates.SigState
 		reason     string // contained in Reason
 		wherePrefx string
 	}{
 		{
 			name: "ecdsa signature at the .sig tag is ok", kind: "ecdsa", want: gates.SigOK, wherePrefx: "tag sha256-",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "ed25519 signature at the .sig tag is ok", kind: "ed25519", want: gates.SigOK, wherePrefx: "tag sha256-",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "ed25519ph signature (current cosign) at the .sig tag is ok", kind: "ed25519ph", want: gates.SigOK, wherePrefx: "tag sha256-",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "ecdsa signature as a referrer is ok", kind: "ecdsa", want: gates.SigOK, wherePrefx: "referrer sha256:",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushReferrer(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushReferrer(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "ed25519 signature as a referrer is ok", kind: "ed25519", want: gates.SigOK, wherePrefx: "referrer sha256:",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushReferrer(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushReferrer(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "no signature is missing", kind: "ecdsa", want: gates.SigMissing,
-			push: func(*testing.T, *testRegistry, *signer, v1.Hash) {},
+			push: func(*testing.T, *testRegistry, *cosigntest.Signer, v1.Hash) {},
 		},
 		{
 			name: "signature by another key is invalid", kind: "ecdsa", want: gates.SigInvalid, reason: "does not verify",
-			push: func(t *testing.T, r *testRegistry, _ *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, newSigner(t, "ecdsa").sign(t, p))
+			push: func(t *testing.T, r *testRegistry, _ *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, cosigntest.NewSignerOf(t, "ecdsa").Sign(t, p))
 			},
 		},
 		{
 			name: "ed25519 signature checked with an ecdsa key is invalid", kind: "ecdsa", want: gates.SigInvalid, reason: "does not verify",
-			push: func(t *testing.T, r *testRegistry, _ *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushReferrer(d, p, newSigner(t, "ed25519").sign(t, p))
+			push: func(t *testing.T, r *testRegistry, _ *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushReferrer(d, p, cosigntest.NewSignerOf(t, "ed25519").Sign(t, p))
 			},
 		},
 		{
 			name: "payload naming another digest is invalid", kind: "ed25519", want: gates.SigInvalid, reason: "payload names another digest: sha256:",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
 				other := r.image("v1.0.0-other", "linux", "amd64", "")
-				p := payload(t, r.repo, other) // a valid signature, of another image
-				r.pushTagSignature(d, p, s.sign(t, p))
+				p := cosigntest.Payload(t, r.repo, other) // a valid signature, of another image
+				r.pushTagSignature(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "annotation that is not base64 is invalid", kind: "ecdsa", want: gates.SigInvalid, reason: "malformed: signature annotation is not base64",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, "%%"+s.sign(t, p)[2:])
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, "%%"+s.Sign(t, p)[2:])
 			},
 		},
 		{
 			name: "annotation with a flipped signature byte is invalid", kind: "ecdsa", want: gates.SigInvalid, reason: "does not verify",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				sig := []byte(s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				sig := []byte(s.Sign(t, p))
 				// Another base64 letter: still decodes, another signature.
 				if sig[10] == 'A' {
 					sig[10] = 'B'
@@ -111,26 +112,26 @@ func TestVerifySignature(t *testing.T) {
 		},
 		{
 			name: "signed payload that is not simple-signing JSON is invalid", kind: "ed25519", want: gates.SigInvalid, reason: "malformed: payload is not simple-signing JSON",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
 				p := []byte("not json")
-				r.pushTagSignature(d, p, s.sign(t, p))
+				r.pushTagSignature(d, p, s.Sign(t, p))
 			},
 		},
 		{
 			name: "invalid signature at the tag and a valid referrer is ok", kind: "ecdsa", want: gates.SigOK, wherePrefx: "referrer ",
-			push: func(t *testing.T, r *testRegistry, s *signer, d v1.Hash) {
-				p := payload(t, r.repo, d)
-				r.pushTagSignature(d, p, newSigner(t, "ecdsa").sign(t, p))
-				r.pushReferrer(d, p, s.sign(t, p))
+			push: func(t *testing.T, r *testRegistry, s *cosigntest.Signer, d v1.Hash) {
+				p := cosigntest.Payload(t, r.repo, d)
+				r.pushTagSignature(d, p, cosigntest.NewSignerOf(t, "ecdsa").Sign(t, p))
+				r.pushReferrer(d, p, s.Sign(t, p))
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegistry(t)
-			s := newSigner(t, tc.kind)
+			s := cosigntest.NewSignerOf(t, tc.kind)
 			d := r.image("v1.33.6-k3s1", "linux", "amd64", "")
 			tc.push(t, r, s, d)
-			got, err := gates.VerifySignature(context.Background(), r.repo, d, s.key(t), r.opts()...)
+			got, err := gates.VerifySignature(context.Background(), r.repo, d, s.Key(t), r.opts()...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,10 +145,10 @@ func TestVerifySignature(t *testing.T) {
 func TestVerifySignatureUnreachableIsAnError(t *testing.T) {
 	r := newRegistry(t)
 	d := r.image("v1", "linux", "amd64", "")
-	s := newSigner(t, "ecdsa")
+	s := cosigntest.NewSignerOf(t, "ecdsa")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got, err := gates.VerifySignature(ctx, r.repo, d, s.key(t), r.opts()...); err == nil {
+	if got, err := gates.VerifySignature(ctx, r.repo, d, s.Key(t), r.opts()...); err == nil {
 		t.Fatalf("got %+v and no error with the context cancelled; a gate must not read as missing when the registry was not asked", got)
 	}
 }
@@ -170,8 +171,8 @@ func TestLoadKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, err string
 	}{
-		{"ecdsa P-256 loads", newSigner(t, "ecdsa").pubFile, ""},
-		{"ed25519 loads", newSigner(t, "ed25519").pubFile, ""},
+		{"ecdsa P-256 loads", cosigntest.NewSignerOf(t, "ecdsa").PubFile, ""},
+		{"ed25519 loads", cosigntest.NewSignerOf(t, "ed25519").PubFile, ""},
 		{"a file with a certificate first is refused", write("cert.pem", pemOf("CERTIFICATE", []byte("x"))), `PEM block is "CERTIFICATE"`},
 		{"P-384 is refused", write("p384.pub", pemOf("PUBLIC KEY", p384DER)), "ECDSA curve P-384: want an ECDSA P-256 or Ed25519 public key"},
 		{"RSA is refused", write("rsa.pub", pemOf("PUBLIC KEY", rsaDER)), "*rsa.PublicKey: want an ECDSA P-256 or Ed25519"},

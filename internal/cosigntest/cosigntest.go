@@ -6,10 +6,13 @@
 package cosigntest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -30,31 +33,61 @@ import (
 	"github.com/tidemark-dev/tidemark/indexer/gates"
 )
 
-// Signer signs with an ECDSA P-256 key, as `cosign generate-key-pair` makes.
+// Signer signs as cosign does, with a key generated for the test.
 type Signer struct {
-	priv    *ecdsa.PrivateKey
+	priv    crypto.Signer
+	ph      bool   // Ed25519ph, as current cosign signs with an Ed25519 key
 	PubFile string // the public key, PEM, as cosign.pub
 }
 
-// NewSigner generates a key pair and writes the public key to a file.
-func NewSigner(t testing.TB) *Signer {
+// NewSigner is an ECDSA P-256 signer, as `cosign generate-key-pair` makes.
+func NewSigner(t testing.TB) *Signer { return NewSignerOf(t, "ecdsa") }
+
+// NewSignerOf generates a key pair of kind ecdsa (P-256), ed25519 (signing
+// the payload itself) or ed25519ph (its SHA-512, as current cosign does)
+// and writes the public key to a file.
+func NewSignerOf(t testing.TB, kind string) *Signer {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var priv crypto.Signer
+	switch kind {
+	case "ecdsa":
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv = k
+	case "ed25519", "ed25519ph":
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv = k
+	default:
+		t.Fatalf("cosigntest: unknown key kind %q (want ecdsa, ed25519 or ed25519ph)", kind)
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.MarshalPKIXPublicKey(k.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "cosign.pub")
+	file := filepath.Join(t.TempDir(), kind+".pub")
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &Signer{priv: k, PubFile: file}
+	return &Signer{priv: priv, ph: kind == "ed25519ph", PubFile: file}
 }
 
-// Payload is cosign's simple-signing payload naming digest d of repo.
+// Key is the signer's public key as the gates load it.
+func (s *Signer) Key(t testing.TB) *gates.Key {
+	t.Helper()
+	k, err := gates.LoadKey(s.PubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Payload is cosign's simple-signing payload naming digest d of repo,
+// byte for byte as `cosign sign` writes it.
 func Payload(t testing.TB, repo name.Repository, d v1.Hash) []byte {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{
@@ -71,21 +104,33 @@ func Payload(t testing.TB, repo name.Repository, d v1.Hash) []byte {
 	return b
 }
 
-// Sign is the base64 ECDSA signature of payload's sha256, as cosign signs.
+// Sign is the base64 signature of payload as cosign makes it: ECDSA over
+// the payload's sha256, Ed25519 over the payload (Ed25519ph its SHA-512).
 func (s *Signer) Sign(t testing.TB, payload []byte) string {
 	t.Helper()
-	sum := sha256.Sum256(payload)
-	sig, err := ecdsa.SignASN1(rand.Reader, s.priv, sum[:])
+	var sig []byte
+	var err error
+	switch k := s.priv.(type) {
+	case *ecdsa.PrivateKey:
+		sum := sha256.Sum256(payload)
+		sig, err = ecdsa.SignASN1(rand.Reader, k, sum[:])
+	case ed25519.PrivateKey:
+		if s.ph {
+			sum := sha512.Sum512(payload)
+			sig, err = k.Sign(nil, sum[:], &ed25519.Options{Hash: crypto.SHA512})
+		} else {
+			sig = ed25519.Sign(k, payload)
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(sig)
 }
 
-// PushSignature pushes a signature image for digest d at its classic tag
-// sha256-<hex>.sig in repo: payload in a layer, the signature in the
-// layer's annotation.
-func PushSignature(t testing.TB, repo name.Repository, d v1.Hash, payload []byte, sigB64 string) {
+// SignatureImage is a cosign signature image: the simple-signing payload
+// as its layer, the signature in the layer's annotation.
+func SignatureImage(t testing.TB, payload []byte, sigB64 string) v1.Image {
 	t.Helper()
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer:       static.NewLayer(payload, gates.SimpleSigningType),
@@ -94,7 +139,15 @@ func PushSignature(t testing.TB, repo name.Repository, d v1.Hash, payload []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(repo.Tag(gates.SignatureTag(d)), img); err != nil {
+	return img
+}
+
+// PushSignature pushes a signature image for digest d at its classic tag
+// sha256-<hex>.sig in repo: payload in a layer, the signature in the
+// layer's annotation.
+func PushSignature(t testing.TB, repo name.Repository, d v1.Hash, payload []byte, sigB64 string) {
+	t.Helper()
+	if err := remote.Write(repo.Tag(gates.SignatureTag(d)), SignatureImage(t, payload, sigB64)); err != nil {
 		t.Fatal(err)
 	}
 }
