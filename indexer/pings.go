@@ -132,17 +132,16 @@ func (ix *Indexer) probe(ctx context.Context, src *source, base http.RoundTrippe
 		}
 	}
 	path := "/v2/" + src.repo.RepositoryStr() + "/tags/list"
-	for _, scheme := range schemes {
+	for i, scheme := range schemes {
 		key := scheme + "://" + host
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, key+path, nil)
-		if err != nil {
-			return nil
-		}
-		res, err := base.RoundTrip(req)
+		fallback := i < len(schemes)-1 // http follows: give https probeFallback, as ggcr's ping does
+		res, err := probeOne(ctx, base, key+path, fallback)
 		var rec tls.RecordHeaderError
 		switch {
 		case errors.As(err, &rec):
 			ix.pings.put(key, pingAnswer{err: err})
+			continue
+		case err != nil && fallback:
 			continue
 		case err != nil:
 			return nil
@@ -157,4 +156,50 @@ func (ix *Indexer) probe(ctx context.Context, src *source, base http.RoundTrippe
 		return nil
 	}
 	return nil
+}
+
+// probeFallback is how long an https probe of a registry that may speak
+// plain http gets before http is tried: ggcr's ping waits as long before
+// it tries http beside https, so that a port that never answers https
+// (filtered) does not hold the scan for the request timeout.
+const probeFallback = 300 * time.Millisecond
+
+// probeOne GETs url through base; with fallback, the request is abandoned
+// if its answer has not begun within probeFallback. The answer's body
+// stays readable until closed.
+func probeOne(ctx context.Context, base http.RoundTripper, url string, fallback bool) (*http.Response, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(pctx, http.MethodGet, url, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var timer *time.Timer
+	if fallback {
+		timer = time.AfterFunc(probeFallback, cancel)
+	}
+	res, err := base.RoundTrip(req)
+	if timer != nil && !timer.Stop() && err == nil {
+		// The answer began just as the time ran out: its body is cut.
+		res.Body.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+	return res, nil
+}
+
+// cancelOnClose ends a probe's context when its answer is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }

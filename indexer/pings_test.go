@@ -103,3 +103,43 @@ func TestProbeAnswerIsNotACredentialedSourcesPing(t *testing.T) {
 		t.Error("a source with credentials took the anonymous probe's answer as its ping")
 	}
 }
+
+// silentHTTPS stands in for a filtered https port (no real registry can be
+// made to drop packets): https requests hang until their context ends,
+// http ones reach the registry.
+type silentHTTPS struct{ next http.RoundTripper }
+
+func (s silentHTTPS) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "https" {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	return s.next.RoundTrip(req)
+}
+
+// TestProbeFallsBackToHTTPWhenHTTPSNeverAnswers: for an insecure registry
+// whose https never answers, the first listing goes on over http after
+// probeFallback, as ggcr's ping does, instead of waiting for the request
+// timeout.
+func TestProbeFallsBackToHTTPWhenHTTPSNeverAnswers(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0", "v1.1.0")
+	src := testSource(t, "app", reg.host+"/app")
+	src.Timeout = 20 * time.Second
+	ix, err := New(Options{Sources: []Source{src}, Store: unusedStore{}, Log: testLog(t),
+		Transport: silentHTTPS{next: http.DefaultTransport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.retry = fastRetry
+	start := time.Now()
+	tags, _, err := list(t, ix)
+	if err != nil || len(tags) != 2 {
+		t.Fatalf("listed %v, %v; want 2 tags over http", tags, err)
+	}
+	// The probe gives https probeFallback; ggcr's ping, should it run,
+	// starts http after as long.
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("first listing took %s, want about %s", took, probeFallback)
+	}
+}
