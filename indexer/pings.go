@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -132,24 +133,32 @@ func (ix *Indexer) probe(ctx context.Context, src *source, base http.RoundTrippe
 		}
 	}
 	path := "/v2/" + src.repo.RepositoryStr() + "/tags/list"
+	var failed []string // schemes that did not answer, remembered once another did
 	for i, scheme := range schemes {
 		key := scheme + "://" + host
 		fallback := i < len(schemes)-1 // http follows: give https probeFallback, as ggcr's ping does
 		res, err := probeOne(ctx, base, key+path, fallback)
+		answered := func(a pingAnswer) {
+			ix.pings.put(key, a)
+			for _, f := range failed {
+				ix.pings.put(f, pingAnswer{err: fmt.Errorf("%s did not answer within %s", f, probeFallback)})
+			}
+		}
 		var rec tls.RecordHeaderError
 		switch {
 		case errors.As(err, &rec):
 			ix.pings.put(key, pingAnswer{err: err})
 			continue
 		case err != nil && fallback:
+			failed = append(failed, key)
 			continue
 		case err != nil:
 			return nil
 		case res.StatusCode == http.StatusOK:
-			ix.pings.put(key, pingAnswer{status: http.StatusOK, header: http.Header{}, anonymousOnly: true})
+			answered(pingAnswer{status: http.StatusOK, header: http.Header{}, anonymousOnly: true})
 			return res
 		case res.StatusCode == http.StatusUnauthorized && res.Header.Get("WWW-Authenticate") != "":
-			ix.pings.put(key, pingAnswer{status: res.StatusCode, header: http.Header{"Www-Authenticate": res.Header.Values("WWW-Authenticate")}})
+			answered(pingAnswer{status: res.StatusCode, header: http.Header{"Www-Authenticate": res.Header.Values("WWW-Authenticate")}})
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 		res.Body.Close()

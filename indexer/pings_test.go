@@ -142,4 +142,13 @@ func TestProbeFallsBackToHTTPWhenHTTPSNeverAnswers(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("first listing took %s, want about %s", took, probeFallback)
 	}
+	// The silent https is remembered with http's answer: the next listing
+	// neither waits for it nor asks again.
+	start = time.Now()
+	if tags, _, err := list(t, ix); err != nil || len(tags) != 2 {
+		t.Fatalf("second listing: %v, %v", tags, err)
+	}
+	if took := time.Since(start); took >= probeFallback {
+		t.Errorf("second listing took %s; want it not to wait for https again", took)
+	}
 }
