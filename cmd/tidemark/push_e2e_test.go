@@ -147,7 +147,8 @@ channels:
 	})
 	scanBefore := lastScan(t, addr)
 
-	if _, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.6-k3s1"}, 1); err != nil {
+	pushed, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.6-k3s1"}, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	took := waitUntil("the pushed v1.33.6-k3s1 is served", 5*time.Second, func() bool {
@@ -157,9 +158,22 @@ channels:
 	if after := lastScan(t, addr); !after.Equal(scanBefore) {
 		t.Errorf("a scan ran (last scan started %v, was %v); the push alone should serve the tag", after, scanBefore)
 	}
+
+	// The distribution registry deletes by digest, and its delete event
+	// names no tag: the tags that pointed there are confirmed gone and
+	// marked absent, still without a scan.
+	deleteManifest(t, reg.Host, "rancher/k3s-upgrade", pushed.String())
+	took = waitUntil("latest is back on v1.33.5-k3s1 after the delete", 5*time.Second, func() bool {
+		return channelTag(t, noRedirect, channelURL) == "v1.33.5-k3s1"
+	})
+	t.Logf("delete -> no longer served in %v", took)
+	if after := lastScan(t, addr); !after.Equal(scanBefore) {
+		t.Errorf("a scan ran (last scan started %v, was %v); the delete event alone should be enough", after, scanBefore)
+	}
+
 	// The start-up scan moved latest from nothing to v1.33.5, the push
-	// from there to v1.33.6: two events, in that order.
-	for _, want := range [][2]string{{"", "v1.33.5+k3s1"}, {"v1.33.5+k3s1", "v1.33.6+k3s1"}} {
+	// from there to v1.33.6, the delete back: three events, in that order.
+	for _, want := range [][2]string{{"", "v1.33.5+k3s1"}, {"v1.33.5+k3s1", "v1.33.6+k3s1"}, {"v1.33.6+k3s1", "v1.33.5+k3s1"}} {
 		select {
 		case ce := <-got:
 			if ce.Type != "dev.tidemark.channel.changed" || ce.Data.Channel != "latest" || ce.Data.From != want[0] || ce.Data.To != want[1] {
@@ -168,6 +182,25 @@ channels:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no notification of latest moving to %s within 10s", want[1])
 		}
+	}
+}
+
+// deleteManifest deletes repo's manifest digest from the registry, as
+// `crane delete` or a registry UI does (by digest: distribution 2.8 deletes
+// no tag alone).
+func deleteManifest(t *testing.T, host, repo, digest string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "http://"+host+"/v2/"+repo+"/manifests/"+digest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("DELETE manifest %s: %d", digest, res.StatusCode)
 	}
 }
 
