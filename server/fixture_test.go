@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +134,36 @@ func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*
 	ts := httptest.NewServer(validating(t, s.Handler()))
 	t.Cleanup(ts.Close)
 	return s, ts, logs
+}
+
+// send makes one request to url with an optional bearer token and JSON
+// body, and returns the answer with its body read.
+func send(t *testing.T, method, url, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	return res, b
 }
 
 // noRedirects is how system-upgrade-controller's client is configured.

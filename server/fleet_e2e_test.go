@@ -250,16 +250,7 @@ func countsOf(cs []openapi.VersionCount) map[string]int {
 
 func getJSON(t *testing.T, url, token string, v any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := send(t, http.MethodGet, url, token, "")
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", url, res.StatusCode, b)
 	}

@@ -101,23 +101,7 @@ func (r rolloutReplica) sweep(t *testing.T, ids []string) map[string]string {
 
 func (r rolloutReplica) call(t *testing.T, method, p, token, body string) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, r.base+p, rd)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := send(t, method, r.base+p, token, body)
 	return res.StatusCode, b
 }
 
