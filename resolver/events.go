@@ -14,7 +14,10 @@ const (
 
 // Event is one outbound notification as the outbox keeps it.
 type Event struct {
-	ID      int64 // the outbox row; the CloudEvents id derives from it
+	ID int64 // the outbox row; the CloudEvents id derives from it
+	// XID is the writing transaction's id: deliveries walk (XID, ID)
+	// order, which no late commit can insert behind.
+	XID     int64
 	At      time.Time
 	Type    string // one of the Event* constants
 	Channel string // "" for a block
@@ -48,6 +51,7 @@ func (f EventFilter) Wants(e Event) bool {
 // after it while deliveries fail.
 type NotifyCursor struct {
 	Endpoint    string
+	LastXID     int64 // with LastID: every wanted event at or before (LastXID, LastID) is delivered
 	LastID      int64
 	Attempts    int
 	NextAttempt time.Time
@@ -115,4 +119,10 @@ func servedVersion(a ChannelAnswer) string {
 		return ""
 	}
 	return a.Tag.Version.String()
+}
+
+// Delivered reports whether e is at or behind c: sent to c's endpoint
+// (if it wanted it).
+func (c NotifyCursor) Delivered(e Event) bool {
+	return e.XID < c.LastXID || (e.XID == c.LastXID && e.ID <= c.LastID)
 }

@@ -43,63 +43,92 @@ func (s *Store) AddEvents(ctx context.Context, events []resolver.Event) error {
 func (s *Store) StartCursor(ctx context.Context, endpoint string) error {
 	return s.inTx(ctx, fmt.Sprintf("start notification cursor %q", endpoint), func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			insert into notify_cursors (endpoint, last_id)
-			select $1, coalesce(max(id), 0) from outbox
+			insert into notify_cursors (endpoint, last_xid, last_id)
+			select $1, coalesce(max(xid), '0'), coalesce(max(id), 0) from outbox
 			on conflict (endpoint) do nothing`, endpoint)
 		return err
 	})
 }
 
-// DeliverNext sends endpoint's next wanted event, if one is due, while
-// holding the endpoint's cursor row (FOR UPDATE SKIP LOCKED): a replica
-// that finds it locked skips it, so two replicas never send one event at
-// once. send's success moves the cursor past the event; its failure keeps
-// the cursor, counts the attempt and puts the next one off by
-// backoff(attempts). ok is false when nothing was due (no cursor, cursor
-// locked or waiting out its backoff, or no event). A failure to commit
-// after a successful send means the event goes again: at least once.
+// DeliverNext sends endpoint's next wanted event, if one is due, holding no
+// transaction while it waits on the receiver: a first transaction claims
+// the event (the cursor row's next_attempt moves past the claim's lease, so
+// other replicas leave the endpoint alone, and its claim number moves on),
+// send runs with no connection held, then a second transaction records the
+// outcome if the claim is still this one's. Success moves the cursor past
+// the event; failure keeps it, counts the attempt and puts the next one
+// off by backoff(attempts). A claim whose holder died expires after lease
+// and the event is sent again: at least once. ok is false when nothing was
+// due (no cursor, cursor claimed or waiting out its backoff, or no event).
+//
+// Events are read in (xid, id) order and only below the oldest running
+// transaction (see migrations/010_outbox_horizon.sql), so an event whose
+// transaction commits late is still ahead of the cursor when it appears.
 func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.EventFilter,
 	send func(context.Context, resolver.Event) error, backoff func(attempts int) time.Duration) (d resolver.Delivery, ok bool, err error) {
-	err = s.inTx(ctx, fmt.Sprintf("deliver to %q", endpoint), func(tx pgx.Tx) error {
+	const lease = time.Minute
+	var claim int64
+	err = s.inTx(ctx, fmt.Sprintf("claim delivery to %q", endpoint), func(tx pgx.Tx) error {
+		// The horizon is read first, before this transaction takes a
+		// transaction id of its own by locking the cursor.
+		var horizon int64
+		if err := tx.QueryRow(ctx, `select pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&horizon); err != nil {
+			return err
+		}
+		var lastXID int64
 		var last int64
 		var attempts int
 		err := tx.QueryRow(ctx, `
-			select last_id, attempts from notify_cursors
+			select last_xid::text::bigint, last_id, attempts from notify_cursors
 			where endpoint = $1 and next_attempt <= now()
-			for update skip locked`, endpoint).Scan(&last, &attempts)
+			for update skip locked`, endpoint).Scan(&lastXID, &last, &attempts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		e, found, err := nextEvent(ctx, tx, last, f)
+		e, found, err := nextEvent(ctx, tx, lastXID, last, horizon, f)
 		if err != nil || !found {
 			return err
 		}
 		ok = true
 		d = resolver.Delivery{Event: e, Attempts: attempts + 1}
-		if d.Err = send(ctx, e); d.Err == nil {
-			_, err = tx.Exec(ctx, `
-				update notify_cursors set last_id = $2, attempts = 0, last_error = '',
-					next_attempt = now(), delivered_at = now()
-				where endpoint = $1`, endpoint, e.ID)
+		return tx.QueryRow(ctx, `
+			update notify_cursors set claim = claim + 1,
+				next_attempt = now() + $2 * interval '1 microsecond'
+			where endpoint = $1 returning claim`, endpoint, lease.Microseconds()).Scan(&claim)
+	})
+	if err != nil || !ok {
+		return resolver.Delivery{}, false, err
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, lease/2)
+	d.Err = send(sendCtx, d.Event)
+	cancel()
+	if d.Err != nil {
+		d.Retry = backoff(d.Attempts)
+	}
+	err = s.inTx(ctx, fmt.Sprintf("record delivery to %q", endpoint), func(tx pgx.Tx) error {
+		if d.Err == nil {
+			_, err := tx.Exec(ctx, `
+				update notify_cursors set last_xid = $3::bigint::text::xid8, last_id = $4, attempts = 0,
+					last_error = '', next_attempt = now(), delivered_at = now()
+				where endpoint = $1 and claim = $2`, endpoint, claim, d.Event.XID, d.Event.ID)
 			return err
 		}
-		d.Retry = backoff(d.Attempts)
-		_, err = tx.Exec(ctx, `
-			update notify_cursors set attempts = $2, last_error = $3,
-				next_attempt = now() + $4 * interval '1 microsecond'
-			where endpoint = $1`, endpoint, d.Attempts, oneLine(d.Err.Error()), d.Retry.Microseconds())
+		_, err := tx.Exec(ctx, `
+			update notify_cursors set attempts = $3, last_error = $4,
+				next_attempt = now() + $5 * interval '1 microsecond'
+			where endpoint = $1 and claim = $2`, endpoint, claim, d.Attempts, oneLine(d.Err.Error()), d.Retry.Microseconds())
 		return err
 	})
-	return d, ok, err
+	return d, true, err
 }
 
-const eventColumns = `id, at, type, channel, source, from_version, to_version, actor, reason`
+const eventColumns = `id, xid::text::bigint, at, type, channel, source, from_version, to_version, actor, reason`
 
 func scanEvent(row pgx.Row, e *resolver.Event) error {
-	return row.Scan(&e.ID, &e.At, &e.Type, &e.Channel, &e.Source, &e.From, &e.To, &e.Actor, &e.Reason)
+	return row.Scan(&e.ID, &e.XID, &e.At, &e.Type, &e.Channel, &e.Source, &e.From, &e.To, &e.Actor, &e.Reason)
 }
 
 // filterSQL is f as a condition on outbox rows, with f's arrays as $n and
@@ -115,11 +144,14 @@ func filterArgs(f resolver.EventFilter) []any {
 	return []any{append([]string{}, f.Channels...), append([]string{}, f.Sources...)}
 }
 
-func nextEvent(ctx context.Context, tx pgx.Tx, after int64, f resolver.EventFilter) (resolver.Event, bool, error) {
+// nextEvent is the first event after (afterXID, after) that f wants,
+// written by a transaction older than horizon (so finished).
+func nextEvent(ctx context.Context, tx pgx.Tx, afterXID, after, horizon int64, f resolver.EventFilter) (resolver.Event, bool, error) {
 	var e resolver.Event
 	err := scanEvent(tx.QueryRow(ctx, `select `+eventColumns+` from outbox
-		where id > $1 and `+filterSQL(2)+` order by id limit 1`,
-		append([]any{after}, filterArgs(f)...)...), &e)
+		where (xid, id) > ($1::bigint::text::xid8, $2) and xid < $3::bigint::text::xid8 and `+filterSQL(4)+`
+		order by xid, id limit 1`,
+		append([]any{afterXID, after, horizon}, filterArgs(f)...)...), &e)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, false, nil
 	}
@@ -132,7 +164,7 @@ func (s *Store) Backlog(ctx context.Context, endpoint string, f resolver.EventFi
 	err := s.inTx(ctx, fmt.Sprintf("backlog of %q", endpoint), func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `
 			select count(*) from outbox, notify_cursors c
-			where c.endpoint = $1 and id > c.last_id and `+filterSQL(2),
+			where c.endpoint = $1 and (xid, id) > (c.last_xid, c.last_id) and `+filterSQL(2),
 			append([]any{endpoint}, filterArgs(f)...)...).Scan(&n)
 	})
 	return n, err
@@ -159,13 +191,13 @@ func (s *Store) RecentEvents(ctx context.Context, limit int) ([]resolver.Event, 
 			return err
 		}
 		rows, err = tx.Query(ctx, `
-			select endpoint, last_id, attempts, next_attempt, last_error, coalesce(delivered_at, 'epoch')
+			select endpoint, last_xid::text::bigint, last_id, attempts, next_attempt, last_error, coalesce(delivered_at, 'epoch')
 			from notify_cursors order by endpoint`)
 		if err != nil {
 			return err
 		}
 		var c resolver.NotifyCursor
-		_, err = pgx.ForEachRow(rows, []any{&c.Endpoint, &c.LastID, &c.Attempts, &c.NextAttempt, &c.LastError, &c.DeliveredAt}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&c.Endpoint, &c.LastXID, &c.LastID, &c.Attempts, &c.NextAttempt, &c.LastError, &c.DeliveredAt}, func() error {
 			if c.DeliveredAt.Unix() == 0 {
 				c.DeliveredAt = time.Time{}
 			}

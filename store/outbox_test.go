@@ -63,7 +63,7 @@ func TestWritesAddOutboxEventsInTheirTransaction(t *testing.T) {
 		{Type: resolver.EventChannelChanged, Channel: "stable", Source: "src", From: "2.9.1", To: "2.9.2", Actor: "bob", Reason: "back"},
 		{Type: resolver.EventVersionBlocked, Source: "src", To: "2.9.2", Actor: "carol", Reason: "CVE"},
 	}
-	if d := cmp.Diff(want, got, cmpopts.IgnoreFields(resolver.Event{}, "ID", "At")); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.IgnoreFields(resolver.Event{}, "ID", "XID", "At")); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 }

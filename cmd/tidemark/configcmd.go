@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -148,24 +149,6 @@ func channelOptions(c resolver.Channel) string {
 	return strings.Join(opts, " ")
 }
 
-// redactEndpoint keeps what an endpoint URL may carry as a secret out of
-// the output: a Slack incoming webhook's path is its token, and a query may
-// hold one.
-func redactEndpoint(raw, kind string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(not a URL)"
-	}
-	out := u.Scheme + "://" + u.Host + u.EscapedPath()
-	if kind == "slack" && u.Path != "" {
-		out = u.Scheme + "://" + u.Host + "/..."
-	}
-	if u.RawQuery != "" {
-		out += "?..."
-	}
-	return out
-}
-
 // printNotify lists the notification endpoints and which registry
 // webhooks have a secret.
 func printNotify(row func(...string), cfg *config.Config) {
@@ -184,7 +167,7 @@ func printNotify(row func(...string), cfg *config.Config) {
 			if kind == "" {
 				kind = "webhook"
 			}
-			row(n.Name, kind, redactEndpoint(n.URL, kind), signed, channels)
+			row(n.Name, kind, notify.RedactURL(n.URL), signed, channels)
 		}
 	}
 	if w := cfg.Webhooks; w != (config.Webhooks{}) {

@@ -58,7 +58,7 @@ type Options struct {
 	Source  string
 	Log     *slog.Logger
 	Metrics prometheus.Registerer
-	Client  *http.Client // nil: one with a 10s timeout
+	Client  *http.Client // nil: NewClient(10s); one given must not follow redirects
 	// Leading reports whether this replica indexes: only then does
 	// SnapshotChanged record events (else every replica would).
 	Leading func() bool
@@ -94,7 +94,7 @@ func New(opts Options) (*Deliverer, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 10 * time.Second}
+		opts.Client = NewClient(10 * time.Second)
 	}
 	if opts.Source == "" {
 		opts.Source = "tidemark"

@@ -7,10 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -49,7 +52,7 @@ func EventID(e resolver.Event) string { return "tidemark-" + strconv.FormatInt(e
 // Body is what an endpoint of kind receives for e.
 func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
 	if kind == "slack" {
-		b, err := json.Marshal(map[string]string{"text": Text(e)})
+		b, err := json.Marshal(map[string]string{"text": slackEscape(Text(e))})
 		return b, "application/json", err
 	}
 	subject := e.Channel
@@ -63,6 +66,11 @@ func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
 	})
 	return b, "application/cloudevents+json", err
 }
+
+// slackEscape makes text literal in Slack's mrkdwn: "<!channel>" would ping
+// everyone and "<http://x|label>" would disguise a link. Slack asks for
+// exactly these three escapes.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 // Text is the event for a person (Slack).
 func Text(e resolver.Event) string {
@@ -125,12 +133,44 @@ func (d *Deliverer) send(ctx context.Context, ep Endpoint, e resolver.Event) err
 	}
 	res, err := d.opts.Client.Do(req)
 	if err != nil {
-		return err
+		// A *url.Error names the whole URL, whose path or query may be the
+		// endpoint's secret (a Slack webhook's path is its token).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("POST %s: %w", RedactURL(ep.URL), err)
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode/100 == 3 {
+		return fmt.Errorf("POST %s: %s: a redirect is not a delivery and is not followed", RedactURL(ep.URL), res.Status)
+	}
 	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %s", ep.URL, res.Status)
+		return fmt.Errorf("POST %s: %s", RedactURL(ep.URL), res.Status)
 	}
 	return nil
+}
+
+// RedactURL is raw as it may appear in the API, logs, metrics and errors:
+// scheme://host[:port]/… only, since an endpoint's path or query may be its
+// secret.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(not a URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}
+
+// NewClient is the HTTP client deliveries use: it never follows a
+// redirect (the receiver's 3xx is answered as a failure, so a receiver
+// cannot point Tidemark's signed POSTs at another address).
+func NewClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 }

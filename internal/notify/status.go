@@ -22,12 +22,12 @@ func (d *Deliverer) Status(ctx context.Context, limit int) (openapi.Notification
 	}
 	// The event an endpoint is stuck on is its oldest wanted one not yet
 	// delivered; those after it merely wait.
-	head := map[string]int64{}
+	head := map[string]resolver.Event{}
 	for _, e := range events {
 		for _, ep := range d.opts.Endpoints {
-			if c, ok := byName[ep.Name]; ok && e.ID > c.LastID && d.filters[ep.Name].Wants(e) {
-				if h, seen := head[ep.Name]; !seen || e.ID < h {
-					head[ep.Name] = e.ID
+			if c, ok := byName[ep.Name]; ok && !c.Delivered(e) && d.filters[ep.Name].Wants(e) {
+				if h, seen := head[ep.Name]; !seen || e.XID < h.XID || (e.XID == h.XID && e.ID < h.ID) {
+					head[ep.Name] = e
 				}
 			}
 		}
@@ -46,9 +46,9 @@ func (d *Deliverer) Status(ctx context.Context, limit int) (openapi.Notification
 				continue
 			}
 			switch {
-			case e.ID <= c.LastID:
+			case c.Delivered(e):
 				ne.Deliveries[ep.Name] = "delivered"
-			case c.Attempts > 0 && e.ID == head[ep.Name]:
+			case c.Attempts > 0 && e.ID == head[ep.Name].ID:
 				ne.Deliveries[ep.Name] = "failing"
 			default:
 				ne.Deliveries[ep.Name] = "pending"
