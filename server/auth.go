@@ -110,7 +110,7 @@ func (s *Server) authenticate(c echo.Context, queryToken bool) (name string, sco
 	if s.opts.Store == nil {
 		return "", nil, s.writeUnavailable(c)
 	}
-	addr := clientAddr(c.Request())
+	addr := s.clientAddr(c.Request())
 	if wait, blocked := s.authFails.blocked(addr); blocked {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return "", nil, fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)

@@ -2,8 +2,6 @@ package server
 
 import (
 	"math"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -31,16 +29,6 @@ type authFailures struct {
 
 func newAuthFailures(perSecond float64, burst int) *authFailures {
 	return &authFailures{rate: perSecond, burst: burst, m: make(map[string]*rate.Limiter)}
-}
-
-// clientAddr is the connection's peer address. Forwarded-for headers are
-// not used: anyone can send them, and a guesser would rotate them.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // blocked says whether addr has used up its failures, and how many whole

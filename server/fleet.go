@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -21,6 +22,8 @@ type FleetStore interface {
 	FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error)
 	FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error)
 	PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
+	// FleetMembers calls fn with every recorded (channel, cluster).
+	FleetMembers(ctx context.Context, fn func(channel, cluster string)) error
 }
 
 // FleetOptions configure fleet recording (CONTRACT section 5).
@@ -39,6 +42,10 @@ type FleetOptions struct {
 	// FlushEvery is the flusher's period. 0: 1s (a replica's records reach
 	// the others well within the contract's 5 s).
 	FlushEvery time.Duration
+	// NewClustersPerMinute and MaxClusters are the admission limits
+	// (fleetadmit.go). 0: the config package's defaults.
+	NewClustersPerMinute int
+	MaxClusters          int
 }
 
 const (
@@ -50,8 +57,8 @@ const (
 	// per (channel, cluster), so a fleet this large seen within one second.
 	maxPending    = 1 << 17
 	fleetPurgeGap = 10 * time.Minute
-	fleetGaugeGap = 30 * time.Second
-	fleetWriteMax = 5 * time.Second // one flush's deadline
+	fleetGaugeGap = 30 * time.Second // at most; active_window/2 when shorter
+	fleetWriteMax = 5 * time.Second  // one flush's deadline
 )
 
 // recorder takes sightings off the request path: a request appends to a
@@ -61,9 +68,13 @@ const (
 // its batch is dropped and counted, and the buffer fills and drops too, so
 // memory stays bounded and no request notices.
 type recorder struct {
-	opts     FleetOptions
-	in       *sightingQueue
-	dropped  prometheus.Counter
+	opts  FleetOptions
+	in    *sightingQueue
+	admit *admission
+	// indexed says whether version is one channel's source indexes: only
+	// those are a tidemark_fleet_clusters label, the rest count as "other".
+	indexed  func(channel, version string) bool
+	dropped  *prometheus.CounterVec
 	written  prometheus.Counter
 	flushDur prometheus.Histogram
 	clusters *prometheus.GaugeVec
@@ -81,7 +92,7 @@ type settling struct {
 
 func settleKey(channel, cluster string) string { return channel + "\x00" + cluster }
 
-func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error) {
+func newRecorder(opts FleetOptions, reg *prometheus.Registry, indexed func(channel, version string) bool) (*recorder, error) {
 	if opts.Retention <= 0 {
 		opts.Retention = defaultRetention
 	}
@@ -94,13 +105,21 @@ func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error)
 	if opts.FlushEvery <= 0 {
 		opts.FlushEvery = defaultFlushEvery
 	}
+	if opts.NewClustersPerMinute <= 0 {
+		opts.NewClustersPerMinute = config.DefaultNewClustersPerMinute
+	}
+	if opts.MaxClusters <= 0 {
+		opts.MaxClusters = config.DefaultMaxClusters
+	}
 	r := &recorder{
-		opts: opts,
-		in:   &sightingQueue{max: opts.Buffer},
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+		opts:    opts,
+		in:      &sightingQueue{max: opts.Buffer},
+		admit:   newAdmission(opts.NewClustersPerMinute, opts.MaxClusters),
+		indexed: indexed,
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tidemark_fleet_dropped_total",
-			Help: "Cluster sightings dropped: the buffer was full or the database did not take them.",
-		}),
+			Help: "Cluster sightings not recorded, by reason: rate and cap (admission limits), buffer (the queue was full), database (it did not take them).",
+		}, []string{"reason"}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tidemark_fleet_records_written_total",
 			Help: "Fleet records written (one per channel and cluster per flush).",
@@ -117,6 +136,9 @@ func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error)
 			Help: "Active clusters (seen within fleet.active_window) by channel and reported version.",
 		}, []string{"channel", "version"}),
 	}
+	for _, reason := range []string{dropRate, dropCap, dropBuffer, dropDatabase} {
+		r.dropped.WithLabelValues(reason) // present at 0, for rules and dashboards
+	}
 	for _, c := range []prometheus.Collector{r.dropped, r.written, r.flushDur, r.clusters} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -125,13 +147,29 @@ func newRecorder(opts FleetOptions, reg *prometheus.Registry) (*recorder, error)
 	return r, nil
 }
 
+const (
+	dropBuffer   = "buffer"
+	dropDatabase = "database"
+)
+
+// admitted says whether a sighting of cluster on channel from addr may be
+// kept (in the database and in the settle clocks); a refused one is
+// counted by reason.
+func (r *recorder) admitted(channel, cluster, addr string, now time.Time) bool {
+	ok, reason := r.admit.admit(channel, cluster, addr, now)
+	if !ok {
+		r.dropped.WithLabelValues(reason).Inc()
+	}
+	return ok
+}
+
 // record queues s; it never blocks.
 func (r *recorder) record(s resolver.Sighting) {
 	if r.opts.Store == nil {
 		return
 	}
 	if !r.in.put(s) {
-		r.dropped.Inc()
+		r.dropped.WithLabelValues(dropBuffer).Inc()
 	}
 }
 
@@ -231,7 +269,7 @@ func (r *recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sigh
 	p, ok := pending[k]
 	if !ok {
 		if len(pending) >= maxPending {
-			r.dropped.Inc()
+			r.dropped.WithLabelValues(dropBuffer).Inc()
 			return
 		}
 		s.Since = s.At
@@ -266,7 +304,7 @@ func (r *recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sigh
 	r.written.Add(float64(len(recs)))
 	r.adopt(recs)
 	if err != nil {
-		r.dropped.Add(float64(len(batch) - len(recs)))
+		r.dropped.WithLabelValues(dropDatabase).Add(float64(len(batch) - len(recs)))
 		log("fleet records dropped: the database did not take them", "records", len(batch)-len(recs), "err", err)
 	}
 }
@@ -274,10 +312,13 @@ func (r *recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sigh
 // maintain purges records past retention, refreshes the active-clusters
 // gauge and sweeps settle clocks, until ctx ends.
 func (r *recorder) maintain(ctx context.Context, log func(msg string, args ...any)) {
-	gauge := time.NewTicker(fleetGaugeGap)
+	// The gauge is refreshed at least twice per active window, so a short
+	// window (20 s) is not outlived by its own gauge.
+	gauge := time.NewTicker(min(fleetGaugeGap, r.opts.ActiveWindow/2))
 	defer gauge.Stop()
 	purge := time.NewTicker(fleetPurgeGap)
 	defer purge.Stop()
+	r.learn(ctx, log)
 	r.refreshGauge(ctx, log)
 	for {
 		select {
@@ -292,6 +333,7 @@ func (r *recorder) maintain(ctx context.Context, log func(msg string, args ...an
 				log("fleet purge failed", "err", err)
 			} else if n > 0 {
 				log("fleet records purged", "records", n, "retention", r.opts.Retention)
+				r.learn(ctx, log)
 			}
 		}
 	}
@@ -305,12 +347,47 @@ func (r *recorder) refreshGauge(ctx context.Context, log func(msg string, args .
 		}
 		return
 	}
-	r.clusters.Reset()
+	if counts, err := r.opts.Store.FleetCounts(ctx, time.Now().Add(-r.opts.ActiveWindow)); err == nil {
+		total := make(map[string]int, len(counts))
+		for ch, c := range counts {
+			total[ch] = c.Clusters
+		}
+		r.admit.counted(total)
+	}
+	// Reported versions no source indexes are one series, "other": a
+	// client cannot add series by reporting made-up versions.
+	type key struct{ channel, version string }
+	sum := map[key]int{}
 	for ch, counts := range active {
 		for _, c := range counts {
-			r.clusters.WithLabelValues(ch, c.Version).Set(float64(c.Clusters))
+			v := c.Version
+			if v != "" && (r.indexed == nil || !r.indexed(ch, v)) {
+				v = "other"
+			}
+			sum[key{ch, v}] += c.Clusters
 		}
 	}
+	r.clusters.Reset()
+	for k, n := range sum {
+		r.clusters.WithLabelValues(k.channel, k.version).Set(float64(n))
+	}
+}
+
+// learn marks the clusters already recorded as known to admission.
+func (r *recorder) learn(ctx context.Context, log func(msg string, args ...any)) {
+	members := map[string][]string{}
+	err := r.opts.Store.FleetMembers(ctx, func(channel, cluster string) {
+		if len(members[channel]) < r.opts.MaxClusters {
+			members[channel] = append(members[channel], cluster)
+		}
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			log("reading the recorded clusters failed; they are admitted as new", "err", err)
+		}
+		return
+	}
+	r.admit.learn(members)
 }
 
 // clusterID is the request's X-SUC-Cluster-ID when it is one (1-128 of

@@ -34,7 +34,9 @@ func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch
 	t.Helper()
 	st := openStore(t, url)
 	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
-		Fleet:    FleetOptions{Store: st, FlushEvery: 100 * time.Millisecond},
+		// A thousand clusters from one loopback address: admission's rate per
+		// address would refuse most of them.
+		Fleet:    FleetOptions{Store: st, FlushEvery: 100 * time.Millisecond, NewClustersPerMinute: 1 << 20},
 		Rollouts: RolloutOptions{Store: st, Leading: func() bool { return leading }, Every: 50 * time.Millisecond, CountEvery: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,9 @@ type Options struct {
 	Fleet FleetOptions
 	// Rollouts keeps and advances staged rollouts (rollouts.go).
 	Rollouts RolloutOptions
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (clientaddr.go); none: the connection's peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -173,7 +177,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if s.fleet, err = newRecorder(opts.Fleet, opts.Metrics); err != nil {
+	if s.fleet, err = newRecorder(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
 	if err := opts.Metrics.Register(newRolloutCollector(s.cur.Load)); err != nil {
@@ -181,6 +185,20 @@ func New(opts Options) (*Server, error) {
 	}
 	s.echo = s.routes()
 	return s, nil
+}
+
+// indexedOn says whether version is indexed by channel's source.
+func (s *Server) indexedOn(channel, version string) bool {
+	v := s.cur.Load()
+	if v == nil {
+		return false
+	}
+	e := v.channels[channel]
+	if e == nil {
+		return false
+	}
+	_, err := v.snap.Version(e.ans.Channel.Source, version)
+	return err == nil
 }
 
 // Handler is the whole HTTP surface.

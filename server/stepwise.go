@@ -30,8 +30,11 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 	if ok {
 		sighting.Reported = reported.String()
 	}
-	ans, err := s.answerFor(v, e, id, reported, ok, now)
-	if id != "" {
+	// An ID over the admission limits is answered as any request is, but
+	// neither recorded nor given a settle clock (memory stays bounded).
+	admitted := id != "" && s.fleet.admitted(ch.Name, id, s.clientAddr(r), now)
+	ans, err := s.answerFor(v, e, id, admitted, reported, ok, now)
+	if admitted {
 		if ans != nil {
 			sighting.Served = ans.version
 		}
@@ -40,7 +43,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 	return ans, err
 }
 
-func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolver.Version, ok bool, now time.Time) (*channelEntry, error) {
+func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*channelEntry, error) {
 	ch := &e.ans.Channel
 	if e.ans.Tag == nil {
 		return nil, noAnswer(e.ans)
@@ -67,9 +70,12 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolve
 	}
 	// Settle holds a cluster at its version until it has reported it for
 	// ch.Settle. A request without a cluster ID has no history to settle
-	// on (a person asking with ?current=) and gets the step at once.
+	// on (a person asking with ?current=) and gets the step at once; one
+	// not admitted has no clock kept and is held.
 	if ch.Settle > 0 && id != "" {
-		if since := s.fleet.since(ch.Name, id, reported.String(), now); now.Sub(since) < ch.Settle {
+		if !admitted {
+			next = reported
+		} else if since := s.fleet.since(ch.Name, id, reported.String(), now); now.Sub(since) < ch.Settle {
 			next = reported
 		}
 	}
@@ -89,7 +95,8 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, reported resolve
 // else ?current=, read with the channel's source's scheme (a tag such as
 // v1.33.6-k3s1 works); ok is false when neither parses.
 func reportedVersion(r *http.Request, v *view, channel string) (resolver.Version, bool) {
-	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" {
+	// Longer than 128 characters counts as absent (CONTRACT section 12).
+	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" && len(h[0]) <= 128 {
 		if rv, ok := v.snap.Reported(channel, h[0]); ok {
 			return rv, true
 		}
@@ -97,5 +104,9 @@ func reportedVersion(r *http.Request, v *view, channel string) (resolver.Version
 	if r.URL.RawQuery == "" {
 		return resolver.Version{}, false
 	}
-	return v.snap.Reported(channel, r.URL.Query().Get("current"))
+	current := r.URL.Query().Get("current")
+	if len(current) > 128 {
+		return resolver.Version{}, false
+	}
+	return v.snap.Reported(channel, current)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -69,28 +70,58 @@ func (s *Store) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			cols.at = append(cols.at, r.At)
 			cols.since = append(cols.since, since)
 		}
-		err := s.inTx(ctx, fmt.Sprintf("record %d fleet sightings", n), func(tx pgx.Tx) error {
-			res, err := tx.Query(ctx, fleetUpsert, cols.channel, cols.cluster, cols.at, cols.reported, cols.since, cols.served)
-			if err != nil {
-				return err
-			}
-			defer res.Close()
-			for res.Next() {
-				var c resolver.ClusterRecord
-				var since *time.Time
-				if err := res.Scan(&c.Channel, &c.ID, &c.Reported, &since); err != nil {
-					return err
+		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since)
+		if err != nil && !errors.Is(err, resolver.ErrUnavailable) && ctx.Err() == nil {
+			// The database refused the data, not the connection: one bad
+			// record must not drop the others, so each goes on its own.
+			var bad int
+			var first error
+			for i := range chunk {
+				one, err := s.recordChunk(ctx, cols.channel[i:i+1], cols.cluster[i:i+1], cols.reported[i:i+1],
+					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1])
+				recs = append(recs, one...)
+				if err != nil {
+					bad++
+					first = cmp.Or(first, err)
 				}
-				if since != nil {
-					c.ReportedSince = *since
-				}
-				out = append(out, c)
 			}
-			return res.Err()
-		})
+			err = nil
+			if bad > 0 {
+				err = fmt.Errorf("%d of %d fleet records refused, the first: %w", bad, n, first)
+			}
+		}
+		out = append(out, recs...)
 		if err != nil {
 			return out, err
 		}
+	}
+	return out, nil
+}
+
+func (s *Store) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time) ([]resolver.ClusterRecord, error) {
+	var out []resolver.ClusterRecord
+	err := s.inTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
+		out = out[:0]
+		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		for res.Next() {
+			var c resolver.ClusterRecord
+			var since *time.Time
+			if err := res.Scan(&c.Channel, &c.ID, &c.Reported, &since); err != nil {
+				return err
+			}
+			if since != nil {
+				c.ReportedSince = *since
+			}
+			out = append(out, c)
+		}
+		return res.Err()
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -303,4 +334,21 @@ func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 			return total, err
 		}
 	}
+}
+
+// FleetMembers calls fn with every recorded (channel, cluster), for the
+// admission limits' set of known clusters.
+func (s *Store) FleetMembers(ctx context.Context, fn func(channel, cluster string)) error {
+	return s.inTxOpts(ctx, "list recorded clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select channel, cluster from fleet`)
+		if err != nil {
+			return err
+		}
+		var ch, id string
+		_, err = pgx.ForEachRow(rows, []any{&ch, &id}, func() error {
+			fn(ch, id)
+			return nil
+		})
+		return err
+	})
 }

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +128,38 @@ func TestFleetSummaryPagesAndPurge(t *testing.T) {
 
 func clusterID(i int) string {
 	return "cluster-" + string(rune('a'+i%26)) + "-" + time.Duration(i).String()
+}
+
+// TestOneBadFleetRecordDropsOnlyItself: a record the database refuses (a
+// reported version too long for its index) costs only itself; the rest of
+// its batch is written (issue 24 item 3).
+func TestOneBadFleetRecordDropsOnlyItself(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	at := time.Now()
+	batch := []resolver.Sighting{
+		{Cluster: "a", Channel: "stable", Reported: "v1.0.0", At: at},
+		{Cluster: "b", Channel: "stable", Reported: incompressible(8000), At: at},
+		{Cluster: "c", Channel: "stable", Reported: "v1.0.1", At: at},
+	}
+	got, err := st.RecordFleet(ctx, batch)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 fleet records refused") {
+		t.Errorf("RecordFleet error %v, want one of three refused", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("%d records written, want 2", len(got))
+	}
+	for _, id := range []string{"a", "c"} {
+		if recs, err := st.FleetCluster(ctx, id); err != nil || len(recs) != 1 {
+			t.Errorf("cluster %s: %v, %v; want recorded", id, recs, err)
+		}
+	}
+}
+
+// incompressible is n characters Postgres cannot compress below its btree
+// row limit (~2.7 kB).
+func incompressible(n int) string {
+	b := make([]byte, n/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -168,7 +168,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Data:            st,
 		Sources:         sources,
 		Channels:        cfg.Channels,
-		Fleet:           server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow},
+		Fleet: server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
+			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
+		TrustedProxies: cfg.TrustedProxies,
 		// The indexing leader records the rollouts indexing starts; ix is
 		// set below, before Run starts asking.
 		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},

@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -55,9 +56,11 @@ type Config struct {
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry
 	Fleet      Fleet // fleet: retention and active window, defaults applied
-	Webhooks   Webhooks
-	Notify     []Notify
-	Warnings   []string // e.g. ignored channelserver keys, one line each
+	// TrustedProxies are the peers whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
+	Webhooks       Webhooks
+	Notify         []Notify
+	Warnings       []string // e.g. ignored channelserver keys, one line each
 
 	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).
 	sourcesYAML string

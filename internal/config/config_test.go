@@ -69,7 +69,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		AccessLog:   "sample",
 		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
-		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow},
+		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
 		Sources: []Source{{
 			Source: indexer.Source{
 				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},

@@ -10,20 +10,44 @@ import (
 const (
 	DefaultRetention    = 30 * 24 * time.Hour
 	DefaultActiveWindow = time.Hour
+	// Admission (CONTRACT section 12): a cluster ID new to a channel is
+	// recorded at most this many times a minute per client address, and
+	// while the channel holds fewer than DefaultMaxClusters.
+	DefaultNewClustersPerMinute = 60
+	DefaultMaxClusters          = 100000
 )
 
 // Fleet is the top-level `fleet:` block.
 type Fleet struct {
 	Retention    time.Duration // records last seen longer ago are purged
 	ActiveWindow time.Duration // a cluster seen within it is active
+	// NewClustersPerMinute and MaxClusters bound what anonymous requests
+	// may add to the fleet: per client address, per channel.
+	NewClustersPerMinute int
+	MaxClusters          int
 }
 
 func (p *parser) fleet(n *yaml.Node) Fleet {
-	out := Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow}
+	out := Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow,
+		NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters}
 	if isNull(deref(n)) {
 		return out
 	}
-	f := p.mapping(n, "", "fleet", []string{"retention", "active_window"})
+	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "new_clusters_per_minute", "max_clusters"})
+	if i, ok := p.integer(f["new_clusters_per_minute"], "", "fleet.new_clusters_per_minute"); ok {
+		if i < 1 {
+			p.add(deref(f["new_clusters_per_minute"]), "", "fleet.new_clusters_per_minute: want 1 or more, got %d", i)
+		} else {
+			out.NewClustersPerMinute = i
+		}
+	}
+	if i, ok := p.integer(f["max_clusters"], "", "fleet.max_clusters"); ok {
+		if i < 1 {
+			p.add(deref(f["max_clusters"]), "", "fleet.max_clusters: want 1 or more, got %d", i)
+		} else {
+			out.MaxClusters = i
+		}
+	}
 	if d, ok := p.duration(f["retention"], "", "fleet.retention"); ok {
 		if d <= 0 {
 			p.add(deref(f["retention"]), "", "fleet.retention: want a positive duration like 30d, got %s", d)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 
 var topKeys = []string{
 	"listen", "external_url", "database_url", "access_log", "read_timeout", "database_timeout",
-	"defaults", "sources", "registries", "channels", "fleet",
+	"defaults", "sources", "registries", "channels", "fleet", "trusted_proxies",
 	"webhooks", "notify",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
@@ -85,6 +86,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	p.registries(top["registries"], cfg)
 	cfg.Fleet = p.fleet(top["fleet"])
+	cfg.TrustedProxies = p.trustedProxies(top["trusted_proxies"])
 	cfg.Sources = p.sources(top["sources"])
 	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)
@@ -281,4 +283,25 @@ func (p *parser) accessLog(n *yaml.Node) string {
 	}
 	p.add(deref(n), "", "access_log: want all, sample or off, got %q", s)
 	return DefaultAccessLog
+}
+
+// trustedProxies reads `trusted_proxies:`, addresses or CIDR prefixes of
+// the proxies whose X-Forwarded-For is believed (CONTRACT section 12).
+func (p *parser) trustedProxies(n *yaml.Node) []netip.Prefix {
+	var out []netip.Prefix
+	for i, el := range p.list(n, "", "trusted_proxies") {
+		key := fmt.Sprintf("trusted_proxies[%d]", i)
+		s, ok := p.str(el, "", key)
+		if !ok {
+			continue
+		}
+		if pfx, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, pfx.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		} else {
+			p.add(deref(el), "", "%s: want an address or CIDR prefix like 10.0.0.0/8, got %q", key, s)
+		}
+	}
+	return out
 }

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// fleetTrustServer runs a replica with one stepwise channel ("latest") and
+// one plain one ("stable") on a real database, with fleet options fo and
+// trusted proxies; it returns the base URL and the store.
+func fleetTrustServer(t *testing.T, fo FleetOptions, trusted []netip.Prefix) (string, *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStore(t, storetest.URL(t))
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+		t.Fatal(err)
+	}
+	var tags []resolver.Tag
+	for _, n := range fleetTags {
+		tags = append(tags, src.Classify(n))
+	}
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	fo.Store = st
+	if fo.FlushEvery == 0 {
+		fo.FlushEvery = 50 * time.Millisecond
+	}
+	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Store: st, Fleet: fo, TrustedProxies: trusted,
+		Channels: []resolver.Channel{
+			{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: time.Hour},
+			{Name: "stable", Source: "k3s", Stream: resolver.Released},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(runCtx, ln, RunOptions{}) }()
+	t.Cleanup(func() { stop(); <-ran })
+	return "http://" + ln.Addr().String(), st
+}
+
+func pollAs(t *testing.T, base, channel, id, reported, forwardedFor string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/"+channel, nil)
+	req.Header.Set("X-SUC-Cluster-ID", id)
+	if reported != "" {
+		req.Header.Set("X-SUC-Latest-Version", reported)
+	}
+	if forwardedFor != "" {
+		req.Header.Set("X-Forwarded-For", forwardedFor)
+	}
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func countClusters(t *testing.T, st *store.Store, channel string) int {
+	t.Helper()
+	n := 0
+	if err := st.FleetMembers(context.Background(), func(ch, _ string) {
+		if ch == channel {
+			n++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestAFloodOfClusterIDsFromOneAddressIsBounded: random cluster IDs and
+// versions from one address are answered, but only new_clusters_per_minute
+// of them are recorded; the rest are counted as reason="rate", and made-up
+// versions are one "other" series (issue 24 item 2).
+func TestAFloodOfClusterIDsFromOneAddressIsBounded(t *testing.T) {
+	base, st := fleetTrustServer(t, FleetOptions{NewClustersPerMinute: 20, ActiveWindow: 2 * time.Second}, nil)
+	const flood = 500
+	var wg sync.WaitGroup
+	for w := range 10 {
+		wg.Go(func() {
+			for i := w; i < flood; i += 10 {
+				reported := fmt.Sprintf("v9.%d.%d", i, i) // parses, never indexed
+				if code := pollAs(t, base, "stable", fmt.Sprintf("flood-%04d", i), reported, ""); code != http.StatusFound {
+					t.Errorf("flood request %d answered %d, want 302 as usual", i, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitUntil(t, "the admitted records", func() bool { return countClusters(t, st, "stable") == 20 })
+	time.Sleep(200 * time.Millisecond)
+	if n := countClusters(t, st, "stable"); n != 20 {
+		t.Errorf("%d clusters recorded from one address, want 20", n)
+	}
+	m := metricsText(t, base)
+	if !strings.Contains(m, `tidemark_fleet_dropped_total{reason="rate"} 480`) {
+		t.Errorf("metrics lack 480 rate drops:\n%s", grepLines(m, "tidemark_fleet_dropped_total"))
+	}
+	waitUntil(t, "the made-up versions' one series", func() bool {
+		return strings.Contains(metricsText(t, base), `tidemark_fleet_clusters{channel="stable",version="other"} 20`)
+	})
+	if n := strings.Count(metricsText(t, base), "tidemark_fleet_clusters{"); n != 1 {
+		t.Errorf("%d tidemark_fleet_clusters series, want 1", n)
+	}
+	// A known cluster still updates, past the limit.
+	var known string
+	if err := st.FleetMembers(context.Background(), func(_, id string) { known = id }); err != nil {
+		t.Fatal(err)
+	}
+	if code := pollAs(t, base, "stable", known, "v1.33.6+k3s1", ""); code != http.StatusFound {
+		t.Fatalf("known cluster answered %d", code)
+	}
+	waitUntil(t, "the known cluster's update", func() bool {
+		recs, err := st.FleetCluster(context.Background(), known)
+		return err == nil && len(recs) == 1 && recs[0].Reported == "v1.33.6+k3s1"
+	})
+}
+
+// TestTheClusterCapHoldsAcrossAddresses: ten addresses behind a trusted
+// proxy, each admitted on its own, stop at max_clusters (reason="cap").
+func TestTheClusterCapHoldsAcrossAddresses(t *testing.T) {
+	base, st := fleetTrustServer(t, FleetOptions{MaxClusters: 5}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	for i := range 10 {
+		// The client's own X-Forwarded-For claim (left of the real hop) is
+		// ignored; the rightmost untrusted hop is the client.
+		xff := fmt.Sprintf("203.0.113.99, 198.51.100.%d", i+1)
+		if code := pollAs(t, base, "stable", fmt.Sprintf("c-%d", i), "", xff); code != http.StatusFound {
+			t.Fatalf("request %d answered %d", i, code)
+		}
+	}
+	waitUntil(t, "five records", func() bool { return countClusters(t, st, "stable") == 5 })
+	time.Sleep(200 * time.Millisecond)
+	if n := countClusters(t, st, "stable"); n != 5 {
+		t.Errorf("%d clusters recorded, want the cap of 5", n)
+	}
+	if m := metricsText(t, base); !strings.Contains(m, `tidemark_fleet_dropped_total{reason="cap"} 5`) {
+		t.Errorf("metrics lack 5 cap drops:\n%s", grepLines(m, "tidemark_fleet_dropped_total"))
+	}
+}
+
+// TestALongReportedVersionPoisonsNoBatch: a 3,000-character
+// X-SUC-Latest-Version counts as absent, and the records flushed with it
+// are all written (issue 24 item 3).
+func TestALongReportedVersionPoisonsNoBatch(t *testing.T) {
+	base, st := fleetTrustServer(t, FleetOptions{FlushEvery: 300 * time.Millisecond}, nil)
+	long := "v1.33.6-" + strings.Repeat("a", 3000)
+	pollAs(t, base, "stable", "poison", long, "")
+	for i := range 5 {
+		pollAs(t, base, "stable", fmt.Sprintf("good-%d", i), "v1.33.6+k3s1", "")
+	}
+	waitUntil(t, "six records", func() bool { return countClusters(t, st, "stable") == 6 })
+	recs, err := st.FleetCluster(context.Background(), "poison")
+	if err != nil || len(recs) != 1 || recs[0].Reported != "" {
+		t.Errorf("poison record %+v (%v), want one with no reported version", recs, err)
+	}
+}
+
+func TestClientAddressBelievesOnlyTrustedProxies(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct{ name, peer, xff, want string }{
+		{"an untrusted peer's header is ignored", "192.0.2.7:1234", "203.0.113.1", "192.0.2.7"},
+		{"a trusted peer names the client", "10.1.2.3:1", "203.0.113.1", "203.0.113.1"},
+		{"the rightmost untrusted hop wins over a spoofed left one", "10.1.2.3:1", "6.6.6.6, 203.0.113.1, 10.9.9.9", "203.0.113.1"},
+		{"headers split across lines", "10.1.2.3:1", "6.6.6.6|203.0.113.1", "203.0.113.1"},
+		{"all hops trusted: the leftmost proxy", "10.1.2.3:1", "10.2.2.2", "10.2.2.2"},
+		{"garbage ends the chain", "10.1.2.3:1", "6.6.6.6, bogus", "10.1.2.3"},
+		{"ipv6 loopback proxy", "[::1]:80", "2001:db8::1", "2001:db8::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.peer
+			for _, h := range strings.Split(tc.xff, "|") {
+				r.Header.Add("X-Forwarded-For", h)
+			}
+			if got := clientAddrOf(r, trusted); got != tc.want {
+				t.Errorf("client %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
