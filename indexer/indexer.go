@@ -6,6 +6,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -90,7 +91,13 @@ type Options struct {
 	// PushStore indexes tags named by webhooks (push.go); nil: Store, if
 	// it is one (as *store.Store is), else pushed tags fail.
 	PushStore PushStore
+	// MaxPending bounds each source's queue of pushed tags; Push refuses
+	// more with ErrPushQueueFull. 0: DefaultMaxPending.
+	MaxPending int
 }
+
+// DefaultMaxPending is webhooks.max_pending's default (CONTRACT section 12).
+const DefaultMaxPending = 1000
 
 // DefaultDockerHubRate is the indexer's one fallback request rate for Docker
 // Hub, used when RateLimits has no entry for it: well under its anonymous
@@ -129,6 +136,7 @@ type Indexer struct {
 	leading       atomic.Bool // holds the indexer lock and runs the schedule
 	scans         scanGroup   // scans in flight, whoever started them
 	push          PushStore
+	maxPending    int // per source's push queue
 	pushMetrics   *pushMetrics
 	listings      *listingGate
 	digestSlots   chan struct{} // a token per digest phase under way (maxDigestPhases)
@@ -244,6 +252,7 @@ func New(opts Options) (*Indexer, error) {
 		pageSize:      pageSize,
 		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
 		push:          pushStoreOf(opts),
+		maxPending:    cmp.Or(max(opts.MaxPending, 0), DefaultMaxPending),
 		pushMetrics:   pm,
 		listings:      newListingGate(maxListings),
 		digestSlots:   make(chan struct{}, maxDigestPhases),

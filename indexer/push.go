@@ -55,17 +55,39 @@ var (
 	pushTransportTTL = 10 * time.Minute
 )
 
-// pushQueue coalesces a source's pushed tags: a burst of events for one
-// source is worked through by one goroutine, the latest event of a tag
-// standing for the ones before it.
+// pushQueue coalesces a source's pushed tags: the latest event of a tag
+// stands for the ones before it. Up to pushWorkers goroutines work through
+// it, fresh events before retries: a tag the registry does not (yet) have
+// is asked again later (see confirmOnce) without holding a worker, so a
+// flood of events naming absent tags delays a real push by one HEAD each
+// at most, and the queue is bounded (MaxPending; over it, Push refuses).
 type pushQueue struct {
 	mu      sync.Mutex
-	pending map[string]PushEvent
-	order   []string
-	working bool
+	pending map[string]*pushItem
+	order   []string    // fresh tags, first in first out
+	retry   []*pushItem // tags waiting for their next HEAD
+	workers int
+	wake    chan struct{}
 	rt      http.RoundTripper
 	rtAt    time.Time
 }
+
+// pushItem is one queued tag and where its confirmation stands.
+type pushItem struct {
+	ev       PushEvent
+	attempt  int           // HEADs so far
+	wait     time.Duration // before the next one
+	due      time.Time     // of the next one
+	deadline time.Time     // after which a 404 is final
+}
+
+// pushWorkers is how many tags of one source are confirmed at once: a few,
+// so that one registry is not flooded by one source's webhooks.
+const pushWorkers = 4
+
+// ErrPushQueueFull is Push's answer when a source already has MaxPending
+// tags queued (the webhook answers 429).
+var ErrPushQueueFull = errors.New("too many pushed tags queued")
 
 type pushMetrics struct {
 	tags    *prometheus.CounterVec // source, outcome
@@ -132,28 +154,44 @@ func normalizeRepo(host, repo string) (path, key string) {
 }
 
 // Push queues ev's tag for every matching source and returns those
-// sources; none means the repository is not indexed here. Work runs under
+// sources; none means the repository is not indexed here. A source whose
+// queue is full refuses the tag: err wraps ErrPushQueueFull. Work runs under
 // ctx (the service's, not a request's) and Run waits for it.
-func (ix *Indexer) Push(ctx context.Context, ev PushEvent) []string {
+func (ix *Indexer) Push(ctx context.Context, ev PushEvent) ([]string, error) {
 	if ev.Received.IsZero() {
 		ev.Received = time.Now()
 	}
 	matched := ix.Match(ev)
+	var full []string
 	for _, n := range matched {
 		src := ix.sources[n]
 		q := &src.push
 		q.mu.Lock()
 		if q.pending == nil {
-			q.pending = map[string]PushEvent{}
+			q.pending = map[string]*pushItem{}
+			q.wake = make(chan struct{}, 1)
 		}
-		if _, queued := q.pending[ev.Tag]; !queued {
+		if it, queued := q.pending[ev.Tag]; queued {
+			if it.ev.Received.Before(ev.Received) {
+				ev.Received = it.ev.Received // latency counts from the first event
+			}
+			it.ev = ev
+		} else if len(q.pending) >= ix.maxPending {
+			q.mu.Unlock()
+			full = append(full, n)
+			continue
+		} else {
+			q.pending[ev.Tag] = &pushItem{ev: ev}
 			q.order = append(q.order, ev.Tag)
-		} else if old := q.pending[ev.Tag]; old.Received.Before(ev.Received) {
-			ev.Received = old.Received // latency counts from the first event
 		}
-		q.pending[ev.Tag] = ev
-		start := !q.working
-		q.working = true
+		start := q.workers < pushWorkers
+		if start {
+			q.workers++
+		}
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 		q.mu.Unlock()
 		if start {
 			ix.scans.add()
@@ -163,30 +201,89 @@ func (ix *Indexer) Push(ctx context.Context, ev PushEvent) []string {
 			}()
 		}
 	}
-	return matched
+	if len(full) > 0 {
+		return matched, fmt.Errorf("%w: source %s already has %d tags queued (webhooks.max_pending)",
+			ErrPushQueueFull, strings.Join(full, ", "), ix.maxPending)
+	}
+	return matched, nil
+}
+
+// next takes the queue's next piece of work: a fresh tag, else a retry
+// that is due. With none due it says how long until one is; done is true
+// when the queue is empty (and the worker has left it).
+func (q *pushQueue) next(now time.Time) (it *pushItem, wait time.Duration, done bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) > 0 {
+		tag := q.order[0]
+		q.order = q.order[1:]
+		it = q.pending[tag]
+		delete(q.pending, tag)
+		return it, 0, false
+	}
+	if len(q.retry) == 0 {
+		q.workers--
+		return nil, 0, true
+	}
+	first := 0
+	for i, r := range q.retry {
+		if r.due.Before(q.retry[first].due) {
+			first = i
+		}
+	}
+	if it = q.retry[first]; !it.due.After(now) {
+		q.retry = append(q.retry[:first], q.retry[first+1:]...)
+		if cur := q.pending[it.ev.Tag]; cur == it {
+			delete(q.pending, it.ev.Tag)
+		}
+		return it, 0, false
+	}
+	return nil, it.due.Sub(now), false
+}
+
+// later puts it back to be asked again at it.due, unless a newer event of
+// its tag has been queued meanwhile (that one stands for it).
+func (q *pushQueue) later(it *pushItem) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, newer := q.pending[it.ev.Tag]; newer {
+		return
+	}
+	q.pending[it.ev.Tag] = it
+	q.retry = append(q.retry, it)
 }
 
 // pushWorker indexes src's queued tags until the queue is empty.
 func (ix *Indexer) pushWorker(ctx context.Context, src *source) {
 	q := &src.push
 	for {
-		q.mu.Lock()
-		if len(q.order) == 0 || ctx.Err() != nil {
-			q.working = false
-			q.pending, q.order = nil, nil
-			q.mu.Unlock()
+		it, wait, done := q.next(time.Now())
+		if done {
 			return
 		}
-		tag := q.order[0]
-		q.order = q.order[1:]
-		ev := q.pending[tag]
-		delete(q.pending, tag)
-		q.mu.Unlock()
+		if it == nil {
+			select {
+			case <-ctx.Done():
+				q.mu.Lock()
+				q.workers--
+				q.pending, q.order, q.retry = nil, nil, nil
+				q.mu.Unlock()
+				return
+			case <-q.wake:
+			case <-time.After(wait):
+			}
+			continue
+		}
 		var st pushStats
-		outcome, err := ix.indexPushed(ctx, src, ev, &st)
+		outcome, err := ix.indexPushed(ctx, src, it, &st)
+		if errors.Is(err, errTryAgain) {
+			q.later(it)
+			continue
+		}
+		ev := it.ev
 		ix.pushMetrics.tags.WithLabelValues(src.Name, outcome).Inc()
 		log := ix.log.With("source", src.Name, "tag", ev.Tag, "outcome", outcome, "delete", ev.Delete,
-			"since_event", time.Since(ev.Received), "queued", st.queued, "registry_requests", st.heads,
+			"since_event", time.Since(ev.Received), "queued", st.queued, "registry_requests", it.attempt,
 			"confirming", st.confirming, "recording", st.recording)
 		if err != nil {
 			log.WarnContext(ctx, "pushed tag not indexed; the next scan will see it", "err", err)
@@ -199,17 +296,22 @@ func (ix *Indexer) pushWorker(ctx context.Context, src *source) {
 // pushStats say where a pushed tag's time went, for the log.
 type pushStats struct {
 	queued, confirming, recording time.Duration
-	heads                         int
 }
 
 // indexPushed confirms one tag with the registry and records what it said.
-func (ix *Indexer) indexPushed(ctx context.Context, src *source, ev PushEvent, st *pushStats) (outcome string, err error) {
+// errTryAgain: the registry does not have the tag yet; it.due says when to
+// ask again.
+func (ix *Indexer) indexPushed(ctx context.Context, src *source, it *pushItem, st *pushStats) (outcome string, err error) {
+	ev := it.ev
 	if src.Exclude != nil && src.Exclude.MatchString(ev.Tag) {
 		return "excluded", nil
 	}
 	t0 := time.Now()
 	st.queued = t0.Sub(ev.Received)
-	digest, err := ix.confirm(ctx, src, ev, &st.heads)
+	digest, err := ix.confirmOnce(ctx, src, it)
+	if errors.Is(err, errTryAgain) {
+		return "", err
+	}
 	t1 := time.Now()
 	st.confirming = t1.Sub(t0)
 	defer func() { st.recording = time.Since(t1) }()
@@ -250,14 +352,23 @@ func (ix *Indexer) indexPushed(ctx context.Context, src *source, ev PushEvent, s
 	return outcome, nil
 }
 
-var errTagMissing = errors.New("tag not in the registry")
+var (
+	errTagMissing = errors.New("tag not in the registry")
+	errTryAgain   = errors.New("not in the registry yet")
+)
 
-// confirm HEADs the tag's manifest: its digest, or errTagMissing once the
-// registry has said 404 for long enough (for a delete: at once, retried only
-// while the tag is still there).
-func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent, heads *int) (string, error) {
+// confirmOnce HEADs the tag's manifest once: its digest, errTagMissing
+// once the registry has said 404 for pushWindow (for a delete: at once,
+// retried only while the tag is still there), or errTryAgain with it.due
+// set, doubling from pushRetryStart up to pushRetryMax.
+func (ix *Indexer) confirmOnce(ctx context.Context, src *source, it *pushItem) (string, error) {
 	if ix.push == nil {
 		return "", fmt.Errorf("%w: the indexer has no store for pushed tags", resolver.ErrUnavailable)
+	}
+	ev := it.ev
+	now := time.Now()
+	if it.attempt == 0 {
+		it.deadline, it.wait = now.Add(pushWindow), pushRetryStart
 	}
 	rt, err := ix.pushTransport(ctx, src)
 	if err != nil {
@@ -267,34 +378,27 @@ func (ix *Indexer) confirm(ctx context.Context, src *source, ev PushEvent, heads
 	if err != nil {
 		return "", err
 	}
-	wait := pushRetryStart
-	deadline := time.Now().Add(pushWindow)
-	for attempt := 1; ; attempt++ {
-		last := time.Now().After(deadline)
-		*heads = attempt
-		desc, err := p.Head(ctx, src.repo.Tag(ev.Tag))
-		var terr *transport.Error
-		missing := errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
-		switch {
-		case err == nil && !ev.Delete:
-			return desc.Digest.String(), nil
-		case missing && ev.Delete:
-			return "", errTagMissing
-		case err != nil && !missing:
-			src.push.forgetTransport()
-			return "", fmt.Errorf("HEAD manifest %s:%s: %w", src.repo, ev.Tag, err)
-		case last && missing:
-			return "", fmt.Errorf("HEAD manifest %s:%s: %w after %d attempts", src.repo, ev.Tag, errTagMissing, attempt)
-		case last: // a delete, but the tag is (again) there
-			return desc.Digest.String(), nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, pushRetryMax)
+	last := now.After(it.deadline)
+	it.attempt++
+	desc, err := p.Head(ctx, src.repo.Tag(ev.Tag))
+	var terr *transport.Error
+	missing := errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+	switch {
+	case err == nil && !ev.Delete:
+		return desc.Digest.String(), nil
+	case missing && ev.Delete:
+		return "", errTagMissing
+	case err != nil && !missing:
+		src.push.forgetTransport()
+		return "", fmt.Errorf("HEAD manifest %s:%s: %w", src.repo, ev.Tag, err)
+	case last && missing:
+		return "", fmt.Errorf("HEAD manifest %s:%s: %w after %d attempts", src.repo, ev.Tag, errTagMissing, it.attempt)
+	case last: // a delete, but the tag is (again) there
+		return desc.Digest.String(), nil
 	}
+	it.due = time.Now().Add(it.wait)
+	it.wait = min(2*it.wait, pushRetryMax)
+	return "", errTryAgain
 }
 
 // pushTransport reuses src's authenticated transport for a while: a burst

@@ -2,6 +2,8 @@ package indexer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -57,7 +59,7 @@ func waitIdle(t *testing.T, ix *Indexer) {
 		q := &ix.order[0].push
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return !q.working
+		return q.workers == 0
 	})
 }
 
@@ -69,7 +71,7 @@ func TestPushIndexesOneTagWithoutListing(t *testing.T) {
 	ctx := context.Background()
 	d := reg.push("app", "1.0.0")
 
-	if got := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0"}); !slices.Equal(got, []string{"app"}) {
+	if got, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "1.0.0"}); err != nil || !slices.Equal(got, []string{"app"}) {
 		t.Fatalf("Push matched %v, want [app]", got)
 	}
 	waitIdle(t, ix)
@@ -133,4 +135,95 @@ func TestPushRetriesUntilTheTagIsVisible(t *testing.T) {
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("took %v for three early 404s", el)
 	}
+}
+
+// TestAFloodOfAbsentTagsDelaysNoRealPush: a thousand webhook events naming
+// tags the registry does not have are asked about a few at a time and in
+// the background; a real push that arrives behind them is indexed within
+// a second, and the queue refuses past max_pending (issue 24 item 9).
+func TestAFloodOfAbsentTagsDelaysNoRealPush(t *testing.T) {
+	reg := newTestRegistry(t)
+	st, ix := newStoreIndexer(t, reg)
+	var heads, inFlight, peak atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.Contains(req.URL.Path, "/manifests/") {
+				heads.Add(1)
+				n := inFlight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(time.Millisecond) // a registry's answer takes a while
+				inFlight.Add(-1)
+			}
+			return false
+		}
+	})
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: fmt.Sprintf("absent-%d", i)}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	d := reg.push("app", "3.0.0")
+	pushed := time.Now()
+	if _, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "3.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the real push", func() bool {
+		tg, ok := byName(indexed(t, st, ix).Tags)["3.0.0"]
+		return ok && tg.Digest == d.String()
+	})
+	if took := time.Since(pushed); took > time.Second {
+		t.Errorf("the real push took %v behind the flood, want under 1s", took)
+	}
+	t.Logf("real push indexed %v after its event, behind 1000 absent tags", time.Since(pushed).Round(time.Millisecond))
+	waitIdle(t, ix)
+	if p := peak.Load(); p > pushWorkers {
+		t.Errorf("%d HEADs at once, want at most %d", p, pushWorkers)
+	}
+	if _, ok := byName(indexed(t, st, ix).Tags)["absent-1"]; ok {
+		t.Error("an absent tag was indexed")
+	}
+	t.Logf("%d HEADs for 1001 events", heads.Load())
+}
+
+// TestAFullPushQueueRefuses: with every worker waiting on the registry and
+// max_pending tags queued, one more tag is refused; a newer event of a
+// queued tag still replaces it.
+func TestAFullPushQueueRefuses(t *testing.T) {
+	reg := newTestRegistry(t)
+	_, ix := newStoreIndexer(t, reg)
+	ix.maxPending = 10
+	release := make(chan struct{})
+	var waiting atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.Contains(req.URL.Path, "/manifests/") {
+				waiting.Add(1)
+				<-release
+			}
+			return false
+		}
+	})
+	ctx := context.Background()
+	for i := range pushWorkers + 10 {
+		if _, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: fmt.Sprintf("t%d", i)}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if i < pushWorkers {
+			waitFor(t, "a worker at the registry", func() bool { return waiting.Load() == int64(i+1) })
+		}
+	}
+	if _, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "t9"}); err != nil {
+		t.Errorf("a newer event of a queued tag: %v, want accepted", err)
+	}
+	_, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "extra"})
+	if !errors.Is(err, ErrPushQueueFull) || !strings.Contains(err.Error(), "app") {
+		t.Errorf("event past max_pending: %v, want ErrPushQueueFull naming the source", err)
+	}
+	oldWindow := pushWindow
+	pushWindow = 10 * time.Millisecond
+	t.Cleanup(func() { pushWindow = oldWindow })
+	close(release)
+	waitIdle(t, ix)
 }

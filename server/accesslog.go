@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,20 +108,23 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if !keep || !s.log.Enabled(ctx, slog.LevelInfo) {
 			return nil
 		}
-		attrs := make([]slog.Attr, 0, 9)
+		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs,
-			slog.String("method", req.Method),
-			slog.String("path", req.URL.Path),
+			slog.String("method", cut(req.Method, 16)),
+			slog.String("path", logPath(req)),
 			slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size),
 			slog.Duration("duration", d),
 			slog.String("remote", req.RemoteAddr),
 		)
+		if ua := req.UserAgent(); ua != "" {
+			attrs = append(attrs, slog.String("user_agent", cut(ua, maxLogUserAgent)))
+		}
 		if id := req.Header.Get("X-SUC-Cluster-ID"); id != "" {
-			attrs = append(attrs, slog.String("suc_cluster_id", id))
+			attrs = append(attrs, slog.String("suc_cluster_id", cut(id, maxLogHeader)))
 		}
 		if v := req.Header.Get("X-SUC-Latest-Version"); v != "" {
-			attrs = append(attrs, slog.String("suc_latest_version", v))
+			attrs = append(attrs, slog.String("suc_latest_version", cut(v, maxLogHeader)))
 		}
 		if sample > 1 {
 			attrs = append(attrs, slog.Int("sample", sample))
@@ -133,4 +137,43 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		_ = s.log.Handler().Handle(ctx, r)
 		return nil
 	}
+}
+
+// Access-log field limits (CONTRACT section 12): a request's own bytes are
+// cut so that one line stays under 4 KiB whatever the client sends.
+const (
+	maxLogPath      = 1 << 10
+	maxLogUserAgent = 256
+	maxLogHeader    = 128
+)
+
+// cut keeps at most n bytes of s, marking a cut with "…".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// logPath is the request's path and query as a log may show them: a
+// Docker Hub webhook's secret path segment and an access_token query value
+// are replaced by ***, and the whole is cut to maxLogPath.
+func logPath(r *http.Request) string {
+	return cut(redactedURI(r), maxLogPath)
+}
+
+func redactedURI(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if rest, ok := strings.CutPrefix(p, dockerHubWebhookPrefix); ok && rest != "" {
+		p = dockerHubWebhookPrefix + "***"
+	}
+	if r.URL.RawQuery == "" {
+		return p
+	}
+	q := r.URL.Query()
+	if q.Has("access_token") {
+		q.Set("access_token", "***")
+		return p + "?" + q.Encode()
+	}
+	return p + "?" + r.URL.RawQuery
 }

@@ -26,7 +26,7 @@ func (s *Server) alertmanager(c echo.Context) error {
 		return s.writeUnavailable(c)
 	}
 	var p openapi.AlertmanagerPayload
-	if err := decodeForeign(c, &p); err != nil {
+	if err := decodeForeign(c, &p, maxAlertmanagerBody); err != nil {
 		return err
 	}
 	if p.Version != "4" {

@@ -35,9 +35,10 @@ const (
 	defaultWriteBurst = 10
 )
 
-// errRateLimited is the server's own addition to the taxonomy: only the
-// write middleware produces it, so it does not belong in resolver.
-var errRateLimited = errors.New("rate limited")
+// ErrRateLimited is the server's own addition to the taxonomy (429): the
+// write and credential limits produce it, and a PushFunc whose queue is
+// full returns it; it does not belong in resolver.
+var ErrRateLimited = errors.New("rate limited")
 
 // actorKey is where the auth middleware leaves the token's name for the
 // handler (the audit actor).
@@ -90,7 +91,7 @@ func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
 			if limited {
 				if wait, ok := s.limits.allow(name); !ok {
 					c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", errRateLimited, name, float64(s.limits.rate), wait)
+					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", ErrRateLimited, name, float64(s.limits.rate), wait)
 				}
 			}
 			if !allows(scopes, need) {
@@ -110,24 +111,29 @@ func (s *Server) authenticate(c echo.Context, queryToken bool) (name string, sco
 	if s.opts.Store == nil {
 		return "", nil, s.writeUnavailable(c)
 	}
-	addr := s.clientAddr(c.Request())
-	if wait, blocked := s.authFails.blocked(addr); blocked {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-		return "", nil, fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", errRateLimited, addr, wait)
-	}
 	secret, err := bearer(c.Request())
 	if q := c.QueryParam("access_token"); err != nil && queryToken && q != "" {
 		secret, err = q, nil
 	}
-	if err != nil {
-		s.authFails.failed(addr)
-		return "", nil, err
+	if err == nil {
+		name, scopes, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
 	}
-	name, scopes, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
-	if errors.Is(err, resolver.ErrUnauthorized) {
-		s.authFails.failed(addr)
+	return name, scopes, s.credentialFailed(c, err) // the store's error already says "authenticate"
+}
+
+// credentialFailed counts err against the client's address when it is a
+// refused credential, and turns it into a 429 once that address is past
+// its limit; any other err passes through.
+func (s *Server) credentialFailed(c echo.Context, err error) error {
+	if !errors.Is(err, resolver.ErrUnauthorized) && !errors.Is(err, resolver.ErrForbidden) {
+		return err
 	}
-	return name, scopes, err // the store's error already says "authenticate"
+	addr := s.clientAddr(c.Request())
+	if wait, locked := s.authFails.failed(addr); locked {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+		return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", ErrRateLimited, addr, wait)
+	}
+	return err
 }
 
 // bearer extracts the token from Authorization: Bearer <token>.

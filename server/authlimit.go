@@ -2,76 +2,90 @@ package server
 
 import (
 	"math"
+	"sort"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// Failed authentications per client address: a person mistyping a token
-// gets a few tries at once, a guesser one a second, refused before the
-// database is asked. Successes cost nothing, so a client that has never
-// failed is never limited.
+// Failed credentials per client address (CONTRACT section 12): unknown
+// tokens, wrong Docker Hub secrets and bad HMAC signatures. After
+// authFailLimit failures within a minute, further failures from that
+// address are answered 429 until the minute ends. Credentials are always
+// checked first, so valid ones are never refused; a guesser only changes
+// which error it reads.
 const (
-	authFailRate  = 1
-	authFailBurst = 10
-	// maxAuthFailClients bounds the map: buckets that refilled are dropped
-	// first, and if an address flood fills it anyway it starts over.
+	authFailLimit  = 10
+	authFailWindow = time.Minute
+	// maxAuthFailClients bounds the table. When it is full, ended windows
+	// go first, then the oldest addresses that are not locked: a locked
+	// address stays locked however many others fail.
 	maxAuthFailClients = 4096
 )
 
 type authFailures struct {
-	rate  float64 // failures per second refilled
-	burst int
-	mu    sync.Mutex
-	m     map[string]*rate.Limiter
+	limit  int
+	window time.Duration
+	max    int
+	mu     sync.Mutex
+	m      map[string]*failWindow
 }
 
-func newAuthFailures(perSecond float64, burst int) *authFailures {
-	return &authFailures{rate: perSecond, burst: burst, m: make(map[string]*rate.Limiter)}
+type failWindow struct {
+	start time.Time
+	n     int
 }
 
-// blocked says whether addr has used up its failures, and how many whole
-// seconds until it may try again (for Retry-After).
-func (a *authFailures) blocked(addr string) (int, bool) {
-	a.mu.Lock()
-	lim, ok := a.m[addr]
-	a.mu.Unlock()
-	if !ok {
-		return 0, false
-	}
-	now := time.Now()
-	if lim.TokensAt(now) >= 1 {
-		return 0, false
-	}
-	wait := (1 - lim.TokensAt(now)) / a.rate
-	return max(1, int(math.Ceil(wait))), true
+func newAuthFailures(limit int, window time.Duration) *authFailures {
+	return &authFailures{limit: limit, window: window, max: maxAuthFailClients, m: make(map[string]*failWindow)}
 }
 
-// failed charges addr one failed authentication.
-func (a *authFailures) failed(addr string) {
+// failed charges addr one failure. locked says the address is past its
+// limit (answer 429), wait the whole seconds until its minute ends.
+func (a *authFailures) failed(addr string) (wait int, locked bool) {
 	now := time.Now()
 	a.mu.Lock()
-	lim, ok := a.m[addr]
-	if !ok {
-		if len(a.m) >= maxAuthFailClients {
-			a.prune(now)
+	defer a.mu.Unlock()
+	w := a.m[addr]
+	if w != nil && now.Sub(w.start) >= a.window {
+		w = nil
+	}
+	if w == nil {
+		if _, had := a.m[addr]; !had && len(a.m) >= a.max {
+			a.evict(now)
+			if len(a.m) >= a.max {
+				// Every entry is a locked address: one more, untracked, is
+				// refused like them rather than let through unlimited.
+				return max(1, int(math.Ceil(a.window.Seconds()))), true
+			}
 		}
-		lim = rate.NewLimiter(rate.Limit(a.rate), a.burst)
-		a.m[addr] = lim
+		w = &failWindow{start: now}
+		a.m[addr] = w
 	}
-	a.mu.Unlock()
-	lim.AllowN(now, 1)
+	w.n++
+	if w.n <= a.limit {
+		return 0, false
+	}
+	left := w.start.Add(a.window).Sub(now)
+	return max(1, int(math.Ceil(left.Seconds()))), true
 }
 
-// prune drops the buckets that are full again; a.mu is held.
-func (a *authFailures) prune(now time.Time) {
-	for addr, lim := range a.m {
-		if lim.TokensAt(now) >= float64(a.burst) {
+// evict makes room: ended windows first, then the oldest quarter of the
+// unlocked ones. a.mu is held.
+func (a *authFailures) evict(now time.Time) {
+	var unlocked []string
+	for addr, w := range a.m {
+		switch {
+		case now.Sub(w.start) >= a.window:
 			delete(a.m, addr)
+		case w.n <= a.limit:
+			unlocked = append(unlocked, addr)
 		}
 	}
-	if len(a.m) >= maxAuthFailClients {
-		clear(a.m)
+	if len(a.m) < a.max {
+		return
+	}
+	sort.Slice(unlocked, func(i, j int) bool { return a.m[unlocked[i]].start.Before(a.m[unlocked[j]].start) })
+	for _, addr := range unlocked[:max(1, len(unlocked)/4)] {
+		delete(a.m, addr)
 	}
 }

@@ -15,11 +15,17 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// maxWriteBody bounds request bodies of writes; theirs are a few fields.
-const maxWriteBody = 64 << 10
+// Body limits (CONTRACT section 12): a write is a few fields; an
+// Alertmanager group may hold thousands of alerts, and a 413 there would
+// leave a rollout running exactly when many nodes are down (Alertmanager
+// does not retry a 4xx).
+const (
+	maxWriteBody        = 64 << 10
+	maxAlertmanagerBody = 8 << 20
+)
 
 // errBodyTooLarge and errNotJSON are the server's own additions to the
-// taxonomy, like errRateLimited: only decodeBody produces them.
+// taxonomy, like ErrRateLimited: only decodeBody produces them.
 var (
 	errBodyTooLarge = errors.New("too large")
 	errNotJSON      = errors.New("unsupported media type")
@@ -30,16 +36,17 @@ var (
 // does not say it is JSON (415; curl -d sends a form type) and anything
 // after the JSON value (400): a body is one value, not a stream.
 func decodeBody(c echo.Context, dst any, required bool) error {
-	return decode(c, dst, required, true)
+	return decode(c, dst, required, true, maxWriteBody)
 }
 
 // decodeForeign is decodeBody for a body another program defines (an
-// Alertmanager webhook): fields it adds later are ignored, not refused.
-func decodeForeign(c echo.Context, dst any) error {
-	return decode(c, dst, true, false)
+// Alertmanager webhook), up to limit bytes: fields it adds later are
+// ignored, not refused.
+func decodeForeign(c echo.Context, dst any, limit int64) error {
+	return decode(c, dst, true, false, limit)
 }
 
-func decode(c echo.Context, dst any, required, strict bool) error {
+func decode(c echo.Context, dst any, required, strict bool, limit int64) error {
 	r := c.Request()
 	if r.Body == nil || r.ContentLength == 0 {
 		if required {
@@ -50,7 +57,7 @@ func decode(c echo.Context, dst any, required, strict bool) error {
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return fmt.Errorf("%w: Content-Type %q: the body must be application/json", errNotJSON, ct)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxWriteBody))
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, limit))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
@@ -60,7 +67,7 @@ func decode(c echo.Context, dst any, required, strict bool) error {
 		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("%w: request body is over %d bytes: %w", errBodyTooLarge, tooLarge.Limit, err)
+			return fmt.Errorf("%w: request body is over the limit of %d bytes", errBodyTooLarge, tooLarge.Limit)
 		}
 		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
 	}

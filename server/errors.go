@@ -34,7 +34,7 @@ var errorTable = []problemKind{
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{errRateLimited, http.StatusTooManyRequests, "rate-limited"},
+	{ErrRateLimited, http.StatusTooManyRequests, "rate-limited"},
 	{errBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
 	{errNotJSON, http.StatusUnsupportedMediaType, "unsupported-media-type"},
 }
@@ -95,13 +95,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		r := c.Request()
 		switch he.Code {
 		case http.StatusNotFound:
-			p.Detail = fmt.Sprintf("no route %s %s; every route is in /openapi.yaml", r.Method, r.URL.Path)
+			p.Detail = fmt.Sprintf("no route %s %s; every route is in /openapi.yaml", cut(r.Method, 16), cut(r.URL.Path, maxLogPath))
 		case http.StatusMethodNotAllowed:
-			p.Detail = fmt.Sprintf("%s is not allowed on %s; every route is in /openapi.yaml", r.Method, r.URL.Path)
+			p.Detail = fmt.Sprintf("%s is not allowed on %s; every route is in /openapi.yaml", cut(r.Method, 16), cut(r.URL.Path, maxLogPath))
 		}
 	}
 	if p.Status >= 500 {
-		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Request().URL.Path, "err", err)
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", logPath(c.Request()), "err", err)
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")

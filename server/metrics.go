@@ -51,7 +51,7 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tidemark_webhook_events_total",
-			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable).",
+			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable, queue_full).",
 		}, []string{"kind", "outcome"}),
 	}
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -266,23 +266,37 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 		t.Fatalf("advanced: step %d at %d%%, want step 3 at 70%%", ro.Step, ro.Percent)
 	}
 
-	// Alertmanager fires: the rollout halts and every cluster gets P.
+	// Alertmanager fires: the rollout halts and every cluster gets P. The
+	// group holds 3,000 other alerts too (nodes down by the thousand: the
+	// moment the brake must work), about 1 MB, far over the write API's
+	// 64 KiB.
+	var filler strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&filler, `{"status":"firing","labels":{"alertname":"NodeNotReady","node":"node-%04d"},"annotations":{"summary":"node-%04d is NotReady"},"startsAt":"2025-06-01T12:00:00Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prometheus:9090/graph","fingerprint":"%016x"},`, i, i, i)
+	}
 	payload := `{"version":"4","groupKey":"{}:{alertname=\"CanaryUnhealthy\"}","truncatedAlerts":0,"status":"firing",
 		"receiver":"tidemark","groupLabels":{"alertname":"CanaryUnhealthy"},"commonLabels":{},"commonAnnotations":{},
-		"externalURL":"http://alertmanager:9093","alerts":[
+		"externalURL":"http://alertmanager:9093","alerts":[` + filler.String() + `
 		{"status":"firing","labels":{"alertname":"CanaryUnhealthy","tidemark_channel":"stable"},
 		 "annotations":{"summary":"canary nodes NotReady"},"startsAt":"2025-06-01T12:00:00Z","endsAt":"0001-01-01T00:00:00Z",
 		 "generatorURL":"http://prometheus:9090/graph","fingerprint":"1a30ba71cca2921f"},
 		{"status":"resolved","labels":{"alertname":"Other","tidemark_channel":"stable"},"annotations":{}}]}`
+	if len(payload) < 500<<10 {
+		t.Fatalf("the alert group is %d bytes; the test wants a large one", len(payload))
+	}
 	code, body := a.call(t, http.MethodPost, "/api/v1/alerts/alertmanager", token, payload)
 	if code != http.StatusOK || !strings.Contains(string(body), `"halted":["stable"]`) {
-		t.Fatalf("alertmanager: %d %s", code, body)
+		t.Fatalf("alertmanager: %d %.500s", code, body)
+	}
+	huge := `{"version":"4","alerts":[],"pad":"` + strings.Repeat("x", maxAlertmanagerBody) + `"}`
+	if code, body := a.call(t, http.MethodPost, "/api/v1/alerts/alertmanager", token, huge); code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "8388608") {
+		t.Errorf("an alert group over 8 MiB: %d %.300s, want 413 naming 8388608", code, body)
 	}
 	waitFor("replica B to halt", func() bool { return b.rollout(t).State == "halted" })
 	check("halted by an alert", "halted")
 	// The same alert again (Alertmanager repeats) halts nothing more.
 	if code, body := b.call(t, http.MethodPost, "/api/v1/alerts/alertmanager", token, payload); code != http.StatusOK || !strings.Contains(string(body), `"halted":[]`) {
-		t.Fatalf("repeated alert: %d %s", code, body)
+		t.Fatalf("repeated alert: %d %.500s", code, body)
 	}
 
 	control(a, "resume")

@@ -166,7 +166,7 @@ func New(opts Options) (*Server, error) {
 		opts.DBTimeout = defaultDBTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(authFailRate, authFailBurst), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
+		authFails: newAuthFailures(authFailLimit, authFailWindow), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
 		countKick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {

@@ -121,7 +121,7 @@ const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 
 func (s *Server) uiError(c echo.Context, err error) error {
 	p := problemFor(err)
 	if p.Status >= 500 {
-		s.log.ErrorContext(c.Request().Context(), "console request failed", "path", c.Request().URL.Path, "err", err)
+		s.log.ErrorContext(c.Request().Context(), "console request failed", "path", logPath(c.Request()), "err", err)
 	}
 	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: uiProblemOf(p)})
 }

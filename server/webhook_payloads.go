@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -46,8 +47,24 @@ func parseWebhook(kind string, body []byte) ([]PushEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s webhook payload: %w", resolver.ErrInvalid, kind, err)
 	}
+	for i, ev := range evs {
+		if !validTag.MatchString(ev.Tag) {
+			return nil, fmt.Errorf("%w: %s webhook payload: event %d: tag %q is not a tag name ([A-Za-z0-9_][A-Za-z0-9._-]{0,127})", resolver.ErrInvalid, kind, i, cut(ev.Tag, 256))
+		}
+		if !validRepository.MatchString(ev.Repository) || len(ev.Repository) > 255 {
+			return nil, fmt.Errorf("%w: %s webhook payload: event %d: repository %q is not an OCI repository name", resolver.ErrInvalid, kind, i, cut(ev.Repository, 256))
+		}
+	}
 	return evs, nil
 }
+
+// The OCI distribution spec's grammar for what a webhook may name
+// (CONTRACT section 12): anything else (CR/LF, "../") never reaches a
+// registry request.
+var (
+	validTag        = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+	validRepository = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*$`)
+)
 
 // distribution: the CNCF distribution registry's notifications envelope
 // (application/vnd.docker.distribution.events.v1+json).
@@ -185,6 +202,11 @@ func parseGitHub(body []byte) ([]PushEvent, error) {
 	}
 	tag := k.PackageVersion.ContainerMetadata.Tag.Name
 	host, repo := splitImage(k.PackageVersion.PackageURL)
+	if strings.EqualFold(host, "ghcr.io") {
+		// GHCR paths are lowercase; GitHub's events spell the owner as
+		// it is written (ghcr.io/Codertocat/hello-world).
+		host, repo = "ghcr.io", strings.ToLower(repo)
+	}
 	if repo == "" {
 		owner := k.Namespace
 		if owner == "" {

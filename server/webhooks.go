@@ -21,42 +21,58 @@ import (
 
 // PushFunc queues ev's tag for indexing on every source whose image is its
 // repository and returns how many there are (0: the repository is not
-// indexed here). It must not tie the work to ctx beyond queueing it.
-type PushFunc func(ctx context.Context, ev PushEvent, received time.Time) (sources int)
+// indexed here); err wraps ErrRateLimited when a source's queue is full.
+// It must not tie the work to ctx beyond queueing it.
+type PushFunc func(ctx context.Context, ev PushEvent, received time.Time) (sources int, err error)
 
 // SecretFunc reads a webhook secret; it is called per request, so that a
 // rotated secret file applies at once.
 type SecretFunc func() ([]byte, error)
 
-// maxWebhookBody bounds a webhook payload: Docker Hub's carries the whole
-// Dockerfile and README, a distribution envelope up to its threshold.
-const maxWebhookBody = 4 << 20
+// maxWebhookBody bounds a webhook payload (CONTRACT section 12): Docker
+// Hub's carries the Dockerfile and README, a distribution envelope up to
+// its threshold of events.
+const maxWebhookBody = 1 << 20
 
-// registerWebhooks adds the registry webhook routes. Each reads its body
-// before authenticating because GitHub signs the body.
+// dockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
+// logs show it as ***.
+const dockerHubWebhookPrefix = "/api/v1/webhooks/dockerhub/"
+
+// registerWebhooks adds the registry webhook routes. Each checks the
+// credentials its sender puts in headers or the path before it reads the
+// body; GitHub signs the body, so its body is read (up to the limit)
+// first.
 func (s *Server) registerWebhooks(e *echo.Echo) {
 	for _, kind := range []string{"distribution", "harbor", "quay", "github"} {
 		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.dbDeadline)
 	}
-	e.POST("/api/v1/webhooks/dockerhub/:secret", s.webhook("dockerhub"), s.dbDeadline)
+	e.POST(dockerHubWebhookPrefix+":secret", s.webhook("dockerhub"), s.dbDeadline)
 	s.get(e, "/api/v1/notifications", s.notifications, s.dbDeadline, s.requireRead())
 }
 
 func (s *Server) webhook(kind string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		received := time.Now()
+		if kind != "github" {
+			if err := s.authenticateWebhook(c, kind, nil); err != nil {
+				s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+				return err
+			}
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				err = fmt.Errorf("%w: %s webhook payload is over %d bytes", errBodyTooLarge, kind, tooLarge.Limit)
+				err = fmt.Errorf("%w: %s webhook payload is over the limit of %d bytes", errBodyTooLarge, kind, tooLarge.Limit)
 			}
 			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
 			return err
 		}
-		if err := s.authenticateWebhook(c, kind, body); err != nil {
-			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
-			return err
+		if kind == "github" {
+			if err := s.authenticateWebhook(c, kind, body); err != nil {
+				s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+				return err
+			}
 		}
 		if kind == "github" && c.Request().Header.Get("X-GitHub-Event") != "package" &&
 			c.Request().Header.Get("X-GitHub-Event") != "registry_package" {
@@ -74,7 +90,13 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 		}
 		res := openapi.WebhookResult{Tags: len(evs)}
 		for _, ev := range evs {
-			if s.opts.Push(c.Request().Context(), ev, received) > 0 {
+			n, err := s.opts.Push(c.Request().Context(), ev, received)
+			if err != nil {
+				s.metrics.webhooks.WithLabelValues(kind, "queue_full").Inc()
+				c.Response().Header().Set("Retry-After", "1")
+				return err
+			}
+			if n > 0 {
 				res.Queued++
 				s.metrics.webhooks.WithLabelValues(kind, "queued").Inc()
 			} else {
@@ -97,9 +119,9 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) error {
 	switch kind {
 	case "github":
-		return checkGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body)
+		return s.credentialFailed(c, checkGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
 	case "dockerhub":
-		return checkPathSecret(s.opts.DockerHubSecret, c.Param("secret"))
+		return s.credentialFailed(c, checkPathSecret(s.opts.DockerHubSecret, c.Param("secret")))
 	}
 	name, scopes, err := s.authenticate(c, true)
 	if err != nil {

@@ -68,14 +68,14 @@ type pushRecorder struct {
 	evs []PushEvent
 }
 
-func (p *pushRecorder) push(_ context.Context, ev PushEvent, _ time.Time) int {
+func (p *pushRecorder) push(_ context.Context, ev PushEvent, _ time.Time) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.evs = append(p.evs, ev)
 	if ev.Repository == "rancher/k3s-upgrade" {
-		return 1
+		return 1, nil
 	}
-	return 0
+	return 0, nil
 }
 
 func secretFunc(s string) SecretFunc { return func() ([]byte, error) { return []byte(s), nil } }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -119,7 +120,7 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 		row(c.Name, c.Source, c.Stream.String(), dash(c.ConstraintText), dash(reString(c.Include)),
 			dash(reString(c.Exclude)), dash(c.Latest), builds, redirectOf(cfg, c), dash(channelOptions(c)))
 	}
-	if len(cfg.Notify) > 0 || cfg.Webhooks != (config.Webhooks{}) {
+	if len(cfg.Notify) > 0 || cfg.Webhooks != (config.Webhooks{MaxPending: indexer.DefaultMaxPending}) {
 		row("")
 		printNotify(row, cfg)
 	}
@@ -170,13 +171,16 @@ func printNotify(row func(...string), cfg *config.Config) {
 			row(n.Name, kind, notify.RedactURL(n.URL), signed, channels)
 		}
 	}
-	if w := cfg.Webhooks; w != (config.Webhooks{}) {
+	if w := cfg.Webhooks; w != (config.Webhooks{MaxPending: indexer.DefaultMaxPending}) {
 		var secrets []string
 		if w.GitHubSecretFile != "" {
 			secrets = append(secrets, "github_secret_file="+w.GitHubSecretFile)
 		}
 		if w.DockerHubSecretFile != "" {
 			secrets = append(secrets, "dockerhub_secret_file="+w.DockerHubSecretFile)
+		}
+		if w.MaxPending != indexer.DefaultMaxPending {
+			secrets = append(secrets, fmt.Sprintf("max_pending=%d", w.MaxPending))
 		}
 		row("webhooks", strings.Join(secrets, " "))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -43,10 +44,14 @@ func newDeliverer(cfg *config.Config, st *store.Store, log *slog.Logger, reg pro
 // pushFunc hands webhook events to the indexer. The work belongs to the
 // service (ctx), not to the request that brought the event.
 func pushFunc(ctx context.Context, ix **indexer.Indexer) server.PushFunc {
-	return func(_ context.Context, ev server.PushEvent, received time.Time) int {
-		return len((*ix).Push(ctx, indexer.PushEvent{
+	return func(_ context.Context, ev server.PushEvent, received time.Time) (int, error) {
+		matched, err := (*ix).Push(ctx, indexer.PushEvent{
 			Host: ev.Host, Repository: ev.Repository, Tag: ev.Tag, Delete: ev.Delete, Received: received,
-		}))
+		})
+		if errors.Is(err, indexer.ErrPushQueueFull) {
+			err = fmt.Errorf("%w: %w", server.ErrRateLimited, err)
+		}
+		return len(matched), err
 	}
 }
 

@@ -197,6 +197,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		RateLimits: cfg.RateLimits(),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
 		OnChange:   func(source string) { srv.Notify(resolver.Change{Source: source}) },
+		MaxPending: cfg.Webhooks.MaxPending,
 	})
 	if err != nil {
 		return err

@@ -70,6 +70,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
 		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
 		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
+		Webhooks:   Webhooks{MaxPending: indexer.DefaultMaxPending},
 		Sources: []Source{{
 			Source: indexer.Source{
 				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
@@ -394,7 +395,7 @@ notify:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Webhooks{GitHubSecretFile: "/run/secrets/github", DockerHubSecretFile: "/run/secrets/hub"}); cfg.Webhooks != want {
+	if want := (Webhooks{GitHubSecretFile: "/run/secrets/github", DockerHubSecretFile: "/run/secrets/hub", MaxPending: 1000}); cfg.Webhooks != want {
 		t.Errorf("webhooks %+v, want %+v", cfg.Webhooks, want)
 	}
 	want := []Notify{

@@ -12,6 +12,9 @@ import (
 type Webhooks struct {
 	GitHubSecretFile    string // GitHub signs the body with it (X-Hub-Signature-256)
 	DockerHubSecretFile string // Docker Hub's URL carries it in the path
+	// MaxPending bounds each source's queue of pushed tags (over: 429);
+	// default indexer.DefaultMaxPending.
+	MaxPending int
 }
 
 // Notify is one `notify:` endpoint: outbound notifications.
@@ -24,7 +27,7 @@ type Notify struct {
 }
 
 var (
-	webhooksKeys = []string{"github_secret_file", "dockerhub_secret_file"}
+	webhooksKeys = []string{"github_secret_file", "dockerhub_secret_file", "max_pending"}
 	notifyKeys   = []string{"name", "url", "kind", "secret_file", "channels"}
 )
 
@@ -32,6 +35,13 @@ func (p *parser) webhooks(n *yaml.Node, cfg *Config) {
 	f := p.mapping(n, "", "webhooks", webhooksKeys)
 	cfg.Webhooks.GitHubSecretFile, _ = p.str(f["github_secret_file"], "webhooks", "github_secret_file")
 	cfg.Webhooks.DockerHubSecretFile, _ = p.str(f["dockerhub_secret_file"], "webhooks", "dockerhub_secret_file")
+	if i, ok := p.integer(f["max_pending"], "webhooks", "max_pending"); ok {
+		if i < 1 {
+			p.add(deref(f["max_pending"]), "webhooks", "max_pending: want 1 or more, got %d", i)
+		} else {
+			cfg.Webhooks.MaxPending = i
+		}
+	}
 }
 
 // notify reads `notify:`; it runs after channels, whose names it checks.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"gopkg.in/yaml.v3"
 
+	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -91,6 +92,7 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
+	cfg.Webhooks.MaxPending = indexer.DefaultMaxPending
 	p.webhooks(top["webhooks"], cfg)
 	p.notify(top["notify"], cfg)
 	// A file with nothing in it (empty, or the wrong file) would serve

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWebhooksCheckCredentialsBeforeReadingTheBody: an unauthenticated
+// post whose body never arrives is answered 401 at once: the body was not
+// read (issue 24 item 5: 500 such posts took RSS to 806 MB).
+func TestWebhooksCheckCredentialsBeforeReadingTheBody(t *testing.T) {
+	rec := &pushRecorder{}
+	env := newPGEnv(t, Options{Push: rec.push, DockerHubSecret: secretFunc("hub-secret")})
+	for _, path := range []string{"/api/v1/webhooks/distribution", "/api/v1/webhooks/dockerhub/wrong"} {
+		t.Run(path, func(t *testing.T) {
+			body, w := io.Pipe()
+			t.Cleanup(func() { w.Close() })
+			req, _ := http.NewRequest(http.MethodPost, env.ts.URL+path, body)
+			req.ContentLength = 4 << 20
+			req.Header.Set("Content-Type", "application/json")
+			client := &http.Client{Timeout: 5 * time.Second}
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("no answer before the body: %v", err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized && res.StatusCode != http.StatusForbidden {
+				t.Errorf("status %d, want 401/403 before the body", res.StatusCode)
+			}
+		})
+	}
+}
+
+// TestBodyLimitsPerRoute: each route's limit holds at the limit and past
+// it, with a 413 naming the limit (CONTRACT section 12).
+func TestBodyLimitsPerRoute(t *testing.T) {
+	rec := &pushRecorder{}
+	env := newPGEnv(t, Options{Push: rec.push})
+	padded := func(n int) string { // a distribution envelope of exactly n bytes
+		head, tail := `{"events":[],"pad":"`, `"}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(maxWebhookBody)); res.StatusCode != http.StatusAccepted {
+		t.Errorf("a webhook of exactly 1 MiB: %d %s, want 202", res.StatusCode, body)
+	}
+	res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(maxWebhookBody+1))
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "1048576") {
+		t.Errorf("a webhook one byte over 1 MiB: %d %s, want 413 naming 1048576", res.StatusCode, body)
+	}
+	big := `{"version":"v1.33.5-k3s1","reason":"` + strings.Repeat("r", maxWriteBody) + `"}`
+	res, body = do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", big)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "65536") {
+		t.Errorf("a pin over 64 KiB: %d %s, want 413 naming 65536", res.StatusCode, body)
+	}
+}
+
+// TestWebhookTagsFollowTheGrammar: a tag with CR/LF or "../", or a
+// repository outside the OCI grammar, is 400 naming the field and never
+// queued (issue 24 item 9).
+func TestWebhookTagsFollowTheGrammar(t *testing.T) {
+	rec := &pushRecorder{}
+	env := newPGEnv(t, Options{Push: rec.push})
+	event := func(repo, tag string) string {
+		return fmt.Sprintf(`{"events":[{"action":"push","target":{"repository":%q,"tag":%q},"request":{"host":"127.0.0.1:5000"}}]}`, repo, tag)
+	}
+	for _, tc := range []struct{ name, repo, tag, field string }{
+		{"CR LF in a tag", "rancher/k3s-upgrade", "v1\r\nX-Evil: 1", "tag"},
+		{"a path in a tag", "rancher/k3s-upgrade", "../../v2/_catalog", "tag"},
+		{"a tag of 129 characters", "rancher/k3s-upgrade", "a" + strings.Repeat("b", 128), "tag"},
+		{"an uppercase repository", "Rancher/k3s-upgrade", "v1", "repository"},
+		{"a repository with ..", "rancher/../etc", "v1", "repository"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", event(tc.repo, tc.tag))
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tc.field) {
+				t.Errorf("%d %s, want 400 naming %s", res.StatusCode, body, tc.field)
+			}
+		})
+	}
+	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", event("rancher/k3s-upgrade", "a"+strings.Repeat("b", 127))); res.StatusCode != http.StatusAccepted {
+		t.Errorf("a tag of 128 characters: %d %s, want 202", res.StatusCode, body)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.evs) != 1 {
+		t.Errorf("%d events queued, want only the valid one", len(rec.evs))
+	}
+}
+
+// TestGuessingTheDockerHubSecretIsLimitedAndNeverLogged: wrong secrets count
+// as failed credentials (429 after ten), the right one still works, and
+// the access log shows the secret segment as *** (issue 24 item 8).
+func TestGuessingTheDockerHubSecretIsLimitedAndNeverLogged(t *testing.T) {
+	rec := &pushRecorder{}
+	env := newPGEnv(t, Options{Push: rec.push, DockerHubSecret: secretFunc("hub-secret"), AccessLog: AccessLogAll})
+	hub := readPayload(t, "dockerhub.json")
+	for i := range authFailLimit {
+		if res, _ := do(t, env, env.ts, http.MethodPost, fmt.Sprintf("/api/v1/webhooks/dockerhub/guess-%d", i), "", hub); res.StatusCode != http.StatusForbidden {
+			t.Fatalf("guess %d: %d, want 403", i, res.StatusCode)
+		}
+	}
+	res, _ := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/dockerhub/guess-x", "", hub)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("guess past the limit: %d Retry-After %q, want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/dockerhub/hub-secret", "", hub); res.StatusCode != http.StatusAccepted {
+		t.Errorf("the right secret from a locked address: %d %s, want 202", res.StatusCode, body)
+	}
+	logs := env.logs.String()
+	if strings.Contains(logs, "hub-secret") || strings.Contains(logs, "guess-") {
+		t.Errorf("the log shows a Docker Hub secret:\n%s", grepLines(logs, "dockerhub"))
+	}
+	if !strings.Contains(logs, "/api/v1/webhooks/dockerhub/***") {
+		t.Errorf("the log lacks the masked path:\n%s", grepLines(logs, "dockerhub"))
+	}
+}
+
+// TestAccessLogFieldsAreCut: a 6 KB path and a 60 KB header make one line
+// under 4 KiB (issue 24 item 10).
+func TestAccessLogFieldsAreCut(t *testing.T) {
+	env := newPGEnv(t, Options{AccessLog: AccessLogAll})
+	req, _ := http.NewRequest(http.MethodGet, env.ts.URL+"/v1-release/channels/"+strings.Repeat("p", 6000)+"?q="+strings.Repeat("q", 100), nil)
+	req.Header.Set("User-Agent", strings.Repeat("u", 60000))
+	req.Header.Set("X-SUC-Cluster-ID", strings.Repeat("c", 60000))
+	req.Header.Set("X-SUC-Latest-Version", strings.Repeat("v", 60000))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var line string
+	for _, l := range strings.Split(env.logs.String(), "\n") {
+		if strings.Contains(l, "pppp") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("no access log line for the request")
+	}
+	if len(line) > 4096 {
+		t.Errorf("access log line of %d bytes, want at most 4096", len(line))
+	}
+	for _, field := range []string{"user_agent=", "suc_cluster_id=", "path="} {
+		if !strings.Contains(line, field) {
+			t.Errorf("line lacks %s: %.300s", field, line)
+		}
+	}
+}
+
+// TestALockedAddressStaysLockedWhateverOthersDo: failures from more
+// addresses than the table holds never unlock a locked one (issue 24 item
+// 11: the table was cleared at 4,096).
+func TestALockedAddressStaysLockedWhateverOthersDo(t *testing.T) {
+	a := newAuthFailures(authFailLimit, time.Hour)
+	for range authFailLimit + 1 {
+		a.failed("203.0.113.1")
+	}
+	for i := range maxAuthFailClients + 200 {
+		a.failed(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	if _, locked := a.failed("203.0.113.1"); !locked {
+		t.Error("a locked address was unlocked by other addresses' failures")
+	}
+	if len(a.m) > maxAuthFailClients {
+		t.Errorf("table of %d entries, want at most %d", len(a.m), maxAuthFailClients)
+	}
+}
+
+// TestGitHubOwnersWithCapitalsMatch: GitHub's own example event names
+// ghcr.io/Codertocat/hello-world; GHCR paths are lowercase (issue 25 item 5).
+func TestGitHubOwnersWithCapitalsMatch(t *testing.T) {
+	body := `{"action":"published","package":{"name":"hello-world","namespace":"Codertocat","package_type":"CONTAINER",
+		"owner":{"login":"Codertocat"},"package_version":{"package_url":"ghcr.io/Codertocat/hello-world:6.0.0",
+		"container_metadata":{"tag":{"name":"6.0.0"}}}}}`
+	evs, err := parseWebhook("github", []byte(body))
+	if err != nil || len(evs) != 1 || evs[0].Host != "ghcr.io" || evs[0].Repository != "codertocat/hello-world" || evs[0].Tag != "6.0.0" {
+		t.Errorf("events %+v (%v), want ghcr.io codertocat/hello-world 6.0.0", evs, err)
+	}
+}
