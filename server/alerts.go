@@ -52,6 +52,10 @@ func (s *Server) alertmanager(c echo.Context) error {
 			ignore(fmt.Sprintf("channel %q is not configured", name))
 			continue
 		}
+		if who := principal(c); !who.MayWriteChannel(name) {
+			ignore(fmt.Sprintf("token %q is limited to channels [%s]", who.Name, strings.Join(who.Channels, ",")))
+			continue
+		}
 		reason := alertname
 		if sum := strings.TrimSpace(a.Annotations["summary"]); sum != "" {
 			reason += ": " + sum

@@ -41,8 +41,22 @@ const (
 var ErrRateLimited = errors.New("rate limited")
 
 // actorKey is where the auth middleware leaves the token's name for the
-// handler (the audit actor).
-const actorKey = "tidemark.actor"
+// handler (the audit actor); principalKey the whole principal.
+const (
+	actorKey     = "tidemark.actor"
+	principalKey = "tidemark.principal"
+)
+
+// What a write touches, for a principal limited to some channels (token
+// create --channels): one channel (named by the route's :name), a whole
+// source, or channels the handler checks itself (Alertmanager's alerts).
+type writeReach int
+
+const (
+	reachSource writeReach = iota
+	reachChannel
+	reachHandler
+)
 
 // allows reports whether a token with scopes may do what needs.
 func allows(scopes []string, need string) bool {
@@ -70,55 +84,91 @@ func enough(need string) string {
 // checks the scope, in that order: the limiter needs the token's name, and
 // a 403 still costs the caller budget so probing scopes is not free.
 // The token itself is never logged or echoed; errors name the token only by
-// the name it was created with.
+// the name it was created with. A token limited to channels may make no
+// source-wide write (block, scan).
 func (s *Server) requireScope(need string) echo.MiddlewareFunc {
-	return s.authorize(need, true)
+	return s.authorize(need, true, reachSource)
+}
+
+// requireChannelScope is requireScope for a write to the route's channel
+// (:name): a token limited to channels must match it.
+func (s *Server) requireChannelScope(need string) echo.MiddlewareFunc {
+	return s.authorize(need, true, reachChannel)
 }
 
 // requireRead is requireScope for reads: the per-token budget is for
 // writes, and a console or a script paging the fleet reads many times.
 func (s *Server) requireRead() echo.MiddlewareFunc {
-	return s.authorize(ScopeRead, false)
+	return s.authorize(ScopeRead, false, reachHandler)
 }
 
-func (s *Server) authorize(need string, limited bool) echo.MiddlewareFunc {
+func (s *Server) authorize(need string, limited bool, reach writeReach) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			name, scopes, err := s.authenticate(c, false)
+			p, err := s.authenticate(c, false)
 			if err != nil {
 				return err
 			}
 			if limited {
-				if wait, ok := s.limits.allow(name); !ok {
+				if wait, ok := s.limits.allow(p.Name); !ok {
 					c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", ErrRateLimited, name, float64(s.limits.rate), wait)
+					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", ErrRateLimited, p.Name, float64(s.limits.rate), wait)
 				}
 			}
-			if !allows(scopes, need) {
-				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), enough(need))
+			if !allows(p.Scopes, need) {
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), enough(need))
 			}
-			c.Set(actorKey, name)
+			if err := mayReach(p, reach, c.Param("name")); err != nil {
+				return err
+			}
+			c.Set(actorKey, p.Name)
+			c.Set(principalKey, p)
 			return next(c)
 		}
 	}
+}
+
+// mayReach checks a channel-limited principal against what a write touches.
+func mayReach(p resolver.Principal, reach writeReach, channel string) error {
+	if !p.Limited() {
+		return nil
+	}
+	switch reach {
+	case reachSource:
+		return fmt.Errorf("%w: token %q is limited to channels [%s]; source-wide writes (block, risks, scan) need a token without --channels",
+			resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","))
+	case reachChannel:
+		if !p.MayWriteChannel(channel) {
+			return fmt.Errorf("%w: token %q is limited to channels [%s]; channel %q is not one of them",
+				resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","), channel)
+		}
+	}
+	return nil
+}
+
+// principal is the request's authenticated principal (after authorize).
+func principal(c echo.Context) resolver.Principal {
+	p, _ := c.Get(principalKey).(resolver.Principal)
+	return p
 }
 
 // authenticate finds the request's token in the store, and counts a
 // failure against the client's address (refusing it while that address
 // has failed too often). queryToken also accepts ?access_token= (RFC 6750),
 // for webhook senders that cannot set a header.
-func (s *Server) authenticate(c echo.Context, queryToken bool) (name string, scopes []string, err error) {
+func (s *Server) authenticate(c echo.Context, queryToken bool) (resolver.Principal, error) {
 	if s.opts.Store == nil {
-		return "", nil, s.writeUnavailable(c)
+		return resolver.Principal{}, s.writeUnavailable(c)
 	}
 	secret, err := bearer(c.Request())
 	if q := c.QueryParam("access_token"); err != nil && queryToken && q != "" {
 		secret, err = q, nil
 	}
+	var p resolver.Principal
 	if err == nil {
-		name, scopes, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
+		p, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
 	}
-	return name, scopes, s.credentialFailed(c, err) // the store's error already says "authenticate"
+	return p, s.credentialFailed(c, err) // the store's error already says "authenticate"
 }
 
 // credentialFailed counts err against the client's address when it is a

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -179,5 +180,32 @@ func TestGitHubOwnersWithCapitalsMatch(t *testing.T) {
 	evs, err := parseWebhook("github", []byte(body))
 	if err != nil || len(evs) != 1 || evs[0].Host != "ghcr.io" || evs[0].Repository != "codertocat/hello-world" || evs[0].Tag != "6.0.0" {
 		t.Errorf("events %+v (%v), want ghcr.io codertocat/hello-world 6.0.0", evs, err)
+	}
+}
+
+// TestTokensLimitedToChannels: a promote token created with --channels
+// may pin only those channels, makes no source-wide write, and its
+// Alertmanager alerts naming other channels are ignored and counted (issue
+// 24 item 12).
+func TestTokensLimitedToChannels(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	tok, err := env.st.CreateChannelToken(context.Background(), "am", []string{ScopePromote}, []string{"v1.3*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.tokens["am"] = tok
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "am", `{"version":"v1.33.5-k3s1"}`); res.StatusCode != http.StatusOK {
+		t.Errorf("pin of a matching channel: %d %s, want 200", res.StatusCode, body)
+	}
+	res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/stable/pin", "am", `{"version":"v1.33.5-k3s1"}`)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `channel \"stable\" is not one of them`) {
+		t.Errorf("pin of another channel: %d %s, want 403 naming it", res.StatusCode, body)
+	}
+	res, body = do(t, env, env.ts, http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.5-k3s1/block", "am", `{"reason":"x"}`)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "without --channels") {
+		t.Errorf("a block: %d %s, want 403 saying source-wide writes need an unlimited token", res.StatusCode, body)
+	}
+	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/sources/k3s/scan", "am", ""); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a scan: %d %s, want 403", res.StatusCode, body)
 	}
 }

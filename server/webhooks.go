@@ -123,16 +123,19 @@ func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) e
 	case "dockerhub":
 		return s.credentialFailed(c, checkPathSecret(s.opts.DockerHubSecret, c.Param("secret")))
 	}
-	name, scopes, err := s.authenticate(c, true)
+	p, err := s.authenticate(c, true)
 	if err != nil {
 		return err
 	}
 	// No per-token write limit: a registry sends a burst of events per
 	// push, each is cheap (a queued tag), and a 429 would only delay them.
-	if !allows(scopes, ScopeScan) {
-		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, name, strings.Join(scopes, ","), enough(ScopeScan))
+	if !allows(p.Scopes, ScopeScan) {
+		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), enough(ScopeScan))
 	}
-	c.Set(actorKey, name)
+	if err := mayReach(p, reachSource, ""); err != nil {
+		return err
+	}
+	c.Set(actorKey, p.Name)
 	return nil
 }
 

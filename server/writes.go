@@ -20,7 +20,7 @@ import (
 type Store interface {
 	// Authenticate answers ErrUnauthorized for unknown and revoked tokens
 	// alike, so that the two look the same from outside.
-	Authenticate(ctx context.Context, token string) (name string, scopes []string, err error)
+	Authenticate(ctx context.Context, token string) (resolver.Principal, error)
 	// Pin and Unpin check c.IfRevision (resolver.AnyRevision: no check) against
 	// the channel's revision inside the transaction: ErrConflict when it moved.
 	Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
@@ -43,8 +43,8 @@ const writeReloadTimeout = 10 * time.Second
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
 	promote := s.requireScope(ScopePromote)
-	e.PUT("/api/v1/channels/:name/pin", s.pin, s.dbDeadline, promote)
-	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.dbDeadline, promote)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, s.dbDeadline, s.requireChannelScope(ScopePromote))
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.dbDeadline, s.requireChannelScope(ScopePromote))
 	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.dbDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
 	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))

@@ -29,6 +29,7 @@ type Token struct {
 	ID        int64
 	Name      string
 	Scopes    []string
+	Channels  []string // globs a channel write must match; empty: any
 	CreatedAt time.Time
 	LastUsed  time.Time // zero: never used
 	RevokedAt time.Time // zero: valid
@@ -38,6 +39,20 @@ type Token struct {
 // plaintext, which exists only in this return value: the database keeps its
 // SHA-256. ErrConflict when the name is taken (revoked tokens keep theirs).
 func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (string, error) {
+	return s.CreateChannelToken(ctx, name, scopes, nil)
+}
+
+// CreateChannelToken is CreateToken for a token whose channel writes are
+// limited to channels (names or globs); nil: every channel.
+func (s *Store) CreateChannelToken(ctx context.Context, name string, scopes, channels []string) (string, error) {
+	for _, g := range channels {
+		if !resolver.ValidChannelGlob(g) {
+			return "", fmt.Errorf("%w: token %q: channels: %q is not a channel name or glob", resolver.ErrInvalid, name, g)
+		}
+	}
+	if channels == nil {
+		channels = []string{}
+	}
 	if strings.TrimSpace(name) == "" {
 		return "", fmt.Errorf("%w: token name is empty", resolver.ErrInvalid)
 	}
@@ -57,8 +72,8 @@ func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (
 	hash := sha256.Sum256([]byte(plain))
 	err := s.inTx(ctx, fmt.Sprintf("create token %q", name), func(tx pgx.Tx) error {
 		var id int64
-		err := tx.QueryRow(ctx, `insert into tokens (name, hash, scopes) values ($1, $2, $3)
-			on conflict (name) do nothing returning id`, name, hash[:], scopes).Scan(&id)
+		err := tx.QueryRow(ctx, `insert into tokens (name, hash, scopes, channels) values ($1, $2, $3, $4)
+			on conflict (name) do nothing returning id`, name, hash[:], scopes, channels).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: token %q already exists (a revoked token keeps its name); choose another name", resolver.ErrConflict, name)
 		}
@@ -71,31 +86,32 @@ func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (
 }
 
 // Authenticate finds the valid token whose plaintext this is, records its
-// use and returns its name and scopes: what the server acts on. Unknown, malformed and revoked tokens are all ErrUnauthorized with
+// use and returns it as a principal (name, scopes, channels): what the
+// server acts on. Unknown, malformed and revoked tokens are all ErrUnauthorized with
 // the same text, so a caller learns nothing from the difference.
 //
 // A failed lookup only reads: a guessed token must not cost a database
 // write. A valid one records last_used at most once a minute, which is
 // what `token list` shows, without a write per request.
-func (s *Store) Authenticate(ctx context.Context, plaintext string) (name string, scopes []string, err error) {
+func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Principal, error) {
 	denied := fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
 	if !strings.HasPrefix(plaintext, TokenPrefix) {
-		return "", nil, denied
+		return resolver.Principal{}, denied
 	}
 	hash := sha256.Sum256([]byte(plaintext))
 	var (
 		t      Token
 		stored []byte
 	)
-	err = s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
 		// The lookup is by hash, so timing reveals nothing about the secret;
 		// the constant-time compare below is belt and braces.
 		var stale bool
 		err := tx.QueryRow(ctx, `
-			select id, name, hash, scopes, created_at, coalesce(last_used, 'epoch'),
+			select id, name, hash, scopes, channels, created_at, coalesce(last_used, 'epoch'),
 				last_used is null or last_used < now() - interval '1 minute'
 			from tokens where hash = $1 and revoked_at is null`, hash[:]).
-			Scan(&t.ID, &t.Name, &stored, &t.Scopes, &t.CreatedAt, &t.LastUsed, &stale)
+			Scan(&t.ID, &t.Name, &stored, &t.Scopes, &t.Channels, &t.CreatedAt, &t.LastUsed, &stale)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return denied
 		}
@@ -111,9 +127,9 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (name string
 		return tx.QueryRow(ctx, `update tokens set last_used = now() where id = $1 returning last_used`, t.ID).Scan(&t.LastUsed)
 	})
 	if err != nil {
-		return "", nil, err
+		return resolver.Principal{}, err
 	}
-	return t.Name, t.Scopes, nil
+	return resolver.Principal{Name: t.Name, Scopes: t.Scopes, Channels: t.Channels}, nil
 }
 
 // ListTokens lists every token, revoked ones included, by name.
@@ -121,13 +137,13 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 	tokens := []Token{}
 	err := s.inTx(ctx, "list tokens", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			select id, name, scopes, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
+			select id, name, scopes, channels, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
 			from tokens order by name`)
 		if err != nil {
 			return err
 		}
 		var t Token
-		_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Name, &t.Scopes, &t.CreatedAt, &t.LastUsed, &t.RevokedAt}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Name, &t.Scopes, &t.Channels, &t.CreatedAt, &t.LastUsed, &t.RevokedAt}, func() error {
 			c := t
 			c.LastUsed, c.RevokedAt = unEpoch(c.LastUsed), unEpoch(c.RevokedAt)
 			tokens = append(tokens, c)

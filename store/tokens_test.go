@@ -29,9 +29,9 @@ func TestTokens(t *testing.T) {
 		t.Error("the plaintext is stored")
 	}
 
-	name, scopes, err := st.Authenticate(ctx, plain)
-	if err != nil || name != "ci" || !slices.Equal(scopes, []string{"promote"}) {
-		t.Fatalf("Authenticate = %q %q, %v", name, scopes, err)
+	p, err := st.Authenticate(ctx, plain)
+	if err != nil || p.Name != "ci" || !slices.Equal(p.Scopes, []string{"promote"}) || p.Limited() {
+		t.Fatalf("Authenticate = %+v, %v", p, err)
 	}
 	if tokens, err := st.ListTokens(ctx); err != nil || len(tokens) != 1 || tokens[0].LastUsed.IsZero() {
 		t.Fatalf("after Authenticate, ListTokens = %+v, %v; want last_used set", tokens, err)
@@ -40,8 +40,16 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, scopes, err := st.Authenticate(ctx, admin); err != nil || !slices.Equal(scopes, []string{"admin"}) {
-		t.Errorf("admin token scopes = %q, %v; want admin (which the server reads as every scope)", scopes, err)
+	if p, err := st.Authenticate(ctx, admin); err != nil || !slices.Equal(p.Scopes, []string{"admin"}) {
+		t.Errorf("admin token scopes = %q, %v; want admin (which the server reads as every scope)", p.Scopes, err)
+	}
+	limited, err := st.CreateChannelToken(ctx, "alertmanager", []string{"promote"}, []string{"stable", "v1.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := st.Authenticate(ctx, limited); err != nil || !slices.Equal(p.Channels, []string{"stable", "v1.*"}) ||
+		!p.MayWriteChannel("v1.33") || p.MayWriteChannel("latest") {
+		t.Errorf("limited token = %+v, %v; want channels stable and v1.*", p, err)
 	}
 
 	for _, tt := range []struct {
@@ -53,6 +61,7 @@ func TestTokens(t *testing.T) {
 		{"unknown scope is invalid", errOf(st.CreateToken(ctx, "x", []string{"root"})), resolver.ErrInvalid},
 		{"no scope is invalid", errOf(st.CreateToken(ctx, "x", nil)), resolver.ErrInvalid},
 		{"empty name is invalid", errOf(st.CreateToken(ctx, " ", []string{"scan"})), resolver.ErrInvalid},
+		{"a bad channel glob is invalid", errOf(st.CreateChannelToken(ctx, "x", []string{"promote"}, []string{"v1.["})), resolver.ErrInvalid},
 		{"wrong token is unauthorized", authErr(st.Authenticate(ctx, plain+"x")), resolver.ErrUnauthorized},
 		{"token without prefix is unauthorized", authErr(st.Authenticate(ctx, strings.TrimPrefix(plain, "tdm_"))), resolver.ErrUnauthorized},
 		{"empty token is unauthorized", authErr(st.Authenticate(ctx, "")), resolver.ErrUnauthorized},
@@ -75,18 +84,19 @@ func TestTokens(t *testing.T) {
 	if err := st.RevokeToken(ctx, "ci"); err != nil {
 		t.Errorf("second revoke: %v", err)
 	}
-	if _, _, err := st.Authenticate(ctx, plain); !errors.Is(err, resolver.ErrUnauthorized) {
+	if _, err := st.Authenticate(ctx, plain); !errors.Is(err, resolver.ErrUnauthorized) {
 		t.Errorf("revoked token: err = %v, want ErrUnauthorized", err)
 	}
 	list, err := st.ListTokens(ctx)
-	if err != nil || len(list) != 2 || list[0].Name != "ci" || list[0].RevokedAt.IsZero() || !list[1].RevokedAt.IsZero() {
+	if err != nil || len(list) != 3 || list[0].Name != "alertmanager" || !slices.Equal(list[0].Channels, []string{"stable", "v1.*"}) ||
+		list[1].Name != "ci" || list[1].RevokedAt.IsZero() || !list[2].RevokedAt.IsZero() {
 		t.Errorf("ListTokens = %+v, %v", list, err)
 	}
 }
 
 func errOf[T any](_ T, err error) error { return err }
 
-func authErr(_ string, _ []string, err error) error { return err }
+func authErr(_ resolver.Principal, err error) error { return err }
 
 // TestAuthenticateWritesOnlyForAValidToken: guessed tokens must not cost a
 // database write each, nor a busy valid one a write per request. With the
@@ -100,7 +110,7 @@ func TestAuthenticateWritesOnlyForAValidToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.Authenticate(ctx, plain); err != nil {
+	if _, err := st.Authenticate(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
 	first := lastUsed(t, st)
@@ -115,11 +125,11 @@ func TestAuthenticateWritesOnlyForAValidToken(t *testing.T) {
 	}
 	defer ro.Close()
 	for i := range 3 {
-		if _, _, err := ro.Authenticate(ctx, store.TokenPrefix+"guessed"+strings.Repeat("x", i)); !errors.Is(err, resolver.ErrUnauthorized) {
+		if _, err := ro.Authenticate(ctx, store.TokenPrefix+"guessed"+strings.Repeat("x", i)); !errors.Is(err, resolver.ErrUnauthorized) {
 			t.Fatalf("guessed token on a read-only database: %v, want ErrUnauthorized (a read, no write)", err)
 		}
 	}
-	if _, _, err := ro.Authenticate(ctx, plain); err != nil {
+	if _, err := ro.Authenticate(ctx, plain); err != nil {
 		t.Fatalf("valid token used a moment ago, on a read-only database: %v, want no write and success", err)
 	}
 	if again := lastUsed(t, ro); !again.Equal(first) {

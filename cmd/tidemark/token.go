@@ -32,9 +32,9 @@ func newTokenCmd(e *env) *cobra.Command {
 func newTokenCreateCmd(e *env) *cobra.Command {
 	var cf configFlags
 	var name string
-	var scopes []string
+	var scopes, channels []string
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --scope promote|scan|read|admin",
+		Use:   "create --name NAME --scope promote|scan|read|admin [--channels a,b]",
 		Short: "Create a token and print it, once, alone on stdout",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,7 +46,7 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 				return fmt.Errorf("token create needs --scope (%s)", strings.Join(store.Scopes, ", "))
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
-				tok, err := st.CreateToken(cmd.Context(), name, list)
+				tok, err := st.CreateChannelToken(cmd.Context(), name, list, splitList(channels))
 				if err != nil {
 					return fmt.Errorf("token create: %w", err)
 				}
@@ -55,7 +55,11 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 				if _, err := fmt.Fprintln(e.stdout, tok); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stderr, "token %q created with scope %s; it is shown this once, store it now\n", name, strings.Join(list, ","))
+				limit := ""
+				if cs := splitList(channels); len(cs) > 0 {
+					limit = " for channels " + strings.Join(cs, ",")
+				}
+				fmt.Fprintf(e.stderr, "token %q created with scope %s%s; it is shown this once, store it now\n", name, strings.Join(list, ","), limit)
 				return nil
 			})
 		},
@@ -63,6 +67,7 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 	cf.registerPath(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "token name, recorded as the actor of its writes (required)")
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "promote, scan, read or admin; repeat or comma-separate (required)")
+	cmd.Flags().StringSliceVar(&channels, "channels", nil, "limit channel writes (pin, unpin, rollout controls) to these channels, names or globs (v1.*); such a token makes no source-wide write (block, scan)")
 	return cmd
 }
 
@@ -70,6 +75,7 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 type tokenJSON struct {
 	Name      string     `json:"name"`
 	Scopes    []string   `json:"scopes"`
+	Channels  []string   `json:"channels"`
 	CreatedAt time.Time  `json:"created_at"`
 	LastUsed  *time.Time `json:"last_used"`
 	RevokedAt *time.Time `json:"revoked_at"`
@@ -101,14 +107,18 @@ func newTokenListCmd(e *env) *cobra.Command {
 				}
 				list := make([]tokenJSON, 0, len(tokens))
 				for _, t := range tokens {
-					list = append(list, tokenJSON{Name: t.Name, Scopes: t.Scopes, CreatedAt: t.CreatedAt.UTC(),
+					list = append(list, tokenJSON{Name: t.Name, Scopes: t.Scopes, Channels: t.Channels, CreatedAt: t.CreatedAt.UTC(),
 						LastUsed: timeOrNil(t.LastUsed), RevokedAt: timeOrNil(t.RevokedAt)})
 				}
 				return out.printValue(e.stdout, list, func() error {
 					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+					fmt.Fprintln(tw, "NAME\tSCOPES\tCHANNELS\tCREATED\tLAST USED\tREVOKED")
 					for _, t := range tokens {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","),
+						chans := "(all)"
+						if len(t.Channels) > 0 {
+							chans = strings.Join(t.Channels, ",")
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","), chans,
 							stamp(t.CreatedAt), stamp(t.LastUsed), stamp(t.RevokedAt))
 					}
 					return tw.Flush()
@@ -227,4 +237,17 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// splitList is splitScopes without lowercasing: channel names as written.
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for part := range strings.SplitSeq(s, ",") {
+			if part = strings.TrimSpace(part); part != "" && !slices.Contains(out, part) {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
