@@ -115,8 +115,10 @@ func TestScanIndexesThenRescanMakesNoManifestRequests(t *testing.T) {
 		// a refused https attempt at this http registry.
 		t.Errorf("first scan recorded %d requests, want an https attempt, the rescan's %d and 4 digest requests", first.Requests, again.Requests)
 	}
-	if changes.Load() != 0 {
-		t.Errorf("OnChange called %d times after a no-change rescan", changes.Load())
+	// The rescan changed no tag, but the source's status (its last scan)
+	// changed: one OnChange, so that this replica shows it (issue 25).
+	if changes.Load() != 1 {
+		t.Errorf("OnChange called %d times after a no-change rescan, want 1 (the status)", changes.Load())
 	}
 }
 
@@ -348,5 +350,36 @@ func TestRecheckIsDueByTheStoredTimeAcrossRestarts(t *testing.T) {
 				t.Errorf("rechecked_at = %v after the scan (was %v); want it moved only by a re-check", at, last)
 			}
 		})
+	}
+}
+
+// TestAFailedScanIsShownAtOnce: a scan that fails is recorded and this
+// replica is told (OnChange), so GET /api/v1/sources/{source} and the
+// last-success metric show it within a second, not at the next tag change
+// (issue 25 item 1).
+func TestAFailedScanIsShownAtOnce(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push("app", "v1.0.0")
+	st, ix := newStoreIndexer(t, reg)
+	var changes atomic.Int64
+	ix.onChng = func(string) { changes.Add(1) }
+	ctx := context.Background()
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				http.Error(w, "<html>upstream down</html>", http.StatusBadGateway)
+				return true
+			}
+			return false
+		}
+	})
+	if err := ix.ScanNow(ctx, "app"); err == nil {
+		t.Fatal("a scan of a registry answering 502 succeeded")
+	}
+	if n := changes.Load(); n != 1 {
+		t.Errorf("OnChange called %d times after a failed scan, want 1", n)
+	}
+	if last := indexed(t, st, ix).LastScan; last.Outcome != "failed" || last.Error == "" {
+		t.Errorf("last scan %+v, want the failure recorded", last)
 	}
 }

@@ -83,6 +83,11 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		ix.metrics.scans.WithLabelValues(src.Name, "failed").Inc()
 		if aerr != nil {
 			log.ErrorContext(ctx, "recording failed scan", "err", aerr)
+		} else {
+			// The failure is recorded: this replica's status and metrics
+			// show it now (the others hear the store's notification; this
+			// one ignores its own).
+			ix.changed(src.Name)
 		}
 		log.ErrorContext(ctx, "scan failed", "err", err, "requests", res.Requests, "duration", time.Since(started))
 		return err
@@ -92,9 +97,10 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 		"listing", res.Finished.Sub(started), "recording", applied.Sub(res.Finished))
 	ix.metrics.tags.WithLabelValues(src.Name, "valid").Set(float64(valid))
 	ix.metrics.tags.WithLabelValues(src.Name, "unparsed").Set(float64(unparsed))
-	if rec.TagsNew > 0 || rec.TagsGone > 0 {
-		ix.changed(src.Name)
-	}
+	// Every recorded scan changes the source's status (last scan, its
+	// outcome, tidemark_source_last_success_timestamp_seconds), whether or
+	// not a tag changed.
+	ix.changed(src.Name)
 
 	var due []string
 	if recheck {

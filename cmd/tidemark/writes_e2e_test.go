@@ -284,8 +284,8 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 
 	// The token list shows names and use, never a secret.
 	out = c.must("token", "list")
-	if !regexp.MustCompile(`(?m)^NAME\s+SCOPES\s+CREATED\s+LAST USED\s+REVOKED\n`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^release-bot\s+promote\s+\d{4}-\S+\s+\d{4}-\S+\s+-$`).MatchString(out) ||
+	if !regexp.MustCompile(`(?m)^NAME\s+SCOPES\s+CHANNELS\s+CREATED\s+LAST USED\s+REVOKED\n`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^release-bot\s+promote\s+\(all\)\s+\d{4}-\S+\s+\d{4}-\S+\s+-$`).MatchString(out) ||
 		strings.Contains(out, "tdm_") {
 		t.Errorf("token list:\n%s", out)
 	}
