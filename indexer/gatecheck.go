@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,4 +162,46 @@ func (ix *Indexer) GateTag(ctx context.Context, source, tag string) error {
 	}
 	log := ix.log.With("source", src.Name, "image", src.repo.String(), "tag", tag)
 	return ix.checkGates(ctx, log, src, rt, []string{tag}, true)
+}
+
+// signatureTag matches the tags cosign pushes beside an image: its
+// signature, attestation or SBOM, named after the image's digest.
+var signatureTag = regexp.MustCompile(`^sha256-([0-9a-f]{64})\.(sig|att|sbom)$`)
+
+// GateSignedDigest re-checks the gates of every present tag of source whose
+// digest a pushed signature tag names (sha256-<hex>.sig): a signature
+// pushed after its image releases the version as soon as it arrives. ok is
+// false when tag is no signature tag.
+func (ix *Indexer) GateSignedDigest(ctx context.Context, source, tag string) (ok bool, err error) {
+	m := signatureTag.FindStringSubmatch(tag)
+	if m == nil {
+		return false, nil
+	}
+	src, known := ix.sources[source]
+	if !known {
+		return true, fmt.Errorf("%w: source %q", resolver.ErrNotFound, source)
+	}
+	if src.gates.Key == nil {
+		return true, nil
+	}
+	targets, err := ix.store.GateTargets(ctx, source, nil)
+	if err != nil {
+		return true, fmt.Errorf("gate targets of %q: %w", source, err)
+	}
+	var names []string
+	for _, t := range targets {
+		if t.Digest == "sha256:"+m[1] {
+			names = append(names, t.Name)
+		}
+	}
+	if len(names) == 0 {
+		return true, nil
+	}
+	var n atomic.Int64
+	rt, err := ix.authTransport(ctx, src, &n)
+	if err != nil {
+		return true, explainUnreachable(src.repo.RegistryStr(), err)
+	}
+	log := ix.log.With("source", src.Name, "image", src.repo.String(), "signature", tag)
+	return true, ix.checkGates(ctx, log, src, rt, names, true)
 }

@@ -213,3 +213,32 @@ func TestPushedTagIsGatedAtOnce(t *testing.T) {
 		t.Errorf("%d tag list requests, want none (push, not scan)", reg.lists.Load())
 	}
 }
+
+// TestASignaturePushedAfterItsImageReleasesIt: cosign pushes
+// sha256-<hex>.sig after the image; the registry's event for that tag (an
+// excluded one) re-checks the version it signs, at once (issue 25 item 4).
+func TestASignaturePushedAfterItsImageReleasesIt(t *testing.T) {
+	reg := newTestRegistry(t)
+	repo := pushRepo(t, reg, "app")
+	signer := cosigntest.NewSigner(t)
+	st, ix := newStoreIndexer(t, reg, func(s *Source) {
+		s.Gates = resolver.Gates{SignatureKeyFile: signer.PubFile}
+		s.Exclude = sigTags
+	})
+	ctx := context.Background()
+	d := cosigntest.PushIndex(t, repo, "v3.0.0", "linux/amd64")
+	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "v3.0.0"})
+	waitIdle(t, ix)
+	if got := gateStates(t, st, ix)["v3.0.0"]; got != "held platforms= signature=missing" {
+		t.Fatalf("before the signature: %s", got)
+	}
+	signer.SignAndPush(t, repo, d)
+	ix.Push(ctx, PushEvent{Host: reg.host, Repository: "app", Tag: "sha256-" + d.Hex + ".sig"})
+	waitIdle(t, ix)
+	if got := gateStates(t, st, ix)["v3.0.0"]; got != "servable platforms= signature=ok" {
+		t.Errorf("after the signature's push event: %s, want servable", got)
+	}
+	if reg.lists.Load() != 0 {
+		t.Errorf("%d tag list requests, want none", reg.lists.Load())
+	}
+}

@@ -329,7 +329,11 @@ func (ix *Indexer) RecheckDigests(ctx context.Context, source string) error {
 
 // Trigger starts a scan of source in the background (or lets the running one
 // stand for it) and returns at once: what POST .../scan needs to answer 202.
-// The scan stops when ctx ends. ErrNotFound for an unknown source.
+// A requested scan re-reads every present tag's digest, as RecheckDigests
+// does: a person asking for a scan after a re-tag (an image index that
+// gained a platform) must see it, and its gates re-checked, now rather than
+// at the daily recheck (issue 25). The scan stops when ctx ends.
+// ErrNotFound for an unknown source.
 func (ix *Indexer) Trigger(ctx context.Context, source string) error {
 	src, ok := ix.sources[source]
 	if !ok {
@@ -338,7 +342,7 @@ func (ix *Indexer) Trigger(ctx context.Context, source string) error {
 	ix.scans.add() // before the goroutine, so that Run cannot miss it
 	go func() {
 		defer ix.scans.done()
-		_ = ix.scanOrJoin(ctx, src, false)
+		_ = ix.scanOrJoin(ctx, src, true)
 	}()
 	return nil
 }

@@ -383,3 +383,27 @@ func TestAFailedScanIsShownAtOnce(t *testing.T) {
 		t.Errorf("last scan %+v, want the failure recorded", last)
 	}
 }
+
+// TestARequestedScanReadsReTags: POST .../scan (Trigger) re-reads digests,
+// so a tag re-pushed with a new digest is recorded by it (issue 25 item 2).
+func TestARequestedScanReadsReTags(t *testing.T) {
+	reg := newTestRegistry(t)
+	old := reg.push("app", "v1.0.0")
+	st, ix := newStoreIndexer(t, reg)
+	ctx := context.Background()
+	if err := ix.ScanNow(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retagged := reg.pushImage(img, "app", "v1.0.0")
+	if err := ix.Trigger(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the re-tag", func() bool { return byName(indexed(t, st, ix).Tags)["v1.0.0"].Digest == retagged.String() })
+	if prev := byName(indexed(t, st, ix).Tags)["v1.0.0"].PreviousDigest; prev != old.String() {
+		t.Errorf("previous digest %s, want %s", prev, old)
+	}
+}

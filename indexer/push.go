@@ -98,7 +98,7 @@ func newPushMetrics(reg prometheus.Registerer) (*pushMetrics, error) {
 	m := &pushMetrics{
 		tags: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tidemark", Subsystem: "indexer", Name: "pushed_tags_total",
-			Help: "Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, failed).",
+			Help: "Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, signature, failed).",
 		}, []string{"source", "outcome"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "tidemark", Subsystem: "indexer", Name: "push_to_indexed_seconds",
@@ -303,6 +303,17 @@ type pushStats struct {
 // ask again.
 func (ix *Indexer) indexPushed(ctx context.Context, src *source, it *pushItem, st *pushStats) (outcome string, err error) {
 	ev := it.ev
+	if !ev.Delete {
+		// A signature pushed after its image (cosign's sha256-<hex>.sig,
+		// usually excluded from the index) re-checks the versions it signs.
+		if signed, err := ix.GateSignedDigest(ctx, src.Name, ev.Tag); signed {
+			if err != nil {
+				return "failed", err
+			}
+			ix.pushMetrics.latency.Observe(time.Since(ev.Received).Seconds())
+			return "signature", nil
+		}
+	}
 	if src.Exclude != nil && src.Exclude.MatchString(ev.Tag) {
 		return "excluded", nil
 	}

@@ -12,6 +12,7 @@ func (idx *sourceIndex) gate(v *VersionView, now time.Time) {
 	}
 	v.registryHeld = v.Gates.Platforms != "" && v.Gates.Platforms != GateOK ||
 		v.Gates.Signature != "" && v.Gates.Signature != GateOK
+	v.GatesUnchecked = (len(g.Platforms) > 0 || g.SignatureKeyFile != "") && !v.Tag.Gates.For(g, v.Digest)
 	if g.Soak > 0 {
 		idx.noteSoak(v.FirstSeen.Add(g.Soak), now)
 	}

@@ -61,6 +61,11 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (ChannelChange, 
 		return ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason)
 	}
 	if f := s.filters[s.byChannel[channel]]; !f.servable(&v) && (!force || v.registryHeld) {
+		if v.GatesUnchecked && v.registryHeld {
+			return ChannelChange{}, fmt.Errorf("%w: pin %q: %s is held until its release gates are checked (%s not checked yet for digest %s; "+
+				"the indexer checks them within seconds of a start, scan or push); retry shortly", ErrGatesPending, ch.Name, v.Version,
+				strings.Join(registryGates(f.gates(&v)), " and "), v.Digest)
+		}
 		return ChannelChange{}, GatedError(ch.Name, v.Version.String(), f.gates(&v))
 	}
 	if !force {
@@ -106,4 +111,20 @@ func Served(a ChannelAnswer) string {
 		return ""
 	}
 	return a.Tag.Version.String()
+}
+
+// ErrGatesPending wraps ErrUnprocessable for a pin of a version whose
+// registry gates have not been checked yet: the server may check them
+// then and plan again.
+var ErrGatesPending = fmt.Errorf("%w: release gates pending", ErrUnprocessable)
+
+// registryGates names the registry gates (platforms, signature) in st.
+func registryGates(st *GateState) []string {
+	var out []string
+	for _, g := range st.Held() {
+		if g != "soak" {
+			out = append(out, g)
+		}
+	}
+	return out
 }

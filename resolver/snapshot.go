@@ -411,6 +411,10 @@ type VersionView struct {
 	Gates    *GateState
 	Blocked  bool
 	Servable bool
+	// GatesUnchecked: the registry gates (platforms, signature) have not
+	// been checked for this digest yet (just indexed, or just started), so
+	// Gates holds it on no answer rather than on a finding.
+	GatesUnchecked bool
 	// registryHeld: held by platforms or signature, which no soak lifts.
 	registryHeld bool
 }

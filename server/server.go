@@ -59,6 +59,10 @@ type Options struct {
 	// Scan starts a scan for POST .../scan. nil when this replica does not
 	// index: the route answers 503.
 	Scan ScanFunc
+	// Gate checks one tag's release gates now (a pin of a version whose
+	// gates are pending). nil when this replica does not index: the pin
+	// answers 422 naming the pending gates.
+	Gate GateFunc
 	// Push queues the tags registry webhooks name (webhooks.go). nil when
 	// this replica does not index: the webhook routes answer 503.
 	Push PushFunc

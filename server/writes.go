@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -36,6 +37,10 @@ type Store interface {
 // scan was already running (which then stands for the one asked). It must
 // not tie the scan to ctx beyond starting it: the request ends at once.
 type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err error)
+
+// GateFunc checks the release gates of one tag of source now
+// (indexer.GateTag), for a pin of a version whose gates are still pending.
+type GateFunc func(ctx context.Context, source, tag string) error
 
 // writeReloadTimeout bounds the snapshot reload after a write.
 const writeReloadTimeout = 10 * time.Second
@@ -93,6 +98,14 @@ func (s *Server) pin(c echo.Context) error {
 	}
 	ch := e.ans.Channel
 	change, err := v.snap.PlanPin(ch.Name, req.Version, req.Force)
+	if errors.Is(err, resolver.ErrGatesPending) && s.opts.Gate != nil {
+		// Just started or just pushed: check the gates now rather than
+		// refuse a pin for want of an answer, then plan again.
+		if v, err = s.checkGatesNow(c.Request().Context(), ch.Source, req.Version); err != nil {
+			return err
+		}
+		change, err = v.snap.PlanPin(ch.Name, req.Version, req.Force)
+	}
 	if err != nil {
 		return badParam("version", err)
 	}
@@ -280,4 +293,26 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 		return 0, bad
 	}
 	return rev, nil
+}
+
+// checkGatesNow runs the release gates of source's version and reloads the
+// source, returning the view that includes the result.
+func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*view, error) {
+	v, err := s.view()
+	if err != nil {
+		return nil, err
+	}
+	vv, err := v.snap.Version(source, version)
+	if err != nil {
+		return nil, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, writeReloadTimeout)
+	defer cancel()
+	if err := s.opts.Gate(gctx, source, vv.Tag.Name); err != nil {
+		return nil, fmt.Errorf("%w: pin: the release gates of %s could not be checked now: %w", resolver.ErrUnavailable, vv.Version, err)
+	}
+	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+		return nil, err
+	}
+	return s.view()
 }

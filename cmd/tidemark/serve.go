@@ -144,8 +144,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		}
 	}
 	var push server.PushFunc
+	var gate server.GateFunc
 	if index {
 		push = pushFunc(ctx, &ix)
+		gate = func(gctx context.Context, source, tag string) error { return ix.GateTag(gctx, source, tag) }
 	}
 	dl, err := newDeliverer(cfg, st, log, reg, func() bool { return ix != nil && ix.Leading() })
 	if err != nil {
@@ -160,6 +162,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Metrics:         reg,
 		Store:           st,
 		Scan:            scan,
+		Gate:            gate,
 		Push:            push,
 		GitHubSecret:    secretFunc(cfg.Webhooks.GitHubSecretFile),
 		DockerHubSecret: secretFunc(cfg.Webhooks.DockerHubSecretFile),
