@@ -43,3 +43,12 @@ func (idx *sourceIndex) lookup(versionOrTag string) (*VersionView, bool) {
 	}
 	return nil, false
 }
+
+// lookupOK is lookup on a source index that may be nil (a channel whose
+// source is not configured any more).
+func (idx *sourceIndex) lookupOK(versionOrTag string) (*VersionView, bool) {
+	if idx == nil {
+		return nil, false
+	}
+	return idx.lookup(versionOrTag)
+}

@@ -3,6 +3,7 @@ package resolver
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -377,6 +378,10 @@ type RolloutStart struct {
 	// rollout (rollouts were just enabled on it); nothing rolls out.
 	Baseline      bool
 	Actor, Reason string
+	// Unservable are the versions of the channel's latest rollout (its
+	// from, to and carried layers) that are blocked or held by a gate now:
+	// the new rollout names none of them (CONTRACT section 13).
+	Unservable []string
 }
 
 // PendingRollout says, for a channel with a rollout policy, whether its
@@ -404,7 +409,25 @@ func (s *Snapshot) PendingRollout(channel string) (RolloutStart, bool) {
 	}
 	st.Prev, st.Served = prev.ID, prev.To
 	st.Reason = fmt.Sprintf("channel %q now serves %s", channel, c)
+	idx := s.bySource[a.Channel.Source]
+	f := s.filters[i]
+	for _, v := range append([]string{prev.From, prev.To}, layerVersions(prev.Carried)...) {
+		if v == "" || v == c || slices.Contains(st.Unservable, v) {
+			continue
+		}
+		if vv, ok := idx.lookupOK(v); !ok || vv.Blocked || !f.servable(vv) {
+			st.Unservable = append(st.Unservable, v)
+		}
+	}
 	return st, true
+}
+
+func layerVersions(ls []Layer) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, l.Version)
+	}
+	return out
 }
 
 // Begin is the rollout st starts at t after prev (the channel's latest
@@ -415,5 +438,14 @@ func (st RolloutStart) Begin(prev *Rollout, t time.Time) Rollout {
 	}
 	r := NewRollout(prev, st.Channel, st.Served, st.To, st.Policy, t)
 	r.Actor, r.Reason = st.Actor, st.Reason
+	// A layer on a version no longer servable is gone: its clusters get
+	// what the others get. A from no longer servable (a block of what the
+	// channel served, or of a rollout's from) leaves nothing to ramp from:
+	// the change is complete at once, every cluster on To.
+	r.Carried = slices.DeleteFunc(r.Carried, func(l Layer) bool { return slices.Contains(st.Unservable, l.Version) })
+	if slices.Contains(st.Unservable, r.From) {
+		r.From, r.Carried, r.Steps = r.To, nil, []int{100}
+		r.Reason += "; " + fmt.Sprintf("%s is not servable, so every cluster moves at once", strings.Join(st.Unservable, ", "))
+	}
 	return r
 }

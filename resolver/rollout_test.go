@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"hash/fnv"
 	"testing"
 	"time"
@@ -217,5 +218,31 @@ func clusterIDIn(ok func(int) bool) string {
 		if id := fmt.Sprintf("c-%d", i); ok(Bucket(id, "stable")) {
 			return id
 		}
+	}
+}
+
+// A block of what a rollout channel serves never starts a rollout from the
+// blocked version: the channel's next answer is everyone's at once (issue
+// 25 item 6: blocking k3s2 started "k3s2 -> k3s1" at 1%).
+func TestABlockStartsNoRolloutFromTheBlockedVersion(t *testing.T) {
+	p, err := NewParser(SchemeSemver, `k3s(\d+)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Name: "k3s", Parser: p}
+	data := SourceData{Source: src, Tags: []Tag{src.Classify("v1.33.6-k3s1"), src.Classify("v1.33.6-k3s2")},
+		Blocks: []Block{{Source: "k3s", Version: "v1.33.6+k3s2"}}}
+	pol := RolloutPolicy{Steps: []int{1, 10, 100}, Interval: time.Hour}
+	ch := Channel{Name: "stable", Source: "k3s", Stream: Released, Rollout: &pol}
+	done := &Rollout{ID: 3, Channel: "stable", From: "v1.33.6+k3s1", To: "v1.33.6+k3s2", Steps: []int{1, 10, 100},
+		Interval: time.Hour, StartedAt: time.Now().Add(-24 * time.Hour)}
+	snap := NewSnapshot([]Channel{ch}, []SourceData{data}, map[string]ChannelState{"stable": {Rollout: done}}, time.Now())
+	st, ok := snap.PendingRollout("stable")
+	if !ok || st.To != "v1.33.6+k3s1" || !slices.Contains(st.Unservable, "v1.33.6+k3s2") {
+		t.Fatalf("pending %+v %v, want a move to k3s1 naming k3s2 unservable", st, ok)
+	}
+	r := st.Begin(done, time.Now())
+	if r.From != "v1.33.6+k3s1" || r.To != "v1.33.6+k3s1" || !slices.Equal(r.Steps, []int{100}) || len(r.Carried) != 0 {
+		t.Errorf("rollout %s -> %s steps %v carried %v, want complete at once on k3s1 (never from the blocked k3s2)", r.From, r.To, r.Steps, r.Carried)
 	}
 }
