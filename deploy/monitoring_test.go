@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -142,24 +148,67 @@ func monitoredMetrics(t *testing.T) map[string][]string {
 	return used
 }
 
-// TestMonitoringNamesExposedMetrics runs the real binary (tidemark demo: an
-// in-process registry, so the indexer scans too) and checks every metric
-// the rules and the dashboard query is on its /metrics.
+// TestMonitoringNamesExposedMetrics runs the real binary and checks every
+// metric the rules and the dashboard query is on its /metrics: once as
+// tidemark demo (an in-process registry, every feature on), once as
+// tidemark serve with a minimal configuration (one source, one channel and
+// one notification endpoint: no rollouts, gates, fleet or webhooks
+// configured), where a rule matching nothing would go unnoticed (issue 25).
 func TestMonitoringNamesExposedMetrics(t *testing.T) {
 	used := monitoredMetrics(t)
 	bin := filepath.Join(t.TempDir(), "tidemark")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/tidemark").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Run("demo", func(t *testing.T) {
+		addr := freeAddr(t)
+		checkExposed(t, used, addr, exec.Command(bin, "demo", "--listen", addr))
+	})
+	t.Run("a minimal serve configuration", func(t *testing.T) {
+		reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		defer reg.Close()
+		host := strings.TrimPrefix(reg.URL, "http://")
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := name.ParseReference(host+"/app:v1.0.0", name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+		defer hook.Close()
+		addr := freeAddr(t)
+		cfg := filepath.Join(t.TempDir(), "tidemark.yaml")
+		body := "listen: " + addr + "\nsources:\n  - {name: app, image: " + host + "/app, scheme: semver, insecure: true}\n" +
+			"channels:\n  - {name: stable, source: app}\nnotify:\n  - {name: hook, url: " + hook.URL + "}\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkExposed(t, used, addr, exec.Command(bin, "serve", "--config", cfg))
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// checkExposed starts cmd on a fresh database and scrapes addr until every
+// metric in used is on /metrics, or 60 s pass.
+func checkExposed(t *testing.T, used map[string][]string, addr string, cmd *exec.Cmd) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "demo", "--listen", addr)
+	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t))
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -172,7 +221,7 @@ func TestMonitoringNamesExposedMetrics(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for !exposed["tidemark_indexer_scans_total"] || !exposed["tidemark_source_last_success_timestamp_seconds"] {
 		if time.Now().After(deadline) {
-			t.Fatalf("no scan metrics on /metrics after 60s; demo said:\n%s", logs.String())
+			t.Fatalf("no scan metrics on /metrics after 60s; tidemark said:\n%s", logs.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 		exposed = scrape("http://" + addr + "/metrics")

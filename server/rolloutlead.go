@@ -103,9 +103,9 @@ func newRolloutCollector(cur func() *view) *rolloutCollector {
 	return &rolloutCollector{
 		cur: cur,
 		percent: prometheus.NewDesc("tidemark_rollout_percent",
-			"Percent of a channel's clusters (by bucket) its rollout sends the new version; 0 while halted.", []string{"channel"}, nil),
+			"Percent of a channel's clusters (by bucket) its rollout sends the new version; 0 while halted; 100 for a channel without a rollout.", []string{"channel"}, nil),
 		state: prometheus.NewDesc("tidemark_rollout_state",
-			"1 for the state a channel's rollout is in (running, paused, halted, complete), 0 for the others.", []string{"channel", "state"}, nil),
+			"1 for the state a channel's rollout is in (running, paused, halted, complete; none for a channel without a rollout), 0 for the others.", []string{"channel", "state"}, nil),
 	}
 }
 
@@ -125,11 +125,15 @@ func (c *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 		// anything out yet (a baseline) is complete: everyone has its
 		// version.
 		rv := e.ans.Rollout
+		name := e.ans.Channel.Name
 		if rv == nil {
+			// No rollout: every cluster gets the channel's answer. Said
+			// outright, so that rules and dashboards match every channel.
+			ch <- prometheus.MustNewConstMetric(c.percent, prometheus.GaugeValue, 100, name)
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, name, "none")
 			continue
 		}
 		p := rv.Progress(now)
-		name := e.ans.Channel.Name
 		ch <- prometheus.MustNewConstMetric(c.percent, prometheus.GaugeValue, float64(p.Percent), name)
 		for _, st := range rolloutStates {
 			val := 0.0

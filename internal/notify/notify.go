@@ -137,6 +137,13 @@ func New(opts Options) (*Deliverer, error) {
 		Name: "tidemark_notify_deliveries_total",
 		Help: "Delivery attempts by endpoint and outcome (delivered, failed).",
 	}, []string{"endpoint", "outcome"})
+	// Every endpoint's series exist from the start, at 0, so that rules
+	// and dashboards see a quiet endpoint, not a missing one.
+	for _, e := range opts.Endpoints {
+		d.backlog.WithLabelValues(e.Name)
+		d.sent.WithLabelValues(e.Name, "delivered")
+		d.sent.WithLabelValues(e.Name, "failed")
+	}
 	if opts.Metrics != nil {
 		for _, c := range []prometheus.Collector{d.backlog, d.sent} {
 			if err := opts.Metrics.Register(c); err != nil {
