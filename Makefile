@@ -31,16 +31,23 @@ build:
 
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.
+# A local run listens on loopback only unless TIDEMARK_LISTEN says otherwise.
 run: build
-	scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
+	TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-127.0.0.1:8080}" scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
 
 # The same channels as make run, offline: an in-process registry seeded with
 # realistic juju and k3s tag histories, and a throwaway Postgres.
 demo: build
 	scripts/with-pg $(BIN) demo
 
-test:
-	scripts/with-pg $(GO) test -count=1 -timeout 20m $(PKGS)
+# test-deps installs what the tests need and the machine lacks (Debian
+# packages, helm into bin/); bin/ comes first on PATH for them.
+test: test-deps
+	PATH="$(CURDIR)/bin:$$PATH" scripts/with-pg $(GO) test -count=1 -timeout 20m $(PKGS)
+
+.PHONY: test-deps
+test-deps:
+	@GO=$(GO) scripts/test-deps
 
 bench:
 	scripts/with-pg $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
@@ -65,10 +72,12 @@ image:
 		--revision $(COMMIT) --source $(SOURCE) --created $(SOURCE_DATE_EPOCH) \
 		$(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark)
 
-# make image-push REGISTRY=registry.example.com/tidemark pushes $(IMAGE_DIR)
-# as REGISTRY:$(VERSION).
-image-push:
+# make image-push REGISTRY=registry.example.com/tidemark builds the image
+# (make image) and pushes $(IMAGE_DIR) as REGISTRY:$(VERSION).
+.PHONY: image-push-registry
+image-push-registry:
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
+image-push: image-push-registry image
 	$(GO) run ./cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
 
 # make release VERSION=x.y.z: binaries for linux and darwin (amd64, arm64)

@@ -2,8 +2,8 @@ package resolver
 
 import (
 	"fmt"
-	"slices"
 	"hash/fnv"
+	"slices"
 	"testing"
 	"time"
 

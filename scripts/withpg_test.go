@@ -120,3 +120,45 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// TestWithPGRefusesAKeptClusterInUse: a second make run while one runs
+// must not stop the first one's Postgres (issue 25 item 9): it refuses with
+// one line, and the first run's database keeps answering.
+func TestWithPGRefusesAKeptClusterInUse(t *testing.T) {
+	// Not t.TempDir: its parent is 0700, and Postgres runs as its own user.
+	dir, err := os.MkdirTemp("", "withpg-keep-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := dir + "/pg"
+	first := withPG("--keep", keep, "sh", "-c", `echo "$DATABASE_URL"; sleep 30`)
+	out, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Process.Signal(syscall.SIGTERM); _ = first.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := withPG("--keep", keep, "true").CombinedOutput()
+	if err == nil || !strings.Contains(string(second), "in use by another run") || strings.Count(strings.TrimSpace(string(second)), "\n") != 0 {
+		t.Errorf("second run: %v %q, want one line saying the cluster is in use", err, second)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		t.Fatalf("the first run's Postgres is gone after the second run: %v", err)
+	}
+	conn.Close()
+}

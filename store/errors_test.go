@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -28,6 +29,21 @@ func TestDBErrMapsSQLStates(t *testing.T) {
 		}
 		if tc.want == resolver.ErrUnavailable && !strings.HasSuffix(err.Error(), "retry") {
 			t.Errorf("SQLSTATE %s: %q should end by saying to retry", tc.code, err)
+		}
+	}
+}
+
+// TestABadDatabaseURLIsNamedWithoutItsPassword (issue 25 item 14).
+func TestABadDatabaseURLIsNamedWithoutItsPassword(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"foo", `database URL "foo": invalid keyword/value`},
+		{"postgres://u:s3cret@host/db?sslmode=bogus", `database URL "postgres://u:xxxxx@host/db?sslmode=bogus": sslmode is invalid`},
+		{"host=h password=s3cret port=x", `database URL "host=h password=xxxxx port=x"`},
+		{"postgres://u:s3cret@[::1/db", `database URL "postgres://u:xxxxx@[::1/db"`},
+	} {
+		_, err := Open(context.Background(), tc.url, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q): %v, want it to say %s and never the password", tc.url, err, tc.want)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -46,9 +48,9 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// pgx's parse error quotes the URL with the password masked; keep
-		// only the reason.
-		return nil, fmt.Errorf("%w: database URL: %s", resolver.ErrInvalid, cause(err))
+		// pgx's parse error sometimes quotes the URL and sometimes not:
+		// name it once, without its password, then the reason.
+		return nil, fmt.Errorf("%w: database URL %s: %s", resolver.ErrInvalid, RedactURL(url), cause(err))
 	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
 	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
@@ -134,3 +136,27 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind, source string, kv .
 
 // NotifyChannel is the Postgres NOTIFY channel that carries change notifications.
 const NotifyChannel = "tidemark"
+
+// RedactURL is a database URL (or keyword/value string) as it may be
+// shown: any password replaced by xxxxx.
+func RedactURL(s string) string {
+	if s == "" {
+		return "(not set)"
+	}
+	u, err := neturl.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
+		// keyword/value ("host=h password=p"), or a URL too broken to
+		// parse: mask what may be a password either way.
+		s = urlPassword.ReplaceAllString(s, "${1}xxxxx@")
+		return dsnPassword.ReplaceAllString(fmt.Sprintf("%q", s), "${1}xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return fmt.Sprintf("%q", u.Redacted())
+}
+
+var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
+var dsnPassword = regexp.MustCompile(`(password\s*=\s*)('[^']*'|[^\s"]*)`)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
 )
 
 func newConfigCmd(e *env) *cobra.Command {
@@ -267,17 +267,4 @@ func redirectOf(cfg *config.Config, c resolver.Channel) string {
 }
 
 // redactDB keeps a database URL recognisable without printing its password.
-func redactDB(s string) string {
-	if s == "" {
-		return "(not set)"
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		return "(set; not a URL, not shown)"
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
-}
+func redactDB(s string) string { return strings.Trim(store.RedactURL(s), `"`) }

@@ -191,6 +191,7 @@ func (c *Config) Source(name string) (*Source, bool) {
 // Problem is one thing wrong with a configuration file.
 type Problem struct {
 	Line int    // 1-based; 0 when the problem is not at a place in the file (env)
+	Col  int    // 1-based; 0 when only the line is known
 	Item string // e.g. `channel "v1.33"`; "" for top-level keys
 	Msg  string // e.g. "excludeRegexp: missing closing ): `(a`"
 }
@@ -214,6 +215,9 @@ func (e *Error) line(p Problem) string {
 	b.WriteString(e.File)
 	if p.Line > 0 {
 		fmt.Fprintf(&b, ":%d", p.Line)
+		if p.Col > 0 {
+			fmt.Fprintf(&b, ":%d", p.Col)
+		}
 	}
 	b.WriteString(": ")
 	if p.Item != "" {

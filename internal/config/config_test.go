@@ -226,6 +226,13 @@ func TestEnvOverridesTheFile(t *testing.T) {
 			t.Errorf("got %v, want %s", err, want)
 		}
 	})
+	t.Run("a port out of range says so, not that the format is wrong", func(t *testing.T) {
+		_, err := Parse("t.yaml", []byte(yaml), env(map[string]string{"TIDEMARK_LISTEN": "127.0.0.1:99999"}))
+		want := `t.yaml: TIDEMARK_LISTEN: port "99999" of "127.0.0.1:99999" is not a port number (0-65535)`
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %s", err, want)
+		}
+	})
 }
 
 // The channelserver files must load as they are once a defaults block and a

@@ -28,7 +28,10 @@ func TestParseRejects(t *testing.T) {
 		want []string // every line of Error(), exactly
 	}{
 		{"invalid YAML names its line", "listen: [\n", []string{
-			"t.yaml:1: invalid YAML: did not find expected node content"}},
+			"t.yaml:1:9: invalid YAML: sequence end token ']' not found"}},
+		{"a bad indentation names its own line and column, not where its list began",
+			"sources:\n  - name: a\n    image: x\n    scheme: semver\nchannels:\n  - name: b\n   source: a\n", []string{
+				"t.yaml:7:4: invalid YAML: value is not allowed in this context"}},
 		{"top level that is not a mapping", "- a\n", []string{
 			`t.yaml:1: want a mapping of settings at the top, got a list`}},
 		{"unknown top-level key", "listne: ':80'\n", []string{

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	goyaml "github.com/goccy/go-yaml"
+	goyamlparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
 
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -46,8 +48,20 @@ func (p *parser) sorted() []Problem {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntax records a YAML syntax error, keeping its line when yaml.v3 says it.
-func (p *parser) syntax(err error) {
+// syntax records a YAML syntax error. yaml.v3 names the line where the
+// construct around the error began (an indentation error on line 7 is "line
+// 5: did not find expected key"), so the document is read again by
+// goccy/go-yaml's parser, which names the line and column of the offending
+// token; yaml.v3's words are the fallback.
+func (p *parser) syntax(err error, data []byte) {
+	if _, perr := goyamlparser.ParseBytes(data, 0); perr != nil {
+		var se *goyaml.SyntaxError
+		if errors.As(perr, &se) && se.Token != nil && se.Token.Position != nil {
+			p.problems = append(p.problems, Problem{Line: se.Token.Position.Line, Col: se.Token.Position.Column,
+				Msg: "invalid YAML: " + se.Message})
+			return
+		}
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, err := strconv.Atoi(m[1])

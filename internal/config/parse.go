@@ -43,7 +43,7 @@ func (p *parser) parse(data []byte) *Config {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
-		p.syntax(err)
+		p.syntax(err, data)
 		return cfg
 	}
 	// A second document would be silently ignored: say so, and still
@@ -130,11 +130,12 @@ func (p *parser) env(cfg *Config) {
 
 func (p *parser) listen(n *yaml.Node, key, s string) bool {
 	_, port, err := net.SplitHostPort(s)
-	if err == nil {
-		_, err = strconv.ParseUint(port, 10, 16)
-	}
 	if err != nil {
 		p.add(deref(n), "", "%s: want host:port like \":8080\", got %q", key, s)
+		return false
+	}
+	if v, err := strconv.ParseUint(port, 10, 64); err != nil || v > 65535 {
+		p.add(deref(n), "", "%s: port %q of %q is not a port number (0-65535)", key, port, s)
 		return false
 	}
 	return true
