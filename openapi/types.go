@@ -309,3 +309,31 @@ type NotificationEndpoint struct {
 	NextAttempt *string `json:"next_attempt"`
 	DeliveredAt *string `json:"delivered_at"`
 }
+
+// CloudEvent is the structured-mode CloudEvents 1.0 body Tidemark POSTs to
+// a notification endpoint (webhooks: notification in openapi.yaml).
+type CloudEvent struct {
+	SpecVersion     string         `json:"specversion"`
+	ID              string         `json:"id"`
+	Source          string         `json:"source"`
+	Type            string         `json:"type"`
+	Subject         string         `json:"subject,omitempty"`
+	Time            time.Time      `json:"time"`
+	DataContentType string         `json:"datacontenttype"`
+	Data            CloudEventData `json:"data"`
+}
+
+// CloudEventData is a notification event's data.
+type CloudEventData struct {
+	Channel string `json:"channel,omitempty"`
+	Source  string `json:"source"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Actor   string `json:"actor"`
+	Reason  string `json:"reason"`
+}
+
+// SlackMessage is the body Tidemark POSTs to a Slack incoming webhook.
+type SlackMessage struct {
+	Text string `json:"text"`
+}

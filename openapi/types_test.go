@@ -21,7 +21,8 @@ func TestTypesMatchSchemas(t *testing.T) {
 		Unparsed{}, ResolveAnswer{}, PinRequest{}, ReasonRequest{}, ScanStarted{}, AuditEvent{}, Problem{}, Root{},
 		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{},
 		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},
-		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{}} {
+		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{},
+		CloudEvent{}, CloudEventData{}, SlackMessage{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

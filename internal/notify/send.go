@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -23,27 +24,12 @@ import (
 // endpoint's secret.
 const SignatureHeader = "X-Tidemark-Signature-256"
 
-// CloudEvent is the structured-mode CloudEvents 1.0 JSON body.
-type CloudEvent struct {
-	SpecVersion     string    `json:"specversion"`
-	ID              string    `json:"id"`
-	Source          string    `json:"source"`
-	Type            string    `json:"type"`
-	Subject         string    `json:"subject,omitempty"`
-	Time            time.Time `json:"time"`
-	DataContentType string    `json:"datacontenttype"`
-	Data            EventData `json:"data"`
-}
-
-// EventData is the event's data.
-type EventData struct {
-	Channel string `json:"channel,omitempty"`
-	Source  string `json:"source"`
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Actor   string `json:"actor"`
-	Reason  string `json:"reason"`
-}
+// CloudEvent is the structured-mode CloudEvents 1.0 JSON body; EventData
+// its data. Both are wire types of openapi.yaml's webhooks section.
+type (
+	CloudEvent = openapi.CloudEvent
+	EventData  = openapi.CloudEventData
+)
 
 // EventID is an event's CloudEvents id: the outbox row's, so that every
 // retry of one event carries the same id and receivers can deduplicate.
@@ -52,7 +38,7 @@ func EventID(e resolver.Event) string { return "tidemark-" + strconv.FormatInt(e
 // Body is what an endpoint of kind receives for e.
 func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
 	if kind == "slack" {
-		b, err := json.Marshal(map[string]string{"text": slackEscape(Text(e))})
+		b, err := json.Marshal(openapi.SlackMessage{Text: slackEscape(Text(e))})
 		return b, "application/json", err
 	}
 	subject := e.Channel

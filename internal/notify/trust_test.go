@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/notify"
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -282,5 +284,31 @@ func TestRedactURLKeepsOnlySchemeAndHost(t *testing.T) {
 		if got := notify.RedactURL(raw); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+// TestBodiesMatchTheSpecsWebhooks: what a receiver gets is what
+// openapi.yaml's webhooks section says (issue 25 item 15).
+func TestBodiesMatchTheSpecsWebhooks(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := resolver.Event{ID: 7, At: time.Now(), Type: resolver.EventVersionBlocked, Source: "k3s", To: "v1.33.6+k3s1", Actor: "alice", Reason: "CVE"}
+	for kind, schema := range map[string]string{"webhook": "CloudEvent", "slack": "SlackMessage"} {
+		b, _, err := notify.Body(kind, "https://tidemark.example.com", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := doc.Components.Schemas[schema].Value.VisitJSON(v); err != nil {
+			t.Errorf("%s body %s does not match schema %s: %v", kind, b, schema, err)
+		}
+	}
+	if doc.Webhooks["notification"] == nil || doc.Webhooks["slackNotification"] == nil {
+		t.Error("openapi.yaml's webhooks section lacks notification or slackNotification")
 	}
 }
