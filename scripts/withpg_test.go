@@ -156,6 +156,9 @@ func TestWithPGRefusesAKeptClusterInUse(t *testing.T) {
 	if err == nil || !strings.Contains(string(second), "in use by another run") || strings.Count(strings.TrimSpace(string(second)), "\n") != 0 {
 		t.Errorf("second run: %v %q, want one line saying the cluster is in use", err, second)
 	}
+	if b, err := os.ReadFile(keep + "/database_url"); err != nil || strings.TrimSpace(string(b)) != u.String() {
+		t.Errorf("tmp/pg/database_url = %q (%v), want %s", b, err, u)
+	}
 	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
 	if err != nil {
 		t.Fatalf("the first run's Postgres is gone after the second run: %v", err)
