@@ -135,3 +135,10 @@ bench-far:
 .PHONY: bench-fleet
 bench-fleet:
 	scripts/bench-fleet
+
+# A flood of random cluster IDs (one address, then 10,000 loopback
+# addresses) against the default admission limits: what is admitted, the
+# series, /metrics, peak RSS, and a legitimate cluster's record latency.
+.PHONY: bench-fleet-flood
+bench-fleet-flood:
+	scripts/bench-fleet -flood 1000000 -flood-for 30s

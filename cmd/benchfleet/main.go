@@ -35,8 +35,24 @@ func main() {
 	d := flag.Duration("duration", 10*time.Second, "length of each paced phase")
 	asks := flag.Int("asks", 20, "fleet summaries to time")
 	rounds := flag.Int("rounds", 3, "interleaved rounds of the paced phases (off, on, off, on, ...); the median counts")
-	serveMode := flag.String("serve", "", "internal: serve with fleet recording on or off, print the address, run until stdin closes")
+	serveMode := flag.String("serve", "", "internal: serve with fleet recording on or off (flood: on, default admission limits), print the address, run until stdin closes")
+	flood := flag.Int("flood", 0, "flood mode: this many random cluster IDs per phase (one address, then 10,000 loopback addresses), at full speed, instead of the paced phases")
+	floodFor := flag.Duration("flood-for", 30*time.Second, "flood mode: the longest a phase may run")
 	flag.Parse()
+	if *serveMode == "flood" {
+		if err := floodChild(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *flood > 0 {
+		if err := runFlood(context.Background(), *flood, *floodFor); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serveMode != "" {
 		if err := child(context.Background(), *serveMode == "on"); err != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", err)
@@ -183,6 +199,13 @@ func explain(ctx context.Context, db string) (string, error) {
 
 // serve runs a replica on loopback, recording into fleet (nil: off).
 func serve(ctx context.Context, fleet server.FleetStore) (string, func(), error) {
+	// The load comes from one loopback address: admission limits are
+	// raised so that the bench measures recording, not refusal.
+	return serveWith(ctx, fleet, server.FleetOptions{NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30})
+}
+
+// serveWith is serve with fleet options fo (their Store is fleet).
+func serveWith(ctx context.Context, fleet server.FleetStore, fo server.FleetOptions) (string, func(), error) {
 	snap := snapshot()
 	opts := server.Options{
 		ExternalURL: "https://tidemark.example.com",
@@ -190,9 +213,8 @@ func serve(ctx context.Context, fleet server.FleetStore) (string, func(), error)
 		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
 	}
 	if fleet != nil {
-		// The load comes from one loopback address: admission limits are
-		// raised so that the bench measures recording, not refusal.
-		opts.Fleet = server.FleetOptions{Store: fleet, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30}
+		fo.Store = fleet
+		opts.Fleet = fo
 		if st, ok := fleet.(*countingFleet); ok {
 			opts.Store = st.FleetStore.(*store.Store)
 		}
