@@ -208,4 +208,12 @@ func TestTokensLimitedToChannels(t *testing.T) {
 	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/sources/k3s/scan", "am", ""); res.StatusCode != http.StatusForbidden {
 		t.Errorf("a scan: %d %s, want 403", res.StatusCode, body)
 	}
+	// Its Alertmanager alerts naming other channels halt nothing and are
+	// listed as ignored.
+	_, ts, _ := env.serve(env.st, Options{Rollouts: RolloutOptions{Store: env.st}})
+	alert := `{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"Down","tidemark_channel":"stable"}}]}`
+	res, body = do(t, env, ts, http.MethodPost, "/api/v1/alerts/alertmanager", "am", alert)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"halted":[]`) || !strings.Contains(string(body), `limited to channels [v1.3*]`) {
+		t.Errorf("an alert for another channel: %d %s, want 200 with it ignored as out of the token's channels", res.StatusCode, body)
+	}
 }
