@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +216,29 @@ func TestTokensLimitedToChannels(t *testing.T) {
 	res, body = do(t, env, ts, http.MethodPost, "/api/v1/alerts/alertmanager", "am", alert)
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"halted":[]`) || !strings.Contains(string(body), `limited to channels [v1.3*]`) {
 		t.Errorf("an alert for another channel: %d %s, want 200 with it ignored as out of the token's channels", res.StatusCode, body)
+	}
+}
+
+// TestTheConsoleShowsABlockAsAChannelsLastChange: a block of what a channel
+// serves changes it; the channel page's "Last change" said "never" (issue
+// 25 item 6).
+func TestTheConsoleShowsABlockAsAChannelsLastChange(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	page := func() string {
+		res, body := do(t, env, env.ts, http.MethodGet, "/ui/channels/v1.33", "", "", "Accept", "text/html")
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("channel page: %d", res.StatusCode)
+		}
+		return string(body)
+	}
+	lastChange := regexp.MustCompile(`<dt>Last change</dt><dd>([^<]*<time[^>]*>[^<]*</time>|never)`)
+	if m := lastChange.FindStringSubmatch(page()); m == nil || m[1] != "never" {
+		t.Fatalf("before any change: %v, want never", m)
+	}
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.6-k3s1/block", "ci-promote", `{"reason":"etcd"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("block: %d %s", res.StatusCode, body)
+	}
+	if m := lastChange.FindStringSubmatch(page()); m == nil || m[1] == "never" {
+		t.Errorf("after a block: %v, want the block's time", m)
 	}
 }

@@ -51,6 +51,9 @@ type uiChannelBody struct {
 	ETag     string // If-Match for the pin form: a pin over a change made since is refused
 	Eligible []string
 	History  []openapi.AuditEvent
+	// LastChange is the newest of the channel's pin state and its history
+	// (a block of what it served is a change too); nil: never.
+	LastChange *time.Time
 	// HistoryProblem is why the history could not be read (no database).
 	HistoryProblem *uiProblem
 	Stepwise       bool
@@ -204,6 +207,11 @@ func (s *Server) uiChannel(c echo.Context) error {
 	if err != nil {
 		// The channel is still worth showing without its history.
 		b.HistoryProblem = problemOf(err)
+	}
+	b.LastChange = b.Row.UpdatedAt
+	if len(b.History) > 0 && (b.LastChange == nil || b.History[0].At.After(*b.LastChange)) {
+		at := b.History[0].At
+		b.LastChange = &at
 	}
 	return s.render(c, http.StatusOK, "page_channel.html", uiPage{Title: "Channel " + ch.Name, Nav: "channels", Body: b})
 }
