@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -63,18 +62,7 @@ func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(runCtx, ln, RunOptions{}) }()
-	t.Cleanup(func() { stop(); <-ran })
-	base := "http://" + ln.Addr().String()
+	base := runOnLoopback(t, srv, RunOptions{})
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	poll := func(id, reported string) (int, string, string) {

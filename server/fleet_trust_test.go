@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -48,18 +47,7 @@ func fleetTrustServer(t *testing.T, fo FleetOptions, trusted []netip.Prefix) (st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(runCtx, ln, RunOptions{}) }()
-	t.Cleanup(func() { stop(); <-ran })
-	return "http://" + ln.Addr().String(), st
+	return runOnLoopback(t, srv, RunOptions{}), st
 }
 
 func pollAs(t *testing.T, base, channel, id, reported, forwardedFor string) int {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -41,18 +40,7 @@ func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(ctx, ln, RunOptions{Changes: st.ListenChanges}) }()
-	t.Cleanup(func() { stop(); <-ran })
-	return rolloutReplica{name: name, base: "http://" + ln.Addr().String()}
+	return rolloutReplica{name: name, base: runOnLoopback(t, srv, RunOptions{Changes: st.ListenChanges})}
 }
 
 var rolloutClient = &http.Client{
