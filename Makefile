@@ -68,7 +68,7 @@ staticcheck:
 image:
 	@rm -rf $(IMAGE_BUILD)
 	$(foreach p,$(IMAGE_PLATFORMS),$(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark) &&) true
-	$(GO) run ./cmd/tidemark-image build --out $(IMAGE_DIR) --version $(VERSION) \
+	$(GO) run ./devtools/cmd/tidemark-image build --out $(IMAGE_DIR) --version $(VERSION) \
 		--revision $(COMMIT) --source $(SOURCE) --created $(SOURCE_DATE_EPOCH) \
 		$(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark)
 
@@ -78,7 +78,7 @@ image:
 image-push-registry:
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
 image-push: image-push-registry image
-	$(GO) run ./cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
+	$(GO) run ./devtools/cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
 
 # make release VERSION=x.y.z: binaries for linux and darwin (amd64, arm64)
 # with SHA256SUMS, the image as an OCI layout, and the Helm chart, in dist/.

@@ -8,7 +8,7 @@ import (
 
 // startCPUProfile writes a CPU profile of this process to path until the
 // returned stop is called: TIDEMARK_CPU_PROFILE on `serve`, for benchmarks
-// (cmd/benchscale -profile). An empty path profiles nothing.
+// (devtools/cmd/benchscale -profile). An empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil

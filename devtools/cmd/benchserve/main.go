@@ -5,7 +5,7 @@
 // in-memory snapshot of a realistic tag set; there is no database, and the
 // snapshot is loaded once before the run (the load count is printed).
 //
-//	go run ./cmd/benchserve -duration 10s -connections 64
+//	go run ./devtools/cmd/benchserve -duration 10s -connections 64
 package main
 
 import (
