@@ -49,10 +49,8 @@ type FleetOptions struct {
 }
 
 const (
-	defaultRetention    = 30 * 24 * time.Hour
-	defaultActiveWindow = time.Hour
-	defaultFleetBuffer  = 1 << 16
-	defaultFlushEvery   = time.Second
+	defaultFleetBuffer = 1 << 16
+	defaultFlushEvery  = time.Second
 	// maxPending bounds the sightings coalesced between two flushes: one
 	// per (channel, cluster), so a fleet this large seen within one second.
 	maxPending    = 1 << 17
@@ -94,10 +92,10 @@ func settleKey(channel, cluster string) string { return channel + "\x00" + clust
 
 func newRecorder(opts FleetOptions, reg *prometheus.Registry, indexed func(channel, version string) bool) (*recorder, error) {
 	if opts.Retention <= 0 {
-		opts.Retention = defaultRetention
+		opts.Retention = config.DefaultRetention
 	}
 	if opts.ActiveWindow <= 0 {
-		opts.ActiveWindow = defaultActiveWindow
+		opts.ActiveWindow = config.DefaultActiveWindow
 	}
 	if opts.Buffer <= 0 {
 		opts.Buffer = defaultFleetBuffer

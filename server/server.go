@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -102,9 +103,7 @@ type Options struct {
 
 // Defaults of the HTTP hygiene contract.
 const (
-	defaultReadTimeout  = 30 * time.Second
 	defaultWriteTimeout = 60 * time.Second
-	defaultDBTimeout    = 5 * time.Second
 	maxHeaderWait       = 10 * time.Second
 )
 
@@ -161,13 +160,13 @@ func New(opts Options) (*Server, error) {
 		opts.ShutdownTimeout = 15 * time.Second
 	}
 	if opts.ReadTimeout <= 0 {
-		opts.ReadTimeout = defaultReadTimeout
+		opts.ReadTimeout = config.DefaultReadTimeout
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = defaultWriteTimeout
 	}
 	if opts.DBTimeout <= 0 {
-		opts.DBTimeout = defaultDBTimeout
+		opts.DBTimeout = config.DefaultDatabaseTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
 		authFails: newAuthFailures(authFailLimit, authFailWindow), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
