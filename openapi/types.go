@@ -337,3 +337,12 @@ type CloudEventData struct {
 type SlackMessage struct {
 	Text string `json:"text"`
 }
+
+// TimeOrNil is t as a nullable wire time: nil when zero, else in UTC.
+func TimeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -127,7 +127,7 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 	out := make([]openapi.FleetCluster, len(recs))
 	for i, r := range recs {
 		out[i] = openapi.FleetCluster{
-			ID: r.ID, Channel: r.Channel, Reported: strOrNil(r.Reported), ReportedSince: timeOrNil(r.ReportedSince),
+			ID: r.ID, Channel: r.Channel, Reported: strOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
 			Served: strOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
 		}
 	}

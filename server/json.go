@@ -30,7 +30,7 @@ func channelJSONWith(e *channelEntry, now time.Time, cc *openapi.RolloutClusters
 		Stream:     a.Channel.Stream.String(),
 		Constraint: strOrNil(a.Channel.ConstraintText),
 		Pinned:     a.Pinned,
-		UpdatedAt:  timeOrNil(a.State.UpdatedAt),
+		UpdatedAt:  openapi.TimeOrNil(a.State.UpdatedAt),
 	}
 	if a.Tag != nil {
 		j.Version = strOrNil(e.version)
@@ -92,7 +92,7 @@ func scanJSON(s *resolver.Scan) *openapi.Scan {
 	}
 	return &openapi.Scan{
 		Started:  s.Started.UTC(),
-		Finished: timeOrNil(s.Finished),
+		Finished: openapi.TimeOrNil(s.Finished),
 		Outcome:  s.Outcome,
 		Error:    strOrNil(s.Error),
 		Complete: s.Complete,
@@ -132,12 +132,4 @@ func strOrNil(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -152,16 +151,4 @@ func pct(n, total int) int {
 		return 0
 	}
 	return max(1, n*100/total)
-}
-
-// shortDuration drops a Duration's empty trailing units: 24h, not 24h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -35,7 +36,7 @@ func gatesText(g resolver.Gates) []string {
 		out = append(out, "cosign signature")
 	}
 	if g.Soak > 0 {
-		out = append(out, "soak "+shortDuration(g.Soak))
+		out = append(out, "soak "+config.ShortDuration(g.Soak))
 	}
 	return out
 }

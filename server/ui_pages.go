@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -186,10 +187,10 @@ func (s *Server) uiChannel(c echo.Context) error {
 	}
 	b.Stepwise = ch.Stepwise
 	if ch.Settle > 0 {
-		b.Settle = shortDuration(ch.Settle)
+		b.Settle = config.ShortDuration(ch.Settle)
 	}
 	if ch.Soak != nil {
-		b.Soak = shortDuration(*ch.Soak)
+		b.Soak = config.ShortDuration(*ch.Soak)
 	}
 	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
 	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, b.Row.Channel)

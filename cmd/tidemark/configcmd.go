@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -86,13 +85,13 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	row("external_url", external)
 	row("database_url", redactDB(cfg.DatabaseURL))
 	row("access_log", cfg.AccessLog)
-	row("read_timeout", shortDuration(cfg.ReadTimeout))
-	row("database_timeout", shortDuration(cfg.DatabaseTimeout))
+	row("read_timeout", config.ShortDuration(cfg.ReadTimeout))
+	row("database_timeout", config.ShortDuration(cfg.DatabaseTimeout))
 	row("")
 
 	row("SOURCE", "IMAGE", "SCHEME", "BUILD", "INTERVAL", "EXCLUDE", "OPTIONS")
 	for _, s := range cfg.Sources {
-		row(s.Name, s.Image, string(s.Scheme), dash(s.Build), shortDuration(s.Interval), dash(reString(s.Exclude)), sourceOptions(s))
+		row(s.Name, s.Image, string(s.Scheme), dash(s.Build), config.ShortDuration(s.Interval), dash(reString(s.Exclude)), sourceOptions(s))
 	}
 	row("")
 
@@ -134,7 +133,7 @@ func channelOptions(c resolver.Channel) string {
 	if c.Stepwise {
 		opts = append(opts, "stepwise")
 		if c.Settle > 0 {
-			opts = append(opts, "settle="+shortDuration(c.Settle))
+			opts = append(opts, "settle="+config.ShortDuration(c.Settle))
 		}
 	}
 	if r := c.Rollout; r != nil {
@@ -142,10 +141,10 @@ func channelOptions(c resolver.Channel) string {
 		for i, p := range r.Steps {
 			steps[i] = strconv.Itoa(p)
 		}
-		opts = append(opts, fmt.Sprintf("rollout=%s%%/%s", strings.Join(steps, ","), shortDuration(r.Interval)))
+		opts = append(opts, fmt.Sprintf("rollout=%s%%/%s", strings.Join(steps, ","), config.ShortDuration(r.Interval)))
 	}
 	if c.Soak != nil {
-		opts = append(opts, "soak="+shortDuration(*c.Soak))
+		opts = append(opts, "soak="+config.ShortDuration(*c.Soak))
 	}
 	return strings.Join(opts, " ")
 }
@@ -200,27 +199,15 @@ func reString(re *regexp.Regexp) string {
 	return re.String()
 }
 
-// shortDuration prints 15m rather than Go's 15m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 func sourceOptions(s config.Source) string {
 	opts := []string{
 		fmt.Sprintf("concurrency=%d", s.Concurrency),
-		"timeout=" + shortDuration(s.Timeout),
+		"timeout=" + config.ShortDuration(s.Timeout),
 	}
 	if s.Recheck < 0 {
 		opts = append(opts, "recheck=never")
 	} else if s.Recheck != config.DefaultRecheck {
-		opts = append(opts, "recheck="+shortDuration(s.Recheck))
+		opts = append(opts, "recheck="+config.ShortDuration(s.Recheck))
 	}
 	if s.Insecure {
 		opts = append(opts, "insecure")
@@ -248,7 +235,7 @@ func sourceOptions(s config.Source) string {
 		opts = append(opts, "gates.signature="+g.SignatureKeyFile)
 	}
 	if g := s.Gates; g.Soak > 0 {
-		opts = append(opts, "gates.soak="+shortDuration(g.Soak))
+		opts = append(opts, "gates.soak="+config.ShortDuration(g.Soak))
 	}
 	return strings.Join(opts, " ")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -81,14 +82,6 @@ type tokenJSON struct {
 	RevokedAt *time.Time `json:"revoked_at"`
 }
 
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func newTokenListCmd(e *env) *cobra.Command {
 	var cf configFlags
 	var out outputFlag
@@ -108,7 +101,7 @@ func newTokenListCmd(e *env) *cobra.Command {
 				list := make([]tokenJSON, 0, len(tokens))
 				for _, t := range tokens {
 					list = append(list, tokenJSON{Name: t.Name, Scopes: t.Scopes, Channels: t.Channels, CreatedAt: t.CreatedAt.UTC(),
-						LastUsed: timeOrNil(t.LastUsed), RevokedAt: timeOrNil(t.RevokedAt)})
+						LastUsed: openapi.TimeOrNil(t.LastUsed), RevokedAt: openapi.TimeOrNil(t.RevokedAt)})
 				}
 				return out.printValue(e.stdout, list, func() error {
 					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -254,3 +254,16 @@ func Parse(file string, data []byte, getenv func(string) string) (*Config, error
 	}
 	return cfg, nil
 }
+
+// ShortDuration prints a duration as the configuration would say it: 15m
+// and 24h, not Go's 15m0s and 24h0m0s.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
