@@ -4,13 +4,7 @@ package testutil
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"sync"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // LockedBuffer collects output (log lines) written from several goroutines;
@@ -30,32 +24,4 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// FreshDatabase creates an empty database, named prefix plus a random
-// suffix, on the server admin (a Postgres URL) points at, and returns its
-// URL and a function that drops it. Benchmarks use it to start from
-// nothing next to the database DATABASE_URL names.
-func FreshDatabase(ctx context.Context, admin, prefix string) (string, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	dbName := prefix + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := conn.Exec(ctx, "create database "+dbName); err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		conn.Close(ctx)
-		return "", nil, err
-	}
-	u.Path = "/" + dbName
-	return u.String(), func() {
-		_, _ = conn.Exec(ctx, "drop database if exists "+dbName+" with (force)")
-		conn.Close(ctx)
-	}, nil
 }

@@ -76,33 +76,55 @@ func AdminURL(t testing.TB) string {
 func clone(t testing.TB, template string) string {
 	t.Helper()
 	admin := AdminURL(t)
-	name := "tidemark_test_" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
+	u, drop, err := Create(ctx, admin, "tidemark_test_", template)
 	if err != nil {
-		t.Fatalf("storetest: connect to %s: %v", redact(admin), err)
-	}
-	defer conn.Close(ctx)
-	// Cloning fails if anyone is connected to the template; nobody is,
-	// outside templateName's short critical section.
-	if _, err := conn.Exec(ctx, fmt.Sprintf("create database %s template %s", ident(name), ident(template))); err != nil {
-		t.Fatalf("storetest: create database %s from %s: %v", name, template, err)
+		t.Fatalf("storetest: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		if err := drop(ctx); err != nil {
+			t.Errorf("storetest: %v", err)
+		}
+	})
+	return u
+}
+
+// Create makes a database named prefix plus a random suffix on the server
+// admin (a Postgres URL) points at, from template ("": the server's
+// default), and returns its URL and a function that drops it. Tests use
+// New, URL or EmptyURL; benchmarks call Create to start from nothing beside
+// the database DATABASE_URL names.
+func Create(ctx context.Context, admin, prefix, template string) (string, func(context.Context) error, error) {
+	name := prefix + randomHex(8)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to %s: %w", redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	stmt := "create database " + ident(name)
+	if template != "" {
+		// Cloning fails if anyone is connected to the template; nobody is,
+		// outside templateName's short critical section.
+		stmt += " template " + ident(template)
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	drop := func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, admin)
 		if err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
-			return
+			return fmt.Errorf("drop %s: %w", name, err)
 		}
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "drop database if exists "+ident(name)+" with (force)"); err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
+			return fmt.Errorf("drop %s: %w", name, err)
 		}
-	})
-	return withDatabase(admin, name)
+		return nil
+	}
+	return withDatabase(admin, name), drop, nil
 }
 
 var (

@@ -23,9 +23,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/distreg"
-	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 func main() {
@@ -106,11 +106,11 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 		return fmt.Errorf("crane ls listed %d tags, want %d", listed, n)
 	}
 
-	db, cleanup, err := testutil.FreshDatabase(ctx, dbURL, "tidemark_bench_")
+	db, cleanup, err := storetest.Create(ctx, dbURL, "tidemark_bench_", "")
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer func() { _ = cleanup(context.WithoutCancel(ctx)) }()
 	copyTime, err := timeCopy(ctx, db, n)
 	if err != nil {
 		return err

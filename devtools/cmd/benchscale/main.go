@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 type options struct {
@@ -78,11 +78,11 @@ func run(ctx context.Context, o options) error {
 	if listed != total {
 		return fmt.Errorf("crane listed %d tags, want %d (remove %s to seed again)", listed, total, o.cache)
 	}
-	db, drop, err := testutil.FreshDatabase(ctx, admin, "tidemark_scale_")
+	db, drop, err := storetest.Create(ctx, admin, "tidemark_scale_", "")
 	if err != nil {
 		return err
 	}
-	defer drop()
+	defer func() { _ = drop(context.WithoutCancel(ctx)) }()
 	copyTime, err := copyAll(ctx, db, o.repos, o.tags)
 	if err != nil {
 		return err
