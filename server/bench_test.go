@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -28,6 +29,38 @@ func BenchmarkChannelRedirect(b *testing.B) {
 	}
 	h := s.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/v1-release/channels/v1.33", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusFound {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+}
+
+// BenchmarkStepwiseRedirect is a stepwise channel's answer to a cluster
+// that reports its version (the per-cluster decision, settle off): the
+// path every surface's cluster answer goes through.
+func BenchmarkStepwiseRedirect(b *testing.B) {
+	src := semverSource(b, "k3s", "docker.io/rancher/k3s-upgrade")
+	snap := resolver.NewSnapshot([]resolver.Channel{{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true}},
+		[]resolver.SourceData{sourceData(src, k3sTags(), nil)}, nil, time.Now())
+	s, err := New(Options{
+		ExternalURL: "https://tidemark.example.com",
+		Log:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	h := s.Handler()
+	req := httptest.NewRequest(http.MethodGet, "/v1-release/channels/latest", nil)
+	req.Header.Set("X-SUC-Cluster-ID", "cluster-1")
+	req.Header.Set("X-SUC-Latest-Version", "v1.31.2-k3s1")
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
