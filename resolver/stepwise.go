@@ -42,29 +42,40 @@ func (s *Snapshot) NextStep(channel string, reported Version) (Version, error) {
 	if !ok {
 		return Version{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
 	}
-	a := &s.answers[i]
-	if a.Tag == nil {
+	if s.answers[i].Tag == nil {
 		return Version{}, fmt.Errorf("%w: channel %q has no eligible version", ErrNotFound, channel)
 	}
+	return stepVersion(s.nextStep(i, reported), reported), nil
+}
+
+// stepVersion is a step's version: t's, or reported's when t is nil (stay).
+func stepVersion(t *Tag, reported Version) Version {
+	if t == nil {
+		return reported
+	}
+	return t.Version
+}
+
+// nextStep is NextStep for channel i, which has an answer: the tag to step
+// to, nil to stay.
+func (s *Snapshot) nextStep(i int, reported Version) *Tag {
+	a := &s.answers[i]
 	c := a.Tag.Version
 	if c.Major != reported.Major || Compare(c, reported) <= 0 {
-		return reported, nil
+		return nil
 	}
 	if t, ok := s.steps[i][reported.String()]; ok {
-		if t == nil {
-			return reported, nil
-		}
-		return t.Version, nil
+		return t
 	}
 	idx := s.bySource[a.Channel.Source]
 	f := s.filters[i]
 	f.builds = f.builds || reported.Build > 0 // as Resolve does
 	r := resolution{cur: reported, idx: idx, ch: a, f: f}
 	r.collect()
-	if t := r.step(); t != nil {
-		return t.Version, nil
+	if v := r.step(); v != nil {
+		return &v.Tag
 	}
-	return reported, nil
+	return nil
 }
 
 // stepTable precomputes channel i's next step for every indexed version of
@@ -144,31 +155,37 @@ func (s *Snapshot) NextStepToward(channel string, reported Version, dest *Tag) (
 	if !ok {
 		return Version{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
 	}
+	if s.answers[i].Tag == nil {
+		return Version{}, fmt.Errorf("%w: channel %q has no eligible version", ErrNotFound, channel)
+	}
+	return stepVersion(s.nextStepToward(i, reported, dest), reported), nil
+}
+
+// nextStepToward is NextStepToward for channel i, which has an answer: the
+// tag to step to, nil to stay.
+func (s *Snapshot) nextStepToward(i int, reported Version, dest *Tag) *Tag {
 	a := &s.answers[i]
-	if dest == nil || a.Tag == nil || dest.Version.String() == a.Tag.Version.String() {
-		return s.NextStep(channel, reported)
+	if dest == nil || dest.Version.String() == a.Tag.Version.String() {
+		return s.nextStep(i, reported)
 	}
 	d := dest.Version
 	if d.Major != reported.Major || Compare(d, reported) <= 0 {
-		return reported, nil
+		return nil
 	}
 	if a.Rollout != nil {
 		if t, ok := a.Rollout.steps[d.String()][reported.String()]; ok {
-			if t == nil {
-				return reported, nil
-			}
-			return t.Version, nil
+			return t
 		}
 	}
 	f := s.filters[i]
 	f.builds = f.builds || reported.Build > 0
 	r := resolution{cur: reported, idx: s.bySource[a.Channel.Source], ch: s.toward(i, dest), f: f}
 	if r.idx == nil {
-		return reported, nil
+		return nil
 	}
 	r.collect()
-	if t := r.step(); t != nil {
-		return t.Version, nil
+	if v := r.step(); v != nil {
+		return &v.Tag
 	}
-	return reported, nil
+	return nil
 }

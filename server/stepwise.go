@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -43,52 +44,31 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 	return ans, err
 }
 
+// answerFor turns the domain's decision for this cluster
+// (Snapshot.ClusterAnswer) into the entry to send. The settle clock is this
+// replica's fleet record of the cluster; one not admitted has none and is
+// held.
 func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*channelEntry, error) {
 	ch := &e.ans.Channel
 	if e.ans.Tag == nil {
 		return nil, noAnswer(e.ans)
 	}
-	// A rollout decides where the cluster goes (rollout.go in resolver),
-	// the stepwise rule how it climbs there.
-	dest := e.ans.Tag
-	if ro := e.ans.Rollout; ro != nil {
-		if d := ro.Dest(id, now); d != nil {
-			dest = d
+	q := resolver.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
+	if ok && resolver.Settles(ch, id) {
+		if q.Unsettled = !admitted; admitted {
+			q.Since = s.fleet.since(ch.Name, id, reported.String(), now)
 		}
 	}
-	if !ch.Stepwise {
-		return e.entryFor(dest, s.opts.ExternalURL), nil
-	}
-	if !ok {
+	tag, err := v.snap.ClusterAnswer(ch.Name, q)
+	if errors.Is(err, resolver.ErrNoReportedVersion) {
 		return nil, &problemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}
 	}
-	next, err := v.snap.NextStepToward(ch.Name, reported, dest)
 	if err != nil {
 		return nil, err
 	}
-	// Settle holds a cluster at its version until it has reported it for
-	// ch.Settle. A request without a cluster ID has no history to settle
-	// on (a person asking with ?current=) and gets the step at once; one
-	// not admitted has no clock kept and is held.
-	if ch.Settle > 0 && id != "" {
-		if !admitted {
-			next = reported
-		} else if since := s.fleet.since(ch.Name, id, reported.String(), now); now.Sub(since) < ch.Settle {
-			next = reported
-		}
-	}
-	if se := e.steps[next.String()]; se != nil {
-		return se, nil
-	}
-	// Outside the precomputed answers: a version above the channel's, on
-	// another major, or never indexed. Bounded: one lookup and one entry.
-	tag := resolver.Tag{Name: next.String(), Version: next, Valid: true}
-	if vv, err := v.snap.Version(ch.Source, next.String()); err == nil {
-		tag = vv.Tag
-	}
-	return e.stepEntry(tag, s.opts.ExternalURL), nil
+	return e.entryFor(&tag, s.opts.ExternalURL), nil
 }
 
 // reportedVersion is the version a request reports: X-SUC-Latest-Version,

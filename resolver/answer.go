@@ -1,0 +1,75 @@
+package resolver
+
+import (
+	"fmt"
+	"time"
+)
+
+// Asker is the cluster that asks a channel, as its request describes it.
+type Asker struct {
+	ID          string  // X-SUC-Cluster-ID; "" when the request names none
+	Reported    Version // the version it runs (X-SUC-Latest-Version or ?current=)
+	HasReported bool
+	Now         time.Time
+	// Since is when the cluster was first seen reporting Reported, for a
+	// stepwise channel's settle; Unsettled says no clock is kept for it
+	// (it is held). The caller fills them only for a stepwise channel with
+	// a settle and a request with an ID (Settles).
+	Since     time.Time
+	Unsettled bool
+}
+
+// Settles reports whether channel c holds an asker with id for a settle:
+// only then does ClusterAnswer read Since and Unsettled.
+func Settles(c *Channel, id string) bool { return c.Stepwise && c.Settle > 0 && id != "" }
+
+// ErrNoReportedVersion is a stepwise channel asked by a request that
+// reports no version: it has no step to give.
+var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", ErrNotFound)
+
+// ClusterAnswer is the one decision of which version a channel answers
+// the cluster q describes; every surface that answers a cluster asks it.
+// A rollout decides where the cluster goes (RolloutView.Dest); on a
+// stepwise channel the cluster climbs there one minor at a time from its
+// reported version (NextStepToward), held at it while it settles.
+// ErrNotFound for an unknown channel or one with nothing eligible;
+// ErrNoReportedVersion for a stepwise channel asked without a version.
+func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Tag, error) {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return Tag{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
+	}
+	a := &s.answers[i]
+	if a.Tag == nil {
+		return Tag{}, fmt.Errorf("%w: channel %q: %s", ErrNotFound, channel, a.Why)
+	}
+	dest := a.Tag
+	if ro := a.Rollout; ro != nil {
+		if d := ro.Dest(q.ID, q.Now); d != nil {
+			dest = d
+		}
+	}
+	ch := &a.Channel
+	if !ch.Stepwise {
+		return *dest, nil
+	}
+	if !q.HasReported {
+		return Tag{}, fmt.Errorf("%w: channel %q is stepwise", ErrNoReportedVersion, channel)
+	}
+	step := s.nextStepToward(i, q.Reported, dest)
+	// Settle holds a cluster at its version until it has reported it for
+	// ch.Settle. A request without a cluster ID has no history to settle
+	// on (a person asking with ?current=) and gets the step at once.
+	if Settles(ch, q.ID) && (q.Unsettled || q.Now.Sub(q.Since) < ch.Settle) {
+		step = nil
+	}
+	if step != nil {
+		return *step, nil
+	}
+	if vv, err := s.Version(ch.Source, q.Reported.String()); err == nil {
+		return vv.Tag, nil
+	}
+	// Staying on a version this index never saw (a cluster reporting a
+	// version the registry no longer lists).
+	return Tag{Name: q.Reported.String(), Version: q.Reported, Valid: true}, nil
+}

@@ -1,0 +1,53 @@
+package resolver
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestClusterAnswerDecidesForEverySurface: the one decision of what a
+// cluster gets: a plain channel's version, a stepwise channel's next step,
+// held while it settles or when no clock is kept, and a request reporting
+// nothing to a stepwise channel refused.
+func TestClusterAnswerDecidesForEverySurface(t *testing.T) {
+	stepwise := Channel{Name: "latest", Source: "k3s-upgrade", Stream: Released, Stepwise: true, Settle: time.Hour}
+	plain := Channel{Name: "stable", Source: "k3s-upgrade", Stream: Released}
+	s := NewSnapshot([]Channel{stepwise, plain}, []SourceData{k3sData(t, "v1.32.5+k3s1")}, nil, testTime)
+	a, _ := s.Channel("latest")
+	reported, ok := s.Reported("latest", "v1.31.0-k3s1")
+	if !ok {
+		t.Fatal("v1.31.0-k3s1 does not parse")
+	}
+	step, err := s.NextStep("latest", reported)
+	if err != nil || step.String() == reported.String() {
+		t.Fatalf("fixture: next step from %s is %s (%v)", reported, step, err)
+	}
+	for _, tc := range []struct {
+		name, channel string
+		q             Asker
+		want          string
+		err           error
+	}{
+		{"a plain channel answers its version", "stable", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime}, a.Tag.Version.String(), nil},
+		{"a settled cluster gets its next step", "latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Since: testTime.Add(-2 * time.Hour)}, step.String(), nil},
+		{"a settling cluster stays", "latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Since: testTime.Add(-time.Minute)}, reported.String(), nil},
+		{"a cluster with no clock stays", "latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Unsettled: true}, reported.String(), nil},
+		{"a person asking without an ID gets the step at once", "latest", Asker{Reported: reported, HasReported: true, Now: testTime}, step.String(), nil},
+		{"no reported version on a stepwise channel is refused", "latest", Asker{ID: "c1", Now: testTime}, "", ErrNoReportedVersion},
+		{"an unknown channel is not found", "nope", Asker{}, "", ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ClusterAnswer(tc.channel, tc.q)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Errorf("err %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got.Version.String() != tc.want {
+				t.Errorf("answer %s (%v), want %s", got.Version, err, tc.want)
+			}
+		})
+	}
+}
