@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -57,17 +58,27 @@ func (s *Server) fleetSummary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sum, err := s.opts.Fleet.Store.FleetSummary(c.Request().Context(), name, time.Now().Add(-s.fleet.opts.ActiveWindow))
+	sum, err := s.fleetSummaryOf(c.Request().Context(), v, name)
 	if err != nil {
 		return err
 	}
-	v.snap.SortNewestFirst(name, sum.Versions)
-	v.snap.SortNewestFirst(name, sum.Served)
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, openapi.FleetSummary{
+	return c.JSON(http.StatusOK, sum)
+}
+
+// fleetSummaryOf is channel's fleet summary as the API answers it and the
+// console charts it. The caller has checked that there is a fleet store.
+func (s *Server) fleetSummaryOf(ctx context.Context, v *view, channel string) (openapi.FleetSummary, error) {
+	sum, err := s.opts.Fleet.Store.FleetSummary(ctx, channel, time.Now().Add(-s.fleet.opts.ActiveWindow))
+	if err != nil {
+		return openapi.FleetSummary{}, err
+	}
+	v.snap.SortNewestFirst(channel, sum.Versions)
+	v.snap.SortNewestFirst(channel, sum.Served)
+	return openapi.FleetSummary{
 		Channel: sum.Channel, Clusters: sum.Clusters, Active: sum.Active,
 		Versions: countsJSON(sum.Versions), Served: countsJSON(sum.Served),
-	})
+	}, nil
 }
 
 func (s *Server) fleetClusters(c echo.Context) error {

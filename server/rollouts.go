@@ -107,13 +107,24 @@ func (s *Server) getRollout(c echo.Context) error {
 	if s.opts.Rollouts.Store == nil {
 		return s.writeUnavailable(c)
 	}
-	rv := e.ans.Rollout
-	onTo, onFrom, err := s.opts.Rollouts.Store.RolloutClusters(c.Request().Context(), rv.Channel, rv.From, rv.To)
+	r, err := s.rolloutWithCounts(c.Request().Context(), e)
 	if err != nil {
-		return fmt.Errorf("rollout of %q: %w", rv.Channel, err)
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, rolloutJSON(&rv.Rollout, rv.Progress(time.Now()), &openapi.RolloutClusters{To: onTo, From: onFrom}))
+	return c.JSON(http.StatusOK, r)
+}
+
+// rolloutWithCounts is e's rollout with the fleet's counts, as the API
+// answers it and the console shows it. The caller has checked that there
+// is a rollout store and that e has rolled out.
+func (s *Server) rolloutWithCounts(ctx context.Context, e *channelEntry) (*openapi.Rollout, error) {
+	rv := e.ans.Rollout
+	onTo, onFrom, err := s.opts.Rollouts.Store.RolloutClusters(ctx, rv.Channel, rv.From, rv.To)
+	if err != nil {
+		return nil, fmt.Errorf("rollout of %q: %w", rv.Channel, err)
+	}
+	return rolloutJSON(&rv.Rollout, rv.Progress(time.Now()), &openapi.RolloutClusters{To: onTo, From: onFrom}), nil
 }
 
 // controlRollout pauses, resumes, advances or halts a rollout. The store

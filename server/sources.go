@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -115,7 +116,17 @@ func (s *Server) resolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := c.QueryParams()
+	a, err := resolveQuery(v, c.QueryParams())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	return c.JSON(http.StatusOK, a)
+}
+
+// resolveQuery is the answer to a resolve query q, as the API answers it
+// and the console's resolve form shows it.
+func resolveQuery(v *view, q url.Values) (openapi.ResolveAnswer, error) {
 	query := resolver.Query{
 		Source:  q.Get("source"),
 		Current: q.Get("current"),
@@ -126,38 +137,38 @@ func (s *Server) resolve(c echo.Context) error {
 		// A channel names its source; asking for both is allowed but not needed.
 		e, err := v.channel(query.Channel)
 		if err != nil {
-			return badParam("channel", err)
+			return openapi.ResolveAnswer{}, badParam("channel", err)
 		}
 		switch src := e.ans.Channel.Source; {
 		case query.Source == "":
 			query.Source = src
 		case query.Source != src:
-			return invalidParam("channel", "channel %q follows source %q, not %q", query.Channel, src, query.Source)
+			return openapi.ResolveAnswer{}, invalidParam("channel", "channel %q follows source %q, not %q", query.Channel, src, query.Source)
 		}
 	}
 	if query.Source == "" {
-		return invalidParam("source", "source is required (or a channel, which names its source)")
+		return openapi.ResolveAnswer{}, invalidParam("source", "source is required (or a channel, which names its source)")
 	}
 	if _, err := v.snap.SourceInfo(query.Source); err != nil {
-		return badParam("source", err)
+		return openapi.ResolveAnswer{}, badParam("source", err)
 	}
 	if query.Current == "" {
-		return invalidParam("current", "current is required")
+		return openapi.ResolveAnswer{}, invalidParam("current", "current is required")
 	}
 	if q.Get("stream") != "" {
 		if query.Channel != "" {
-			return invalidParam("stream", "give stream or channel, not both")
+			return openapi.ResolveAnswer{}, invalidParam("stream", "give stream or channel, not both")
 		}
 		st, err := resolver.ParseStream(q.Get("stream"))
 		if err != nil {
-			return badParam("stream", err)
+			return openapi.ResolveAnswer{}, badParam("stream", err)
 		}
 		query.Stream = &st
 	}
 	if q.Get("builds") != "" {
 		b, err := strconv.ParseBool(q.Get("builds"))
 		if err != nil {
-			return invalidParam("builds", "builds %q is not a boolean", q.Get("builds"))
+			return openapi.ResolveAnswer{}, invalidParam("builds", "builds %q is not a boolean", q.Get("builds"))
 		}
 		query.Builds = b
 	}
@@ -165,18 +176,17 @@ func (s *Server) resolve(c echo.Context) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, resolver.ErrNotFound): // source and channel are known: the target is not
-		return badParam("target", err)
+		return openapi.ResolveAnswer{}, badParam("target", err)
 	case errors.Is(err, resolver.ErrInvalid):
 		if strings.Contains(query.Current, " ") {
 			// A raw "+" in a query string decodes as a space.
 			err = fmt.Errorf("%w (send a \"+\" in a query string as %%2B, or use the tag spelling with \"-\")", err)
 		}
-		return badParam("current", err)
+		return openapi.ResolveAnswer{}, badParam("current", err)
 	default:
-		return fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
+		return openapi.ResolveAnswer{}, fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
 	}
-	c.Response().Header().Set("Cache-Control", channelCacheControl)
-	return c.JSON(http.StatusOK, resolveJSON(a))
+	return resolveJSON(a), nil
 }
 
 // paramIf names param in err when err is of kind sentinel: a not-found

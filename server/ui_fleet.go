@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"time"
 
@@ -106,9 +105,10 @@ func (s *Server) channelFleet(c echo.Context, v *view, e *channelEntry) (*uiFlee
 		return nil, nil
 	}
 	name := e.ans.Channel.Name
-	var sum openapi.FleetSummary
-	h := s.dbDeadline(s.fleetSummary)
-	if err := s.uiCall(c, h, "/api/v1/fleet?channel="+url.QueryEscape(name), nil, &sum); err != nil {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+	defer cancel()
+	sum, err := s.fleetSummaryOf(ctx, v, name)
+	if err != nil {
 		return nil, problemOf(err)
 	}
 	ch := &uiFleetChart{FleetSummary: sum, Served: str0(channelJSON(e).Version), NoVersion: sum.Clusters}

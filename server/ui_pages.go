@@ -193,7 +193,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 		b.Soak = config.ShortDuration(*ch.Soak)
 	}
 	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
-	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, b.Row.Channel)
+	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, e, b.Row.Channel)
 	if vs, err := v.snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
 		for _, vv := range slices.Backward(vs) {
 			if len(b.Eligible) == maxEligible {
@@ -204,7 +204,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 			}
 		}
 	}
-	err = s.uiCall(c, s.dbDeadline(s.history), "/api/v1/channels/"+url.PathEscape(ch.Name)+"/history", []string{"name", ch.Name}, &b.History)
+	b.History, err = s.uiHistory(c.Request().Context(), e)
 	if err != nil {
 		// The channel is still worth showing without its history.
 		b.HistoryProblem = problemOf(err)
@@ -284,8 +284,7 @@ func (s *Server) uiResolve(c echo.Context) error {
 	}
 	status := http.StatusOK
 	if q.Get("current") != "" || q.Get("source") != "" || q.Get("channel") != "" {
-		var ans openapi.ResolveAnswer
-		err := s.uiCall(c, s.resolve, "/api/v1/resolve?"+q.Encode(), nil, &ans)
+		ans, err := resolveQuery(v, q)
 		switch {
 		case err == nil:
 			b.Answer = &ans
@@ -298,4 +297,15 @@ func (s *Server) uiResolve(c echo.Context) error {
 		}
 	}
 	return s.render(c, status, "page_resolve.html", uiPage{Title: "Resolve", Nav: "resolve", Body: b})
+}
+
+// uiHistory is the channel's history as GET .../history answers it, read
+// with the same database deadline.
+func (s *Server) uiHistory(ctx context.Context, e *channelEntry) ([]openapi.AuditEvent, error) {
+	if s.opts.Store == nil {
+		return nil, fmt.Errorf("%w: GET /api/v1/channels/%s/history needs the database, which this server was started without", resolver.ErrUnavailable, e.ans.Channel.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DBTimeout)
+	defer cancel()
+	return s.channelHistory(ctx, e)
 }

@@ -1,13 +1,15 @@
 package server
 
 import (
-	"net/url"
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // A channel's staged rollout as the console shows it: a progress bar with
@@ -18,16 +20,23 @@ import (
 // channelRolloutOf is the rollout section of ch's page: nil when ch never
 // rolled out. When the API cannot answer (no database), the section shows
 // the channel object's rollout, with the last cluster counts this replica knew (or none yet), and why.
-func (s *Server) channelRolloutOf(c echo.Context, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
+func (s *Server) channelRolloutOf(c echo.Context, e *channelEntry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
 	if ch.Rollout == nil {
 		return nil, nil
 	}
-	var r openapi.Rollout
-	err := s.uiCall(c, s.dbDeadline(s.getRollout), "/api/v1/channels/"+url.PathEscape(ch.Name)+"/rollout", []string{"name", ch.Name}, &r)
+	if rv := e.ans.Rollout; rv == nil || rv.Baseline {
+		return ch.Rollout, problemOf(fmt.Errorf("%w: channel %q has never rolled out", resolver.ErrNotFound, ch.Name))
+	}
+	if s.opts.Rollouts.Store == nil {
+		return ch.Rollout, problemOf(fmt.Errorf("%w: GET /api/v1/channels/%s/rollout needs the database, which this server was started without", resolver.ErrUnavailable, ch.Name))
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+	defer cancel()
+	r, err := s.rolloutWithCounts(ctx, e)
 	if err != nil {
 		return ch.Rollout, problemOf(err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // rolloutSteps is a rollout's steps as a person reads them: "10%, 50%, 100%".

@@ -259,18 +259,27 @@ func (s *Server) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
+	out, err := s.channelHistory(c.Request().Context(), e)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, out)
+}
+
+// channelHistory is e's audit history as the API answers it; the console
+// shows the same. The caller has checked that there is a store.
+func (s *Server) channelHistory(ctx context.Context, e *channelEntry) ([]openapi.AuditEvent, error) {
 	events, err := s.opts.Store.ChannelHistory(ctx, e.ans.Channel.Name, e.ans.Channel.Source)
 	if err != nil {
-		return fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
+		return nil, fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
 	}
 	out := make([]openapi.AuditEvent, 0, len(events))
 	for _, ev := range events {
 		out = append(out, openapi.AuditEvent{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
 			From: strOrNil(ev.From), To: strOrNil(ev.To), Reason: ev.Reason})
 	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, out)
+	return out, nil
 }
 
 // ifMatchRevision reads If-Match as the channel state revision it was
