@@ -108,15 +108,20 @@ func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.Eve
 	if d.Err != nil {
 		d.Retry = backoff(d.Attempts)
 	}
-	err = s.inTx(ctx, fmt.Sprintf("record delivery to %q", endpoint), func(tx pgx.Tx) error {
+	// The outcome is recorded even when ctx ended during the send (a
+	// shutdown): otherwise the claim would hold the endpoint for its whole
+	// lease after a restart.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err = s.inTx(rctx, fmt.Sprintf("record delivery to %q", endpoint), func(tx pgx.Tx) error {
 		if d.Err == nil {
-			_, err := tx.Exec(ctx, `
+			_, err := tx.Exec(rctx, `
 				update notify_cursors set last_xid = $3::bigint::text::xid8, last_id = $4, attempts = 0,
 					last_error = '', next_attempt = now(), delivered_at = now()
 				where endpoint = $1 and claim = $2`, endpoint, claim, d.Event.XID, d.Event.ID)
 			return err
 		}
-		_, err := tx.Exec(ctx, `
+		_, err := tx.Exec(rctx, `
 			update notify_cursors set attempts = $3, last_error = $4,
 				next_attempt = now() + $5 * interval '1 microsecond'
 			where endpoint = $1 and claim = $2`, endpoint, claim, d.Attempts, oneLine(d.Err.Error()), d.Retry.Microseconds())

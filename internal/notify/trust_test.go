@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -310,5 +311,52 @@ func TestBodiesMatchTheSpecsWebhooks(t *testing.T) {
 	}
 	if doc.Webhooks["notification"] == nil || doc.Webhooks["slackNotification"] == nil {
 		t.Error("openapi.yaml's webhooks section lacks notification or slackNotification")
+	}
+}
+
+// TestAShutdownMidSendReleasesTheClaim: a replica stopped while a receiver
+// holds its delivery records the attempt on the way out, so a restart
+// delivers at once rather than after the claim's one-minute lease.
+func TestAShutdownMidSendReleasesTheClaim(t *testing.T) {
+	url := storetest.URL(t)
+	var stall atomic.Bool
+	stall.Store(true)
+	arrived := make(chan struct{}, 10)
+	var delivered atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+		if stall.Load() {
+			arrived <- struct{}{}
+			select {
+			case <-r.Context().Done():
+			case <-time.After(20 * time.Second):
+			}
+			return
+		}
+		delivered.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	eps := []notify.Endpoint{{Name: "hook", URL: srv.URL, Kind: "webhook"}}
+	d, st, stop := start(t, url, eps)
+	waitCursors(t, connect(t, url), 1)
+	if err := st.AddEvents(context.Background(), []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "stable", Source: "k3s", To: "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Kick()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the delivery never reached the receiver")
+	}
+	stop() // mid-send
+	stall.Store(false)
+	start(t, url, eps)
+	deadline := time.Now().Add(5 * time.Second)
+	for delivered.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("after a restart the event was not delivered within 5 s: the stopped replica's claim still holds it")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
