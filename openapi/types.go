@@ -22,6 +22,14 @@ type Channel struct {
 	UpdatedAt  *time.Time `json:"updated_at"`
 	// Rollout is the channel's staged rollout; nil when it never rolled out.
 	Rollout *Rollout `json:"rollout"`
+	// Held says why this answer is not the channel's version for the
+	// cluster that asked (a channel URL with its headers); absent otherwise.
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held is why an answer holds a cluster where it is.
+type Held struct {
+	Reason string `json:"reason"` // "downgrade": the channel's answer is older than the cluster's version
 }
 
 // Rollout is a channel's staged rollout (GET /api/v1/channels/{name}/rollout).
@@ -190,6 +198,9 @@ type PinRequest struct {
 	Version string `json:"version"`
 	Reason  string `json:"reason,omitempty"`
 	Force   bool   `json:"force,omitempty"`
+	// Rollback: clusters running a newer version are sent down to this one
+	// (a pin without it never moves a cluster down); audited as rollback.
+	Rollback bool `json:"rollback,omitempty"`
 }
 
 // ReasonRequest is the (optional) body of unpin, block and unblock.

@@ -23,6 +23,11 @@ type Asker struct {
 // only then does ClusterAnswer read Since and Unsettled.
 func Settles(c *Channel, id string) bool { return c.Stepwise && c.Settle > 0 && id != "" }
 
+// HeldDowngrade is why a cluster is answered its own version: the channel's
+// answer is older than what it runs, and the change that made it so was no
+// rollback (CONTRACT section 13).
+const HeldDowngrade = "downgrade"
+
 // ErrNoReportedVersion is a stepwise channel asked by a request that
 // reports no version: it has no step to give.
 var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", ErrNotFound)
@@ -32,9 +37,32 @@ var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", ErrNotFound)
 // A rollout decides where the cluster goes (RolloutView.Dest); on a
 // stepwise channel the cluster climbs there one minor at a time from its
 // reported version (NextStepToward), held at it while it settles.
+// A cluster is never sent down: one reporting a version newer than the
+// channel's answer gets its own version back, held names why
+// (HeldDowngrade), unless the channel's pin was made as a rollback.
 // ErrNotFound for an unknown channel or one with nothing eligible;
 // ErrNoReportedVersion for a stepwise channel asked without a version.
-func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Tag, error) {
+func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t Tag, held string, err error) {
+	t, err = s.clusterAnswer(channel, q)
+	if err != nil || !q.HasReported || Compare(q.Reported, t.Version) <= 0 {
+		return t, "", err
+	}
+	if i := s.byChannel[channel]; s.answers[i].State.Rollback {
+		return t, "", nil
+	}
+	return s.versionTag(s.answers[s.byChannel[channel]].Channel.Source, q.Reported), HeldDowngrade, nil
+}
+
+// versionTag is source's tag of v, or one spelled as v when the index
+// never saw it (a cluster reporting a version the registry no longer lists).
+func (s *Snapshot) versionTag(source string, v Version) Tag {
+	if vv, err := s.Version(source, v.String()); err == nil {
+		return vv.Tag
+	}
+	return Tag{Name: v.String(), Version: v, Valid: true}
+}
+
+func (s *Snapshot) clusterAnswer(channel string, q Asker) (Tag, error) {
 	i, ok := s.byChannel[channel]
 	if !ok {
 		return Tag{}, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
@@ -66,10 +94,5 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Tag, error) {
 	if step != nil {
 		return *step, nil
 	}
-	if vv, err := s.Version(ch.Source, q.Reported.String()); err == nil {
-		return vv.Tag, nil
-	}
-	// Staying on a version this index never saw (a cluster reporting a
-	// version the registry no longer lists).
-	return Tag{Name: q.Reported.String(), Version: q.Reported, Valid: true}, nil
+	return s.versionTag(ch.Source, q.Reported), nil
 }

@@ -38,7 +38,7 @@ func TestClusterAnswerDecidesForEverySurface(t *testing.T) {
 		{"an unknown channel is not found", "nope", Asker{}, "", ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.ClusterAnswer(tc.channel, tc.q)
+			got, _, err := s.ClusterAnswer(tc.channel, tc.q)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Errorf("err %v, want %v", err, tc.err)
@@ -47,6 +47,41 @@ func TestClusterAnswerDecidesForEverySurface(t *testing.T) {
 			}
 			if err != nil || got.Version.String() != tc.want {
 				t.Errorf("answer %s (%v), want %s", got.Version, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestClusterAnswerNeverSendsAClusterDown: a cluster above the channel's
+// answer keeps its version (HeldDowngrade) unless the pin is a rollback.
+func TestClusterAnswerNeverSendsAClusterDown(t *testing.T) {
+	ch := Channel{Name: "stable", Source: "k3s-upgrade", Stream: Released}
+	data := []SourceData{k3sData(t, "v1.32.5+k3s1")}
+	for _, tc := range []struct {
+		name     string
+		rollback bool
+		held     string
+	}{{"a pin keeps the cluster where it is", false, HeldDowngrade}, {"a rollback pin sends it down", true, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := NewSnapshot([]Channel{ch}, data, nil, testTime)
+			vs, err := base.Versions("k3s-upgrade", Released, "")
+			if err != nil || len(vs) < 2 {
+				t.Fatalf("fixture: %d versions (%v)", len(vs), err)
+			}
+			older := vs[0].Version.String()
+			s := NewSnapshot([]Channel{ch}, data, map[string]ChannelState{"stable": {Pin: older, Revision: 1, Rollback: tc.rollback}}, testTime)
+			a, _ := s.Channel("stable")
+			reported, ok := s.Reported("stable", vs[len(vs)-1].Version.String())
+			if !ok || a.Tag == nil {
+				t.Fatalf("fixture: reported %v, answer %v", ok, a.Tag)
+			}
+			got, held, err := s.ClusterAnswer("stable", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime})
+			want := a.Tag.Version.String()
+			if tc.held != "" {
+				want = reported.String()
+			}
+			if err != nil || held != tc.held || got.Version.String() != want {
+				t.Errorf("answer %s held %q (%v), want %s held %q", got.Version, held, err, want, tc.held)
 			}
 		})
 	}

@@ -45,6 +45,9 @@ type ChannelState struct {
 	PinnedAt  time.Time
 	Revision  int64 // bumps on every change; the ETag derives from it
 	UpdatedAt time.Time
+	// Rollback: the pin was made as a rollback, so clusters running a
+	// newer version are sent down to it (CONTRACT section 13).
+	Rollback bool
 	// Rollout is the channel's latest rollout; nil when it has none.
 	Rollout *Rollout
 }

@@ -80,7 +80,7 @@ func (s *Snapshot) carried(prev *Snapshot, i int, statesChanged bool) bool {
 // sameState compares two states field by field; only a rollout (rare, and
 // a tree of events) needs reflect.
 func sameState(a, b ChannelState) bool {
-	if a.Pin != b.Pin || a.PinDigest != b.PinDigest || a.PinnedBy != b.PinnedBy || a.Revision != b.Revision ||
+	if a.Pin != b.Pin || a.PinDigest != b.PinDigest || a.PinnedBy != b.PinnedBy || a.Revision != b.Revision || a.Rollback != b.Rollback ||
 		!a.PinnedAt.Equal(b.PinnedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
 		return false
 	}

@@ -171,6 +171,8 @@ func TestSameStateComparesEveryField(t *testing.T) {
 			*v = "x"
 		case *int64:
 			*v = 1
+		case *bool:
+			*v = true
 		case *time.Time:
 			*v = testTime
 		case **Rollout:

@@ -44,6 +44,9 @@ type ChannelChange struct {
 	// Rollout is the channel's rollout policy: when set, the change starts
 	// a rollout to the new version in the same transaction.
 	Rollout *RolloutPolicy
+	// Rollback (Pin): the pin may send clusters running a newer version
+	// down to it; audited as "rollback".
+	Rollback bool
 }
 
 // ScanResult is what one indexing run of one source found.

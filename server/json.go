@@ -38,6 +38,9 @@ func channelJSONWith(e *channelEntry, now time.Time, cc *openapi.RolloutClusters
 		j.Digest = strOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
+	if e.held != "" {
+		j.Held = &openapi.Held{Reason: e.held}
+	}
 	return j
 }
 

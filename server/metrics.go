@@ -19,6 +19,7 @@ type metrics struct {
 	held           *prometheus.GaugeVec
 	reloadFailures prometheus.Counter
 	webhooks       *prometheus.CounterVec
+	heldAnswers    *prometheus.CounterVec // tidemark_answers_held_total
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -54,11 +55,15 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable, queue_full).",
 		}, []string{"kind", "outcome"}),
 	}
+	m.heldAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_answers_held_total",
+		Help: "Cluster answers that held a cluster at its own version, by channel and reason (downgrade: the channel's answer was older than what it runs).",
+	}, []string{"channel", "reason"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -128,4 +133,10 @@ func statusText(code int) string {
 		return "404"
 	}
 	return strconv.Itoa(code)
+}
+
+// heldAnswer counts an answer that held a cluster where it is. Channels are
+// configured, so the series are bounded by the configuration.
+func (m *metrics) heldAnswer(channel, reason string) {
+	m.heldAnswers.WithLabelValues(channel, reason).Inc()
 }

@@ -18,7 +18,7 @@ import (
 func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*channelEntry, error) {
 	id := clusterID(r)
 	ch := &e.ans.Channel
-	if id == "" && !ch.Stepwise && e.ans.Rollout == nil {
+	if id == "" && !ch.Stepwise && e.ans.Rollout == nil && !reportsVersion(r) {
 		// The plain hot path: nothing to read or record.
 		if e.ans.Tag == nil {
 			return nil, noAnswer(e.ans)
@@ -59,7 +59,7 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, r
 			q.Since = s.fleet.since(ch.Name, id, reported.String(), now)
 		}
 	}
-	tag, err := v.snap.ClusterAnswer(ch.Name, q)
+	tag, held, err := v.snap.ClusterAnswer(ch.Name, q)
 	if errors.Is(err, resolver.ErrNoReportedVersion) {
 		return nil, &problemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
@@ -68,7 +68,22 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, r
 	if err != nil {
 		return nil, err
 	}
+	if held != "" {
+		s.metrics.heldAnswer(ch.Name, held)
+		he := *e.entryFor(&tag, s.opts.ExternalURL)
+		he.held = held
+		return &he, nil
+	}
 	return e.entryFor(&tag, s.opts.ExternalURL), nil
+}
+
+// reportsVersion says whether r reports the version its cluster runs: a
+// channel must then never answer an older one (CONTRACT section 13).
+func reportsVersion(r *http.Request) bool {
+	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" {
+		return true
+	}
+	return r.URL.RawQuery != "" && r.URL.Query().Get("current") != ""
 }
 
 // reportedVersion is the version a request reports: X-SUC-Latest-Version,

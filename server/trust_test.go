@@ -242,3 +242,59 @@ func TestTheConsoleShowsABlockAsAChannelsLastChange(t *testing.T) {
 		t.Errorf("after a block: %v, want the block's time", m)
 	}
 }
+
+// TestAChannelNeverSendsAClusterDown: a pin to an older version answers a
+// cluster running a newer one with its own version (held: downgrade,
+// counted); a pin made as a rollback sends it down (CONTRACT section 13).
+func TestAChannelNeverSendsAClusterDown(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	ask := func(accept string) (*http.Response, []byte) {
+		t.Helper()
+		hdr := []string{"X-SUC-Cluster-ID", "c-1", "X-SUC-Latest-Version", "v1.33.6-k3s1"}
+		if accept != "" {
+			hdr = append(hdr, "Accept", accept)
+		}
+		req, _ := http.NewRequest(http.MethodGet, env.ts.URL+"/v1-release/channels/v1.33", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, b
+	}
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", `{"version":"v1.33.5-k3s1","reason":"older"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("pin: %d %s", res.StatusCode, body)
+	}
+	res, _ := ask("")
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusFound || !strings.HasSuffix(loc, "/v1.33.6+k3s1") {
+		t.Errorf("a cluster on v1.33.6 after a pin to v1.33.5: %d %s, want 302 to its own v1.33.6+k3s1", res.StatusCode, loc)
+	}
+	if _, body := ask("application/json"); !strings.Contains(string(body), `"held":{"reason":"downgrade"}`) {
+		t.Errorf("JSON answer %s, want held downgrade", body)
+	}
+	// A cluster on an older version still gets the pin.
+	req, _ := http.NewRequest(http.MethodGet, env.ts.URL+"/v1-release/channels/v1.33", nil)
+	req.Header.Set("X-SUC-Latest-Version", "v1.33.0-k3s1")
+	if res, err := noRedirects.Do(req); err != nil || !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.5+k3s1") {
+		t.Errorf("a cluster on v1.33.0: %v %v, want the pin v1.33.5+k3s1", res.Header.Get("Location"), err)
+	}
+	_, metrics := get(t, env.ts, "/metrics")
+	if !strings.Contains(string(metrics), `tidemark_answers_held_total{channel="v1.33",reason="downgrade"} 2`) {
+		t.Errorf("metrics lack 2 held answers:\n%s", grepLines(string(metrics), "answers_held"))
+	}
+
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", `{"version":"v1.33.5-k3s1","reason":"bad release","rollback":true}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("rollback pin: %d %s", res.StatusCode, body)
+	}
+	if res, _ := ask(""); !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.5+k3s1") {
+		t.Errorf("after a rollback pin: %s, want v1.33.5+k3s1", res.Header.Get("Location"))
+	}
+	_, hist := get(t, env.ts, "/api/v1/channels/v1.33/history")
+	if !strings.Contains(string(hist), `"action":"rollback"`) {
+		t.Errorf("history %s lacks the rollback", hist)
+	}
+}

@@ -31,6 +31,9 @@ type channelEntry struct {
 	suffix string
 	digest string // the image to pull by; "" when nothing is eligible
 	etag   string
+	// held is why this answer holds the cluster that asked where it is
+	// (resolver.HeldDowngrade); "" for the channel's own answers.
+	held string
 	// steps are a stepwise channel's per-cluster answers by the canonical
 	// version they serve (stepEntries); nil for other channels.
 	steps map[string]*channelEntry

@@ -110,6 +110,7 @@ func (s *Server) pin(c echo.Context) error {
 		return badParam("version", err)
 	}
 	change.Actor, change.Reason, change.IfRevision = actor(c), req.Reason, ifRev
+	change.Rollback = req.Rollback
 	if _, err := s.opts.Store.Pin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
 	}

@@ -25,7 +25,7 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if err != nil {
 			return err
 		}
-		if old.Pin == c.Version && old.PinDigest == c.Digest {
+		if old.Pin == c.Version && old.PinDigest == c.Digest && old.Rollback == c.Rollback {
 			// Already pinned there (PUT is idempotent): nothing changes, so
 			// nothing is recorded and the revision, hence the ETag, stays.
 			st, err = readState(ctx, tx, c.Channel)
@@ -41,7 +41,7 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 				return err
 			}
 		}
-		st, err = setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor)
+		st, err = setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor, c.Rollback)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,11 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 		if from == "" {
 			from = old.Pin
 		}
-		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "pin", Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
+		action := "pin"
+		if c.Rollback {
+			action = "rollback"
+		}
+		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: action, Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 			return err
 		}
 		if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
@@ -75,7 +79,7 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 		if old.Pin == "" {
 			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
 		}
-		st, err = setPin(ctx, tx, c.Channel, "", "", "")
+		st, err = setPin(ctx, tx, c.Channel, "", "", "", false)
 		if err != nil {
 			return err
 		}
@@ -129,7 +133,7 @@ func readState(ctx context.Context, tx pgx.Tx, channel string) (resolver.Channel
 	var st resolver.ChannelState
 	err := tx.QueryRow(ctx, `
 		select `+stateCols+` from channel_state where channel = $1`, channel).
-		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
+		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return resolver.ChannelState{}, nil
 	}
@@ -145,7 +149,7 @@ func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64)
 		return resolver.ChannelState{}, err
 	}
 	var st resolver.ChannelState
-	err := tx.QueryRow(ctx, `select pin, pin_digest, revision from channel_state where channel = $1 for update`, channel).Scan(&st.Pin, &st.PinDigest, &st.Revision)
+	err := tx.QueryRow(ctx, `select pin, pin_digest, revision, rollback from channel_state where channel = $1 for update`, channel).Scan(&st.Pin, &st.PinDigest, &st.Revision, &st.Rollback)
 	if err != nil {
 		return st, err
 	}
@@ -155,16 +159,16 @@ func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64)
 	return st, nil
 }
 
-func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor string) (resolver.ChannelState, error) {
+func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor string, rollback bool) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
 	err := tx.QueryRow(ctx, `
 		update channel_state set pin = $2, pin_digest = $3, pinned_by = $4,
 			pinned_at = case when $2 = '' then null else now() end,
-			revision = revision + 1, updated_at = now()
+			revision = revision + 1, updated_at = now(), rollback = $5
 		where channel = $1
 		returning `+stateCols,
-		channel, version, digest, actor).
-		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt)
+		channel, version, digest, actor, rollback).
+		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback)
 	return normState(st), err
 }
 

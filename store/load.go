@@ -203,7 +203,7 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 		name string
 		st   resolver.ChannelState
 	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback}, func() error {
 		states[name] = normState(st)
 		return nil
 	})
@@ -219,7 +219,7 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 // pin or unpin, so it counts only once the revision has moved (only a pin
 // or an unpin moves it), and reads as never before.
 const stateCols = `pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), revision,
-	case when revision > 0 then updated_at else 'epoch' end`
+	case when revision > 0 then updated_at else 'epoch' end, rollback`
 
 // normState turns the epoch placeholders for "never" back into zero times.
 func normState(st resolver.ChannelState) resolver.ChannelState {

@@ -19,9 +19,9 @@ import (
 func newPromoteCmd(e *env) *cobra.Command {
 	var f clientFlags
 	var reason string
-	var force bool
+	var force, rollback bool
 	cmd := &cobra.Command{
-		Use:   "promote CHANNEL VERSION --reason R [--force]",
+		Use:   "promote CHANNEL VERSION --reason R [--force] [--rollback]",
 		Short: "Pin a channel to a version (a promotion or a rollback); needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,7 +45,7 @@ func newPromoteCmd(e *env) *cobra.Command {
 				h.Set("If-Match", etag)
 			}
 			var after openapi.Channel
-			body := openapi.PinRequest{Version: version, Reason: reason, Force: force}
+			body := openapi.PinRequest{Version: version, Reason: reason, Force: force, Rollback: rollback}
 			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote")
 			if err != nil {
 				return err
@@ -65,6 +65,7 @@ func newPromoteCmd(e *env) *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
 	cmd.Flags().BoolVar(&force, "force", false, "pin even if the version is not eligible for the channel's stream and filters")
+	cmd.Flags().BoolVar(&rollback, "rollback", false, "send clusters running a newer version down to this one (without it, a pin never moves a cluster down)")
 	return cmd
 }
 
