@@ -12,13 +12,9 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// alertChannelLabel names the channel whose rollout a firing alert halts.
-const alertChannelLabel = "tidemark_channel"
-
-// alertmanager takes Alertmanager's webhook (payload version 4): every
-// firing alert labelled tidemark_channel halts that channel's rollout,
-// audited with the alert's name and summary. Resolved alerts change
-// nothing: resuming is a person's decision. Alertmanager retries a
+// alertmanager takes Alertmanager's webhook (payload version 4) and halts
+// the rollouts the alert-to-halt policy (resolver.HaltsFor) names,
+// audited with the alert's name and summary. Alertmanager retries a
 // non-2xx answer, so an alert that halts nothing (the rollout is already
 // halted or complete, the channel unknown) is reported, not refused.
 func (s *Server) alertmanager(c echo.Context) error {
@@ -39,14 +35,14 @@ func (s *Server) alertmanager(c echo.Context) error {
 	out := openapi.AlertsResult{Halted: []string{}, Ignored: []openapi.IgnoredAlert{}}
 	ctx := c.Request().Context()
 	var changed []string
+	alerts := make([]resolver.Alert, 0, len(p.Alerts))
 	for _, a := range p.Alerts {
-		name := a.Labels[alertChannelLabel]
-		if a.Status != "firing" || name == "" {
-			continue
-		}
-		alertname := a.Labels["alertname"]
+		alerts = append(alerts, resolver.Alert{Status: a.Status, Labels: a.Labels, Annotations: a.Annotations})
+	}
+	for _, h := range resolver.HaltsFor(alerts) {
+		name := h.Channel
 		ignore := func(why string) {
-			out.Ignored = append(out.Ignored, openapi.IgnoredAlert{Alertname: alertname, Channel: name, Reason: why})
+			out.Ignored = append(out.Ignored, openapi.IgnoredAlert{Alertname: h.Alertname, Channel: name, Reason: why})
 		}
 		if _, err := v.channel(name); err != nil {
 			ignore(fmt.Sprintf("channel %q is not configured", name))
@@ -56,19 +52,15 @@ func (s *Server) alertmanager(c echo.Context) error {
 			ignore(fmt.Sprintf("token %q is limited to channels [%s]", who.Name, strings.Join(who.Channels, ",")))
 			continue
 		}
-		reason := alertname
-		if sum := strings.TrimSpace(a.Annotations["summary"]); sum != "" {
-			reason += ": " + sum
-		}
-		r, err := s.opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, actor(c), reason)
+		r, err := s.opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, actor(c), h.Reason)
 		switch {
 		case errors.Is(err, resolver.ErrNotFound), errors.Is(err, resolver.ErrState):
 			ignore(err.Error())
 			continue
 		case err != nil:
-			return fmt.Errorf("halt rollout of %q for alert %s: %w", name, alertname, err)
+			return fmt.Errorf("halt rollout of %q for alert %s: %w", name, h.Alertname, err)
 		}
-		s.rolloutChanged(r, resolver.RolloutHalt, actor(c), reason)
+		s.rolloutChanged(r, resolver.RolloutHalt, actor(c), h.Reason)
 		out.Halted = append(out.Halted, name)
 		changed = append(changed, name)
 	}
