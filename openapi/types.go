@@ -357,3 +357,11 @@ func TimeOrNil(t time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// RolloutControlRequest is the (optional) body of a rollout control.
+type RolloutControlRequest struct {
+	Reason string `json:"reason,omitempty"`
+	// Rollback (halt only): clusters already on the rollout's version are
+	// sent back to its from too; a plain halt keeps them where they are.
+	Rollback bool `json:"rollback,omitempty"`
+}

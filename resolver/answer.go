@@ -39,7 +39,8 @@ var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", ErrNotFound)
 // reported version (NextStepToward), held at it while it settles.
 // A cluster is never sent down: one reporting a version newer than the
 // channel's answer gets its own version back, held names why
-// (HeldDowngrade), unless the channel's pin was made as a rollback.
+// (HeldDowngrade), unless the channel's pin was made as a rollback or its
+// rollout was halted as one.
 // ErrNotFound for an unknown channel or one with nothing eligible;
 // ErrNoReportedVersion for a stepwise channel asked without a version.
 func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t Tag, held string, err error) {
@@ -47,7 +48,7 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t Tag, held string, e
 	if err != nil || !q.HasReported || Compare(q.Reported, t.Version) <= 0 {
 		return t, "", err
 	}
-	if i := s.byChannel[channel]; s.answers[i].State.Rollback {
+	if a := &s.answers[s.byChannel[channel]]; a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
 		return t, "", nil
 	}
 	return s.versionTag(s.answers[s.byChannel[channel]].Channel.Source, q.Reported), HeldDowngrade, nil

@@ -47,6 +47,22 @@ type RolloutEvent struct {
 	At     time.Time
 	Actor  string
 	Reason string
+	// Rollback (a halt): clusters already on To go back to From too.
+	Rollback bool
+}
+
+// RolledBack reports whether r is halted at t by a halt made as a
+// rollback: then even clusters that run its To are sent back to From.
+func (r *Rollout) RolledBack(t time.Time) bool {
+	if r.At(t).State != RolloutHalted {
+		return false
+	}
+	for i := len(r.Events) - 1; i >= 0; i-- {
+		if e := r.Events[i]; e.Kind == RolloutHalt {
+			return e.Rollback
+		}
+	}
+	return false
 }
 
 // Layer says that the clusters with bucket < Percent kept Version from an

@@ -20,6 +20,9 @@ type RolloutStore interface {
 	// RolloutControl applies a pause, resume, advance or halt: ErrNotFound
 	// when the channel never rolled out, ErrState when its state refuses.
 	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
+	// RolloutRollback halts as a rollback: clusters already on the
+	// rollout's version go back to its from too.
+	RolloutRollback(ctx context.Context, channel, actor, reason string) (resolver.Rollout, error)
 	// RecordRolloutStep audits the steps r passed up to step, once.
 	RecordRolloutStep(ctx context.Context, r resolver.Rollout, step int) (bool, error)
 	// RolloutClusters counts the fleet's clusters last served to and from.
@@ -141,12 +144,24 @@ func (s *Server) controlRollout(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason, err := reasonOf(c)
-	if err != nil {
+	var req openapi.RolloutControlRequest
+	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}
+	reason := req.Reason
+	if reason == "" {
+		reason = c.QueryParam("reason")
+	}
+	if req.Rollback && action != resolver.RolloutHalt {
+		return invalidParam("rollback", "rollback applies to halt only, not to %s", action)
+	}
 	name := e.ans.Channel.Name
-	r, err := s.opts.Rollouts.Store.RolloutControl(c.Request().Context(), name, action, actor(c), reason)
+	var r resolver.Rollout
+	if req.Rollback {
+		r, err = s.opts.Rollouts.Store.RolloutRollback(c.Request().Context(), name, actor(c), reason)
+	} else {
+		r, err = s.opts.Rollouts.Store.RolloutControl(c.Request().Context(), name, action, actor(c), reason)
+	}
 	if err != nil {
 		return fmt.Errorf("%s rollout of %q: %w", action, name, err)
 	}

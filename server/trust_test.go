@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // TestWebhooksCheckCredentialsBeforeReadingTheBody: an unauthenticated
@@ -296,5 +298,44 @@ func TestAChannelNeverSendsAClusterDown(t *testing.T) {
 	_, hist := get(t, env.ts, "/api/v1/channels/v1.33/history")
 	if !strings.Contains(string(hist), `"action":"rollback"`) {
 		t.Errorf("history %s lacks the rollback", hist)
+	}
+}
+
+// TestAHaltKeepsClustersOnTheNewVersionUnlessARollback: a halted rollout
+// sends its previous version only to clusters not already on its new one;
+// a halt with "rollback": true sends them back too (CONTRACT section 13).
+func TestAHaltKeepsClustersOnTheNewVersionUnlessARollback(t *testing.T) {
+	ch := resolver.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
+		Rollout: &resolver.RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}}
+	r, scan, token := rolloutEnv(t, ch, "v1.33.0-k3s1")
+	scan("v1.33.0-k3s1", "v1.33.1-k3s1")
+	in := clusterIn("stable", func(b int) bool { return b < 50 })
+	deadline := time.Now().Add(5 * time.Second)
+	for r.ask(t, "stable", in, "v1.33.0-k3s1") != "v1.33.1+k3s1" {
+		if time.Now().After(deadline) {
+			t.Fatal("the ring's cluster never got v1.33.1")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, b := r.call(t, http.MethodPost, "/api/v1/channels/stable/rollout/halt", token, `{"reason":"canary down"}`); code != http.StatusOK {
+		t.Fatalf("halt: %d %s", code, b)
+	}
+	if got := r.ask(t, "stable", in, "v1.33.1-k3s1"); got != "v1.33.1+k3s1" {
+		t.Errorf("a cluster on v1.33.1 after a plain halt: %s, want it kept on v1.33.1+k3s1", got)
+	}
+	if got := r.ask(t, "stable", in, "v1.33.0-k3s1"); got != "v1.33.0+k3s1" {
+		t.Errorf("a cluster still on v1.33.0 after a halt: %s, want v1.33.0+k3s1", got)
+	}
+	if code, b := r.call(t, http.MethodPost, "/api/v1/channels/stable/rollout/pause", token, `{"reason":"x","rollback":true}`); code != http.StatusBadRequest || !strings.Contains(string(b), "rollback") {
+		t.Errorf("rollback on a pause: %d %s, want 400 naming rollback", code, b)
+	}
+	if code, b := r.call(t, http.MethodPost, "/api/v1/channels/stable/rollout/resume", token, `{"reason":"retry"}`); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, b)
+	}
+	if code, b := r.call(t, http.MethodPost, "/api/v1/channels/stable/rollout/halt", token, `{"reason":"bad release","rollback":true}`); code != http.StatusOK {
+		t.Fatalf("rollback halt: %d %s", code, b)
+	}
+	if got := r.ask(t, "stable", in, "v1.33.1-k3s1"); got != "v1.33.0+k3s1" {
+		t.Errorf("a cluster on v1.33.1 after a rollback halt: %s, want v1.33.0+k3s1", got)
 	}
 }

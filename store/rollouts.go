@@ -66,14 +66,14 @@ func loadRollouts(ctx context.Context, tx pgx.Tx, states map[string]resolver.Cha
 }
 
 func loadRolloutEvents(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*resolver.Rollout) error {
-	rows, err := tx.Query(ctx, `select rollout_id, kind, at, actor, reason from rollout_events
+	rows, err := tx.Query(ctx, `select rollout_id, kind, at, actor, reason, rollback from rollout_events
 		where rollout_id = any($1) order by id`, ids)
 	if err != nil {
 		return err
 	}
 	var id int64
 	var e resolver.RolloutEvent
-	_, err = pgx.ForEachRow(rows, []any{&id, &e.Kind, &e.At, &e.Actor, &e.Reason}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &e.Kind, &e.At, &e.Actor, &e.Reason, &e.Rollback}, func() error {
 		r := byID[id]
 		r.Events = append(r.Events, e)
 		return nil
@@ -189,6 +189,17 @@ func rolloutAudit(ctx context.Context, tx pgx.Tx, e resolver.AuditEvent) error {
 // state does not allow it (checked at the database's clock, under the
 // channel's lock, so racing controls have one outcome).
 func (s *Store) RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error) {
+	return s.rolloutControl(ctx, channel, kind, actor, reason, false)
+}
+
+// RolloutRollback halts channel's rollout as a rollback: clusters that
+// already run its version are sent back to its from too (a plain halt
+// keeps them where they are). Audited as rollout-halt with the reason.
+func (s *Store) RolloutRollback(ctx context.Context, channel, actor, reason string) (resolver.Rollout, error) {
+	return s.rolloutControl(ctx, channel, resolver.RolloutHalt, actor, reason, true)
+}
+
+func (s *Store) rolloutControl(ctx context.Context, channel, kind, actor, reason string, rollback bool) (resolver.Rollout, error) {
 	var r resolver.Rollout
 	err := s.inTx(ctx, fmt.Sprintf("%s rollout of channel %q", kind, channel), func(tx pgx.Tx) error {
 		if _, err := lockState(ctx, tx, channel, resolver.AnyRevision); err != nil {
@@ -209,9 +220,9 @@ func (s *Store) RolloutControl(ctx context.Context, channel, kind, actor, reason
 		if err := r.Control(kind, now); err != nil {
 			return err
 		}
-		ev := resolver.RolloutEvent{Kind: kind, At: now, Actor: actor, Reason: reason}
-		if _, err := tx.Exec(ctx, `insert into rollout_events (rollout_id, at, kind, actor, reason) values ($1, $2, $3, $4, $5)`,
-			r.ID, ev.At, ev.Kind, ev.Actor, ev.Reason); err != nil {
+		ev := resolver.RolloutEvent{Kind: kind, At: now, Actor: actor, Reason: reason, Rollback: rollback}
+		if _, err := tx.Exec(ctx, `insert into rollout_events (rollout_id, at, kind, actor, reason, rollback) values ($1, $2, $3, $4, $5, $6)`,
+			r.ID, ev.At, ev.Kind, ev.Actor, ev.Reason, ev.Rollback); err != nil {
 			return err
 		}
 		r.Events = append(r.Events, ev)

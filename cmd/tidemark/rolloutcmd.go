@@ -42,7 +42,7 @@ func newRolloutCmd(e *env) *cobra.Command {
 		{"pause", "Hold a rollout at its current step"},
 		{"resume", "Continue a paused or halted rollout"},
 		{"advance", "Move a rollout to its next step now"},
-		{"halt", "Send every cluster the rollout's previous version until resumed"},
+		{"halt", "Send the rollout's previous version to every cluster not yet on its new one (--rollback: to every cluster) until resumed"},
 	} {
 		cmd.AddCommand(newRolloutControlCmd(e, a.name, a.short))
 	}
@@ -52,8 +52,13 @@ func newRolloutCmd(e *env) *cobra.Command {
 func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
 	var f clientFlags
 	var reason string
+	var rollback bool
+	use := action + " CHANNEL --reason R"
+	if action == "halt" {
+		use += " [--rollback]"
+	}
 	cmd := &cobra.Command{
-		Use:   action + " CHANNEL --reason R",
+		Use:   use,
 		Short: short + "; needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,7 +71,7 @@ func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
 			}
 			var ro openapi.Rollout
 			path := "/api/v1/channels/" + url.PathEscape(args[0]) + "/rollout/" + action
-			raw, _, err := c.do(cmd.Context(), http.MethodPost, path, nil, nil, openapi.ReasonRequest{Reason: reason}, &ro, "promote")
+			raw, _, err := c.do(cmd.Context(), http.MethodPost, path, nil, nil, openapi.RolloutControlRequest{Reason: reason, Rollback: rollback}, &ro, "promote")
 			if err != nil {
 				return err
 			}
@@ -75,6 +80,9 @@ func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
+	if action == "halt" {
+		cmd.Flags().BoolVar(&rollback, "rollback", false, "send clusters already on the rollout's version back too (without it they keep it)")
+	}
 	return cmd
 }
 
