@@ -2,18 +2,15 @@ package resolver
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/golden from the current outputs")
+	"github.com/tidemark-dev/tidemark/internal/testutil"
+)
 
 // jujuTags are jujud-operator-shaped tags: releases, betas and rcs, juju
 // development builds (.N), the next major's pre-releases and a few tags
@@ -100,23 +97,7 @@ func golden(t *testing.T, name string, got any) {
 		t.Fatalf("marshal %s: %v", name, err)
 	}
 	b = append(b, '\n')
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(b)); diff != "" {
-		t.Errorf("%s differs from golden file (-want +got; -update rewrites):\n%s", path, diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "golden", name+".json"), b)
 }
 
 func canon(t *Tag) string {

@@ -3,18 +3,14 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite server/testdata/*.golden from the current responses")
 
 // get performs a GET through ts with extra headers and returns the
 // response with its body read.
@@ -47,23 +43,7 @@ func checkGolden(t *testing.T, name string, body []byte) {
 		t.Fatalf("%s: response is not JSON: %v\n%s", name, err, body)
 	}
 	pretty.WriteByte('\n')
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./server -run Golden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), pretty.String()); diff != "" {
-		t.Errorf("%s mismatch (-golden +got):\n%s", path, diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name+".golden"), pretty.Bytes())
 }
 
 func TestGoldenJSONShapes(t *testing.T) {

@@ -3,19 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 )
-
-// update rewrites every golden file of this package's tests (go test -update).
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func updateGolden() bool { return *update }
 
 func runMain(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -49,19 +43,7 @@ func TestClassifyAndSortGolden(t *testing.T) {
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			path := filepath.Join("testdata", "classify", tt.golden+".golden")
-			if updateGolden() {
-				if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden file (run with -update to create it): %v", err)
-			}
-			if diff := cmp.Diff(string(want), stdout); diff != "" {
-				t.Errorf("output mismatch (-want +got):\n%s", diff)
-			}
+			testutil.Golden(t, filepath.Join("testdata", "classify", tt.golden+".golden"), []byte(stdout))
 		})
 	}
 }

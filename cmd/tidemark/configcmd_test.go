@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 )
 
 // channelserverImport writes the k3s channel.yaml fixture (its one copy is
@@ -58,19 +58,7 @@ func TestConfigCheckGolden(t *testing.T) {
 			}
 			got := "--- stdout\n" + stdout.String() + "--- stderr\n" + stderr.String()
 			got = strings.ReplaceAll(got, filepath.Dir(imported), "$TMPDIR")
-			file := filepath.Join("testdata", "config", tt.golden+".golden")
-			if updateGolden() {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
+			testutil.Golden(t, filepath.Join("testdata", "config", tt.golden+".golden"), []byte(got))
 			if strings.Contains(got, "s3cret") {
 				t.Error("the database password was printed")
 			}
