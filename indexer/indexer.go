@@ -187,8 +187,11 @@ type source struct {
 	repo     name.Repository
 	registry string        // host as requests go to it, the metric label
 	limiter  *rate.Limiter // shared per registry; nil: unlimited
-	base     http.RoundTripper
-	gates    gates.Config // the registry gates, parsed
+	// pushSlots is shared per registry: at most pushWorkers pushed tags
+	// of all its sources are confirmed at once.
+	pushSlots chan struct{}
+	base      http.RoundTripper
+	gates     gates.Config // the registry gates, parsed
 
 	mu       sync.Mutex
 	running  *scanRun // nil when idle
@@ -238,6 +241,7 @@ func New(opts Options) (*Indexer, error) {
 		limits[name.DefaultRegistry] = DefaultDockerHubRate
 	}
 	limiters := map[string]*rate.Limiter{}
+	pushSlots := map[string]chan struct{}{}
 	ix := &Indexer{
 		sources:       map[string]*source{},
 		store:         opts.Store,
@@ -292,7 +296,12 @@ func New(opts Options) (*Indexer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: source %q: %w", resolver.ErrInvalid, s.Name, err)
 		}
-		src := &source{Source: s, repo: repo, registry: host, limiter: lim, base: base, gates: gcfg}
+		slots, ok := pushSlots[host]
+		if !ok {
+			slots = make(chan struct{}, pushWorkers)
+			pushSlots[host] = slots
+		}
+		src := &source{Source: s, repo: repo, registry: host, limiter: lim, pushSlots: slots, base: base, gates: gcfg}
 		ix.sources[s.Name] = src
 		ix.order = append(ix.order, src)
 	}

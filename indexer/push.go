@@ -81,8 +81,9 @@ type pushItem struct {
 	deadline time.Time     // after which a 404 is final
 }
 
-// pushWorkers is how many tags of one source are confirmed at once: a few,
-// so that one registry is not flooded by one source's webhooks.
+// pushWorkers is how many tags of one source are worked at once, and how
+// many look-ups one registry gets at once across its sources (pushSlots):
+// a few, so that a registry is not flooded by webhooks.
 const pushWorkers = 4
 
 // ErrPushQueueFull is Push's answer when a source already has MaxPending
@@ -275,7 +276,15 @@ func (ix *Indexer) pushWorker(ctx context.Context, src *source) {
 			continue
 		}
 		var st pushStats
+		// A few look-ups at a time per registry, whichever of its sources
+		// they are for (CONTRACT section 12).
+		select {
+		case src.pushSlots <- struct{}{}:
+		case <-ctx.Done():
+			continue // next sees ctx ended and leaves
+		}
 		outcome, err := ix.indexPushed(ctx, src, it, &st)
+		<-src.pushSlots
 		if errors.Is(err, errTryAgain) {
 			q.later(it)
 			continue

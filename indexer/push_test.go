@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 func TestMatchNormalisesHostsAndDockerHub(t *testing.T) {
@@ -226,4 +229,58 @@ func TestAFullPushQueueRefuses(t *testing.T) {
 	t.Cleanup(func() { pushWindow = oldWindow })
 	close(release)
 	waitIdle(t, ix)
+}
+
+// TestPushLookUpsAreBoundedPerRegistry: two sources on one registry,
+// flooded at once, never have more than pushWorkers HEADs in flight
+// between them (CONTRACT section 12: "a few at a time per registry").
+func TestPushLookUpsAreBoundedPerRegistry(t *testing.T) {
+	reg := newTestRegistry(t)
+	st := storetest.New(t)
+	a, b := testSource(t, "a", reg.host+"/a"), testSource(t, "b", reg.host+"/b")
+	ix, err := New(Options{Sources: []Source{a, b}, Store: st, Metrics: prometheus.NewRegistry(), Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SyncSources(context.Background(), []resolver.Source{a.Source, b.Source}); err != nil {
+		t.Fatal(err)
+	}
+	var inFlight, peak atomic.Int64
+	reg.set(func(r *testRegistry) {
+		r.fault = func(w http.ResponseWriter, req *http.Request) bool {
+			if strings.Contains(req.URL.Path, "/manifests/") {
+				n := inFlight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(2 * time.Millisecond)
+				inFlight.Add(-1)
+			}
+			return false
+		}
+	})
+	oldWindow := pushWindow
+	pushWindow = 20 * time.Millisecond
+	t.Cleanup(func() { pushWindow = oldWindow })
+	ctx := context.Background()
+	for i := range 40 {
+		for _, repo := range []string{"a", "b"} {
+			if _, err := ix.Push(ctx, PushEvent{Host: reg.host, Repository: repo, Tag: fmt.Sprintf("absent-%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, "both queues drained", func() bool {
+		for _, src := range ix.order {
+			src.push.mu.Lock()
+			w := src.push.workers
+			src.push.mu.Unlock()
+			if w != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if p := peak.Load(); p > pushWorkers || p < 2 {
+		t.Errorf("%d HEADs at once across two sources of one registry, want 2..%d", p, pushWorkers)
+	}
 }
