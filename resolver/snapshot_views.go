@@ -1,0 +1,127 @@
+package resolver
+
+import "fmt"
+
+// The read side of a Snapshot: sources and versions as the API lists them.
+
+// SourceView is one source with its indexing status and counts.
+type SourceView struct {
+	Source   Source
+	LastScan *Scan
+	LastOK   *Scan
+	Tags     int            // present tags, parsed or not
+	Unparsed int            // present tags that are not versions
+	Streams  map[Stream]int // versions per stream (one per canonical version)
+	HeldBy   map[string]int // versions held per gate ("platforms", "signature", "soak"), the source's gates
+}
+
+// Sources lists sources in configuration order.
+func (s *Snapshot) Sources() []SourceView {
+	out := make([]SourceView, len(s.sources))
+	for i, idx := range s.sources {
+		out[i] = idx.view
+	}
+	return out
+}
+
+// SourceInfo is one source; ErrNotFound when unknown.
+func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
+	idx, err := s.source(name)
+	if err != nil {
+		return SourceView{}, err
+	}
+	return idx.view, nil
+}
+
+// VersionView is a tag with whether it is blocked and its gate state.
+type VersionView struct {
+	Tag
+	BlockReason string
+	// Gates is the version's state per release gate of its source when the
+	// snapshot was built; nil when the source has no gates. Servable is
+	// false while a gate holds it: no channel serves it and no resolve
+	// answer offers it, as if blocked (a channel's own soak may differ).
+	Gates    *GateState
+	Blocked  bool
+	Servable bool
+	// GatesUnchecked: the registry gates (platforms, signature) have not
+	// been checked for this digest yet (just indexed, or just started), so
+	// Gates holds it on no answer rather than on a finding.
+	GatesUnchecked bool
+	// registryHeld: held by platforms or signature, which no soak lifts.
+	registryHeld bool
+}
+
+// Versions lists a source's valid versions ascending, filtered by stream
+// (nested) and a Masterminds constraint ("" for none). ErrNotFound for an
+// unknown source; ErrInvalid for a bad constraint. Blocked versions are listed
+// (marked) so operators can see them.
+//
+// It runs per request with a client's constraint, so the constraint comes
+// compiled from a bounded cache, and when every version qualifies the
+// snapshot's own slice is returned (capacity capped, so an append copies).
+func (s *Snapshot) Versions(source string, stream Stream, constraintText string) ([]VersionView, error) {
+	idx, err := s.source(source)
+	if err != nil {
+		return nil, err
+	}
+	var cons *constraint
+	if constraintText != "" {
+		cons, err = s.constraints.get(constraintText)
+		if err != nil {
+			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraintText, err)
+		}
+	}
+	inStream := func(i int) bool { return stream.Includes(idx.versions[i].Stream) }
+	if cons == nil {
+		n := 0
+		for i := range idx.versions {
+			if inStream(i) {
+				n++
+			}
+		}
+		if n == len(idx.versions) {
+			return idx.versions[:n:n], nil
+		}
+		out := make([]VersionView, 0, n)
+		for i := range idx.versions {
+			if inStream(i) {
+				out = append(out, idx.versions[i])
+			}
+		}
+		return out, nil
+	}
+	// Count first: the result is often a small part of a large source, and
+	// an exact allocation beats growing (or over-allocating) a copy. The
+	// scans go downwards, so the copy fills from the end.
+	n := 0
+	for i := len(idx.versions); ; n++ {
+		if i = cons.scan(idx.keys, i, inStream); i < 0 {
+			break
+		}
+	}
+	if n == len(idx.versions) {
+		return idx.versions[:n:n], nil
+	}
+	out := make([]VersionView, n)
+	for i, j := len(idx.versions), n; j > 0; {
+		i = cons.scan(idx.keys, i, inStream)
+		j--
+		out[j] = idx.versions[i]
+	}
+	return out, nil
+}
+
+// Version finds one version by canonical string or by raw tag. ErrNotFound
+// for an unknown source, a tag that is not a version, or no such version.
+func (s *Snapshot) Version(source, versionOrTag string) (VersionView, error) {
+	idx, err := s.source(source)
+	if err != nil {
+		return VersionView{}, err
+	}
+	v, ok := idx.lookup(versionOrTag)
+	if !ok {
+		return VersionView{}, fmt.Errorf("%w: version %q of source %q", ErrNotFound, versionOrTag, source)
+	}
+	return *v, nil
+}
