@@ -365,3 +365,17 @@ type RolloutControlRequest struct {
 	// sent back to its from too; a plain halt keeps them where they are.
 	Rollback bool `json:"rollback,omitempty"`
 }
+
+// ChannelReleases is Renovate's custom datasource format
+// (GET /api/v1/channels/{name}/releases).
+type ChannelReleases struct {
+	Releases  []ChannelRelease `json:"releases"`
+	SourceURL string           `json:"sourceUrl,omitempty"`
+}
+
+// ChannelRelease is one version a channel may serve.
+type ChannelRelease struct {
+	Version          string     `json:"version"` // the registry tag
+	ReleaseTimestamp *time.Time `json:"releaseTimestamp,omitempty"`
+	Digest           string     `json:"digest,omitempty"`
+}

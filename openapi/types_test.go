@@ -22,7 +22,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{},
 		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},
 		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{},
-		CloudEvent{}, CloudEventData{}, SlackMessage{}, Held{}, RolloutControlRequest{}} {
+		CloudEvent{}, CloudEventData{}, SlackMessage{}, Held{}, RolloutControlRequest{}, ChannelReleases{}, ChannelRelease{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

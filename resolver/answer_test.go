@@ -86,3 +86,33 @@ func TestClusterAnswerNeverSendsAClusterDown(t *testing.T) {
 		})
 	}
 }
+
+// TestServableNamesOnlyWhatTheChannelMayServe: blocked, filtered out and
+// newer-than-the-answer versions are left out; the pin is in.
+func TestServableNamesOnlyWhatTheChannelMayServe(t *testing.T) {
+	ch := Channel{Name: "stable", Source: "k3s-upgrade", Stream: Released}
+	data := k3sData(t, "v1.32.5+k3s1")
+	base := NewSnapshot([]Channel{ch}, []SourceData{data}, nil, testTime)
+	all, err := base.Versions("k3s-upgrade", Released, "")
+	if err != nil || len(all) < 3 {
+		t.Fatalf("fixture: %d versions (%v)", len(all), err)
+	}
+	pin, blocked := all[len(all)-2].Version.String(), all[0].Version.String()
+	data.Blocks = append(data.Blocks, Block{Source: "k3s-upgrade", Version: blocked})
+	s := NewSnapshot([]Channel{ch}, []SourceData{data}, map[string]ChannelState{"stable": {Pin: pin, Revision: 1}}, testTime)
+	got, err := s.Servable("stable")
+	if err != nil || len(got) == 0 {
+		t.Fatalf("Servable: %d, %v", len(got), err)
+	}
+	for _, v := range got {
+		if v.Version.String() == blocked || v.Stream != Released || Compare(v.Version, all[len(all)-2].Version) > 0 {
+			t.Errorf("lists %s (%s)", v.Version, v.Stream)
+		}
+	}
+	if last := got[len(got)-1].Version.String(); last != pin {
+		t.Errorf("newest listed %s, want the pin %s", last, pin)
+	}
+	if _, err := s.Servable("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown channel: %v", err)
+	}
+}

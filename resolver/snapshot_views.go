@@ -125,3 +125,32 @@ func (s *Snapshot) Version(source, versionOrTag string) (VersionView, error) {
 	}
 	return *v, nil
 }
+
+// Servable lists, ascending, the versions channel may serve now: eligible
+// for it (stream, constraint, filters), servable (not blocked, not held by
+// a gate) and not newer than its answer; the answer itself (a pin made
+// with force may be outside the filters) is always listed. What a
+// registry client or a release datasource sees of a channel: nothing the
+// channel would not serve is named (CONTRACT sections 13 and 14).
+// ErrNotFound for an unknown channel; none when it serves nothing.
+func (s *Snapshot) Servable(channel string) ([]VersionView, error) {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return nil, fmt.Errorf("%w: channel %q", ErrNotFound, channel)
+	}
+	a := &s.answers[i]
+	idx := s.bySource[a.Channel.Source]
+	out := []VersionView{}
+	if a.Tag == nil || idx == nil {
+		return out, nil
+	}
+	f := s.filters[i]
+	for j := range idx.versions {
+		v := &idx.versions[j]
+		if c := Compare(v.Version, a.Tag.Version); c > 0 || c < 0 && f.whyNot(v) != "" {
+			continue
+		}
+		out = append(out, *v)
+	}
+	return out, nil
+}

@@ -356,6 +356,7 @@ func (s *Server) routes() *echo.Echo {
 
 	s.get(e, "/api/v1/channels", s.listChannels)
 	s.get(e, "/api/v1/channels/:name", s.getChannel)
+	s.get(e, "/api/v1/channels/:name/releases", s.channelReleases)
 	s.get(e, "/api/v1/sources", s.listSources)
 	s.get(e, "/api/v1/sources/:source", s.getSource)
 	s.get(e, "/api/v1/sources/:source/versions", s.listVersions)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -337,5 +339,37 @@ func TestAHaltKeepsClustersOnTheNewVersionUnlessARollback(t *testing.T) {
 	}
 	if got := r.ask(t, "stable", in, "v1.33.1-k3s1"); got != "v1.33.0+k3s1" {
 		t.Errorf("a cluster on v1.33.1 after a rollback halt: %s, want v1.33.0+k3s1", got)
+	}
+}
+
+// TestChannelReleasesListOnlyWhatTheChannelMayServe: Renovate's custom
+// datasource answer names registry tags with when they were first
+// indexed, and never a blocked version (CONTRACT section 14).
+func TestChannelReleasesListOnlyWhatTheChannelMayServe(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.5-k3s1/block", "ci-promote", `{"reason":"etcd"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("block: %d %s", res.StatusCode, body)
+	}
+	res, body := get(t, env.ts, "/api/v1/channels/v1.33/releases")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("releases: %d %s", res.StatusCode, body)
+	}
+	var got openapi.ChannelReleases
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Releases) == 0 || got.SourceURL != "https://docker.io/rancher/k3s-upgrade" {
+		t.Fatalf("releases %s", body)
+	}
+	for _, r := range got.Releases {
+		if r.Version == "v1.33.5-k3s1" {
+			t.Error("a blocked version is listed")
+		}
+		if !strings.HasPrefix(r.Version, "v1.33.") || strings.Contains(r.Version, "+") || r.ReleaseTimestamp == nil {
+			t.Errorf("release %+v: want a v1.33 registry tag with its first-indexed time", r)
+		}
+	}
+	if res, _ := get(t, env.ts, "/api/v1/channels/nope/releases"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown channel: %d, want 404", res.StatusCode)
 	}
 }

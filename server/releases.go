@@ -1,0 +1,38 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+)
+
+// channelReleases answers Renovate's custom datasource format for the
+// versions the channel may serve now (resolver.Snapshot.Servable):
+// version is the registry tag, releaseTimestamp when Tidemark first indexed
+// it, so Renovate's minimumReleaseAge waits for soak on any registry.
+func (s *Server) channelReleases(c echo.Context) error {
+	v, e, err := s.channelParam(c)
+	if err != nil {
+		return err
+	}
+	vs, err := v.snap.Servable(e.ans.Channel.Name)
+	if err != nil {
+		return err
+	}
+	out := openapi.ChannelReleases{Releases: make([]openapi.ChannelRelease, 0, len(vs))}
+	if src, err := v.snap.SourceInfo(e.ans.Channel.Source); err == nil {
+		out.SourceURL = "https://" + src.Source.Image
+	}
+	for _, vv := range vs {
+		r := openapi.ChannelRelease{Version: vv.Name, Digest: vv.Digest}
+		if !vv.FirstSeen.IsZero() {
+			t := vv.FirstSeen.UTC()
+			r.ReleaseTimestamp = &t
+		}
+		out.Releases = append(out.Releases, r)
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
