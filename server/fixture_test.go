@@ -138,7 +138,10 @@ func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*
 
 // send makes one request to url with an optional bearer token and JSON
 // body, and returns the answer with its body read.
-func send(t *testing.T, method, url, token, body string) (*http.Response, []byte) {
+// send is the one request helper of the server tests: token is a bearer
+// token, or a whole Authorization value when it holds a space; hdr are
+// header name/value pairs. Redirects are not followed (a 302 is an answer).
+func send(t *testing.T, method, url, token, body string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -151,8 +154,14 @@ func send(t *testing.T, method, url, token, body string) (*http.Response, []byte
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
+	switch {
+	case strings.Contains(token, " "): // a whole Authorization value
+		req.Header.Set("Authorization", token)
+	case token != "":
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := noRedirects.Do(req)
 	if err != nil {

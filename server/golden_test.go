@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,23 +15,7 @@ import (
 // response with its body read.
 func get(t *testing.T, ts *httptest.Server, path string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("GET %s: read body: %v", path, err)
-	}
-	return res, body
+	return send(t, http.MethodGet, ts.URL+path, "", "", hdr...)
 }
 
 // checkGolden compares JSON body with testdata/name.golden (indented).

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -127,40 +126,14 @@ func loadFrom(st *store.Store, src resolver.Source) func(context.Context) (*reso
 // header value when it has a space, or "" for none).
 func do(t *testing.T, env *pgEnv, ts *httptest.Server, method, path, token, body string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, ts.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	switch {
-	case strings.Contains(token, " "):
-		req.Header.Set("Authorization", token)
-	case token != "":
+	if token != "" && !strings.Contains(token, " ") {
 		tok, ok := env.tokens[token]
 		if !ok {
 			t.Fatalf("no token named %q", token)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
+		token = tok
 	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
+	return send(t, method, ts.URL+path, token, body, hdr...)
 }
 
 // channel reads a channel object and its ETag from ts.
