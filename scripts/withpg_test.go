@@ -165,3 +165,35 @@ func TestWithPGRefusesAKeptClusterInUse(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// TestWithPGRecoversAKeptClusterAfterKill9: a run killed with -9 leaves its
+// Postgres running; the next run stops it and starts its own, rather than
+// taking the orphan's lock for a live run.
+func TestWithPGRecoversAKeptClusterAfterKill9(t *testing.T) {
+	dir, err := os.MkdirTemp("", "withpg-kill-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := dir + "/pg"
+	first := withPG("--keep", keep, "sh", "-c", `echo "$DATABASE_URL"; sleep 30`)
+	out, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Process.Kill() // -9: no trap runs, Postgres stays up
+	_ = first.Wait()
+	second, err := withPG("--keep", keep, "true").CombinedOutput()
+	if err != nil {
+		t.Errorf("a run after a kill -9: %v\n%s", err, second)
+	}
+}
