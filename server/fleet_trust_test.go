@@ -173,10 +173,16 @@ func TestALongReportedVersionPoisonsNoBatch(t *testing.T) {
 	for i := range 5 {
 		pollAs(t, base, "stable", fmt.Sprintf("good-%d", i), "v1.33.6+k3s1", "")
 	}
-	waitUntil(t, "six records", func() bool { return countClusters(t, st, "stable") == 6 })
-	recs, err := st.FleetCluster(context.Background(), "poison")
-	if err != nil || len(recs) != 1 || recs[0].Reported != "" {
-		t.Errorf("poison record %+v (%v), want one with no reported version", recs, err)
+	// At the limit a reported version counts; one character past it, not.
+	at := "v1.33.6-" + strings.Repeat("b", 128-len("v1.33.6-"))
+	pollAs(t, base, "stable", "at-limit", at, "")
+	pollAs(t, base, "stable", "past-limit", at+"b", "")
+	waitUntil(t, "eight records", func() bool { return countClusters(t, st, "stable") == 8 })
+	for id, want := range map[string]string{"poison": "", "at-limit": at, "past-limit": ""} {
+		recs, err := st.FleetCluster(context.Background(), id)
+		if err != nil || len(recs) != 1 || recs[0].Reported != want {
+			t.Errorf("%s record %+v (%v), want reported %q", id, recs, err, want)
+		}
 	}
 }
 

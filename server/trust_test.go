@@ -57,6 +57,11 @@ func TestBodyLimitsPerRoute(t *testing.T) {
 	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "1048576") {
 		t.Errorf("a webhook one byte over 1 MiB: %d %s, want 413 naming 1048576", res.StatusCode, body)
 	}
+	head, tail := `{"version":"v1.33.5-k3s1","reason":"`, `"}`
+	exact := head + strings.Repeat("r", maxWriteBody-len(head)-len(tail)) + tail
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", exact); res.StatusCode != http.StatusOK {
+		t.Errorf("a pin of exactly 64 KiB: %d %.200s, want 200", res.StatusCode, body)
+	}
 	big := `{"version":"v1.33.5-k3s1","reason":"` + strings.Repeat("r", maxWriteBody) + `"}`
 	res, body = do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", big)
 	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "65536") {
