@@ -3,18 +3,13 @@ package server
 import (
 	"context"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/tidemark-dev/tidemark/indexer"
-	"github.com/tidemark-dev/tidemark/indexer/gates"
 	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -26,24 +21,13 @@ import (
 // succeeds; without an indexer to ask, the 422 says the gates are pending,
 // not that the image is unsigned (issue 25 item 3).
 func TestAForcedPinOfAVersionWhoseGatesArePendingChecksThemThen(t *testing.T) {
-	regSrv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer regSrv.Close()
-	repo, err := name.NewRepository(strings.TrimPrefix(regSrv.URL, "http://")+"/rancher/k3s-upgrade", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := cosigntest.NewSigner(t)
+	repo, signer := signedRegistry(t)
 	d := cosigntest.PushIndex(t, repo, "v1.34.0-k3s1", "linux/amd64")
 	signer.SignAndPush(t, repo, d)
 
 	ctx := context.Background()
 	st := openStore(t, storetest.URL(t))
-	src := semverSource(t, "k3s", repo.String())
-	key, err := gates.LoadKey(signer.PubFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.Gates = resolver.Gates{Platforms: []string{"linux/amd64"}, SignatureKeyFile: signer.PubFile, SignatureKeyID: key.ID()}
+	src := gatedSource(t, repo, signer, []string{"linux/amd64"})
 	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,7 @@ import (
 // resolve, refused by pins naming the gate; arm64 and the signature
 // arriving later release them on the next scan, and a soak ends on its own.
 func TestReleaseGatesEndToEnd(t *testing.T) {
-	regSrv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer regSrv.Close()
-	repo, err := name.NewRepository(strings.TrimPrefix(regSrv.URL, "http://")+"/rancher/k3s-upgrade", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := cosigntest.NewSigner(t)
+	repo, signer := signedRegistry(t)
 	both := []string{"linux/amd64", "linux/arm64"}
 	d1 := cosigntest.PushIndex(t, repo, "v1.33.1-k3s1", both...)
 	signer.SignAndPush(t, repo, d1)
@@ -45,12 +39,7 @@ func TestReleaseGatesEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st := openStore(t, storetest.URL(t))
-	src := semverSource(t, "k3s", repo.String())
-	key, err := gates.LoadKey(signer.PubFile) // as the configuration does
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.Gates = resolver.Gates{Platforms: both, SignatureKeyFile: signer.PubFile, SignatureKeyID: key.ID()}
+	src := gatedSource(t, repo, signer, both)
 	ix, err := indexer.New(indexer.Options{Store: st, Sources: []indexer.Source{{Source: src, Insecure: true, Exclude: regexpMust(`\.sig$`)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -225,4 +214,30 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// signedRegistry is an in-process registry holding rancher/k3s-upgrade, and
+// a cosign key to sign its images with.
+func signedRegistry(t *testing.T) (name.Repository, *cosigntest.Signer) {
+	t.Helper()
+	regSrv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(regSrv.Close)
+	repo, err := name.NewRepository(strings.TrimPrefix(regSrv.URL, "http://")+"/rancher/k3s-upgrade", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, cosigntest.NewSigner(t)
+}
+
+// gatedSource is source k3s of repo, gated on platforms and on signer's
+// signature, its key loaded as the configuration loads it.
+func gatedSource(t *testing.T, repo name.Repository, signer *cosigntest.Signer, platforms []string) resolver.Source {
+	t.Helper()
+	src := semverSource(t, "k3s", repo.String())
+	key, err := gates.LoadKey(signer.PubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Gates = resolver.Gates{Platforms: platforms, SignatureKeyFile: signer.PubFile, SignatureKeyID: key.ID()}
+	return src
 }
