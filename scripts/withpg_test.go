@@ -125,29 +125,8 @@ func alive(pid int) bool {
 // must not stop the first one's Postgres (issue 25 item 9): it refuses with
 // one line, and the first run's database keeps answering.
 func TestWithPGRefusesAKeptClusterInUse(t *testing.T) {
-	// Not t.TempDir: its parent is 0700, and Postgres runs as its own user.
-	dir, err := os.MkdirTemp("", "withpg-keep-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	keep := dir + "/pg"
-	first := withPG("--keep", keep, "sh", "-c", `echo "$DATABASE_URL"; sleep 30`)
-	out, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
+	keep, first, line := startKept(t)
 	defer func() { _ = first.Process.Signal(syscall.SIGTERM); _ = first.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
 	u, err := url.Parse(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +149,22 @@ func TestWithPGRefusesAKeptClusterInUse(t *testing.T) {
 // Postgres running; the next run stops it and starts its own, rather than
 // taking the orphan's lock for a live run.
 func TestWithPGRecoversAKeptClusterAfterKill9(t *testing.T) {
-	dir, err := os.MkdirTemp("", "withpg-kill-")
+	keep, first, _ := startKept(t)
+	_ = first.Process.Kill() // -9: no trap runs, Postgres stays up
+	_ = first.Wait()
+	second, err := withPG("--keep", keep, "true").CombinedOutput()
+	if err != nil {
+		t.Errorf("a run after a kill -9: %v\n%s", err, second)
+	}
+}
+
+// startKept starts a run of with-pg --keep on a fresh directory that
+// prints its DATABASE_URL and waits; it returns the directory, the run and
+// the URL line. The caller ends the run.
+func startKept(t *testing.T) (keep string, run *exec.Cmd, url string) {
+	t.Helper()
+	// Not t.TempDir: its parent is 0700, and Postgres runs as its own user.
+	dir, err := os.MkdirTemp("", "withpg-keep-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,22 +172,18 @@ func TestWithPGRecoversAKeptClusterAfterKill9(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	keep := dir + "/pg"
-	first := withPG("--keep", keep, "sh", "-c", `echo "$DATABASE_URL"; sleep 30`)
-	out, err := first.StdoutPipe()
+	keep = dir + "/pg"
+	run = withPG("--keep", keep, "sh", "-c", `echo "$DATABASE_URL"; sleep 30`)
+	out, err := run.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Start(); err != nil {
+	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Process.Kill() // -9: no trap runs, Postgres stays up
-	_ = first.Wait()
-	second, err := withPG("--keep", keep, "true").CombinedOutput()
+	url, err = bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Errorf("a run after a kill -9: %v\n%s", err, second)
+		t.Fatal(err)
 	}
+	return keep, run, url
 }

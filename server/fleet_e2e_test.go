@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -39,18 +40,7 @@ const fleetSettle = 400 * time.Millisecond
 // steps; the fleet API must then count exactly what the clients did.
 func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t, storetest.URL(t))
-	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
-		t.Fatal(err)
-	}
-	var tags []resolver.Tag
-	for _, n := range fleetTags {
-		tags = append(tags, src.Classify(n))
-	}
-	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
-		t.Fatal(err)
-	}
+	st, src := fleetStore(t)
 	reader, err := st.CreateToken(ctx, "fleet-reader", []string{ScopeRead})
 	if err != nil {
 		t.Fatal(err)
@@ -245,4 +235,23 @@ func getJSON(t *testing.T, url, token string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("GET %s: %v: %s", url, err, b)
 	}
+}
+
+// fleetStore is a fresh database with source k3s indexing fleetTags.
+func fleetStore(t *testing.T) (*store.Store, resolver.Source) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStore(t, storetest.URL(t))
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+		t.Fatal(err)
+	}
+	var tags []resolver.Tag
+	for _, n := range fleetTags {
+		tags = append(tags, src.Classify(n))
+	}
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	return st, src
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // fleetTrustServer runs a replica with one stepwise channel ("latest") and
@@ -22,19 +21,7 @@ import (
 // trusted proxies; it returns the base URL and the store.
 func fleetTrustServer(t *testing.T, fo FleetOptions, trusted []netip.Prefix) (string, *store.Store) {
 	t.Helper()
-	ctx := context.Background()
-	st := openStore(t, storetest.URL(t))
-	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
-		t.Fatal(err)
-	}
-	var tags []resolver.Tag
-	for _, n := range fleetTags {
-		tags = append(tags, src.Classify(n))
-	}
-	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
-		t.Fatal(err)
-	}
+	st, src := fleetStore(t)
 	fo.Store = st
 	if fo.FlushEvery == 0 {
 		fo.FlushEvery = 50 * time.Millisecond
