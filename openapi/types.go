@@ -191,6 +191,46 @@ type ResolveAnswer struct {
 	TargetTag *string  `json:"target_tag"`
 	Path      []string `json:"path"`
 	Reason    string   `json:"reason"`
+	// Risks are the known risks on the edges from current to available
+	// versions; target and path avoid those not accepted.
+	Risks []ResolveRisk `json:"risks"`
+}
+
+// ResolveRisk is a known risk on the edge from the current version to To.
+type ResolveRisk struct {
+	To       string `json:"to"`
+	Name     string `json:"name"`
+	Message  string `json:"message"`
+	URL      string `json:"url"`
+	Accepted bool   `json:"accepted"`
+}
+
+// RiskRequest is the body of PUT /api/v1/sources/{source}/risks/{name}.
+type RiskRequest struct {
+	Message  string   `json:"message"`
+	URL      string   `json:"url,omitempty"`
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Clusters []string `json:"clusters,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+}
+
+// Risk is a known risk of a source.
+type Risk struct {
+	Source    string    `json:"source"`
+	Name      string    `json:"name"`
+	Message   string    `json:"message"`
+	URL       string    `json:"url"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Clusters  []string  `json:"clusters"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RiskList is a source's known risks, by name.
+type RiskList struct {
+	Risks []Risk `json:"risks"`
 }
 
 // PinRequest is the body of PUT .../pin.
@@ -378,4 +418,46 @@ type ChannelRelease struct {
 	Version          string     `json:"version"` // the registry tag
 	ReleaseTimestamp *time.Time `json:"releaseTimestamp,omitempty"`
 	Digest           string     `json:"digest,omitempty"`
+}
+
+// CincinnatiGraph is GET /api/upgrades_info/v1/graph: the OpenShift Update
+// Service's graph format, as the cluster-version-operator reads it.
+type CincinnatiGraph struct {
+	Version          int                          `json:"version"`
+	Nodes            []CincinnatiNode             `json:"nodes"`
+	Edges            [][2]int                     `json:"edges"`
+	ConditionalEdges []CincinnatiConditionalEdges `json:"conditionalEdges"`
+}
+
+// CincinnatiNode is one release: its semver version and its payload image.
+type CincinnatiNode struct {
+	Version  string            `json:"version"`
+	Payload  string            `json:"payload"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// CincinnatiConditionalEdges are edges that the same risks cover.
+type CincinnatiConditionalEdges struct {
+	Edges []CincinnatiEdge `json:"edges"`
+	Risks []CincinnatiRisk `json:"risks"`
+}
+
+// CincinnatiEdge is an edge by node versions.
+type CincinnatiEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// CincinnatiRisk is a known risk as the cluster-version-operator reads it.
+type CincinnatiRisk struct {
+	URL           string                   `json:"url"`
+	Name          string                   `json:"name"`
+	Message       string                   `json:"message"`
+	MatchingRules []CincinnatiMatchingRule `json:"matchingRules"`
+}
+
+// CincinnatiMatchingRule says which clusters a risk applies to: Tidemark
+// evaluates cluster IDs itself, so a risk it lists applies ("Always").
+type CincinnatiMatchingRule struct {
+	Type string `json:"type"`
 }

@@ -22,7 +22,8 @@ func TestTypesMatchSchemas(t *testing.T) {
 		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{},
 		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},
 		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{},
-		CloudEvent{}, CloudEventData{}, SlackMessage{}, Held{}, RolloutControlRequest{}, ChannelReleases{}, ChannelRelease{}} {
+		CloudEvent{}, CloudEventData{}, SlackMessage{}, Held{}, RolloutControlRequest{}, ChannelReleases{}, ChannelRelease{}, ResolveRisk{}, RiskRequest{}, Risk{}, RiskList{},
+		CincinnatiGraph{}, CincinnatiNode{}, CincinnatiConditionalEdges{}, CincinnatiEdge{}, CincinnatiRisk{}, CincinnatiMatchingRule{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -45,13 +46,66 @@ var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", ErrNotFound)
 // ErrNoReportedVersion for a stepwise channel asked without a version.
 func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t Tag, held string, err error) {
 	t, err = s.clusterAnswer(channel, q)
-	if err != nil || !q.HasReported || Compare(q.Reported, t.Version) <= 0 {
+	if err != nil || !q.HasReported {
 		return t, "", err
+	}
+	switch c := Compare(q.Reported, t.Version); {
+	case c < 0:
+		return s.avoidRisks(channel, q, t)
+	case c == 0:
+		return t, "", nil
 	}
 	if a := &s.answers[s.byChannel[channel]]; a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
 		return t, "", nil
 	}
 	return s.versionTag(s.answers[s.byChannel[channel]].Channel.Source, q.Reported), HeldDowngrade, nil
+}
+
+// HeldRisk is why a cluster is answered its own version: every version
+// its channel could move it to is on an edge a known risk covers for it.
+const HeldRisk = "risk"
+
+// avoidRisks is ClusterAnswer's answer t for a cluster reporting an older
+// version, moved off an edge a known risk covers for it: the newest
+// version the channel's rule allows that is not risky from the reported
+// version. On a plain or rollout channel that is the newest eligible
+// version above it up to t; on a stepwise channel a version of the next
+// minor, else a newer version of its own minor (never a skip); with none,
+// the cluster stays (HeldRisk).
+func (s *Snapshot) avoidRisks(channel string, q Asker, t Tag) (Tag, string, error) {
+	i := s.byChannel[channel]
+	a := &s.answers[i]
+	idx := s.bySource[a.Channel.Source]
+	if idx == nil || len(idx.risks) == 0 || !idx.risky(q.Reported, t.Version, q.ID) {
+		return t, "", nil
+	}
+	f := s.filters[i]
+	f.builds = f.builds || q.Reported.Build > 0
+	vs := idx.versions
+	// Candidates are above the reported version and at most t, newest first.
+	hi := sort.Search(len(vs), func(k int) bool { return Compare(vs[k].Version, t.Version) > 0 })
+	ok := func(v *VersionView) bool {
+		return Compare(v.Version, q.Reported) > 0 && f.ok(v) && !idx.risky(q.Reported, v.Version, q.ID)
+	}
+	if !a.Channel.Stepwise {
+		for k := hi - 1; k >= 0 && Compare(vs[k].Version, q.Reported) > 0; k-- {
+			if ok(&vs[k]) {
+				return vs[k].Tag, "", nil
+			}
+		}
+		return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+	}
+	// A stepwise step is in the next minor or the reported one; try the
+	// next minor first, then the reported one, each newest first.
+	for _, minor := range []int{t.Version.Minor, q.Reported.Minor} {
+		for k := hi - 1; k >= 0 && Compare(vs[k].Version, q.Reported) > 0; k-- {
+			v := &vs[k]
+			if v.Version.Major == q.Reported.Major && v.Version.Minor == minor && ok(v) {
+				return v.Tag, "", nil
+			}
+		}
+	}
+	return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
 }
 
 // versionTag is source's tag of v, or one spelled as v when the index

@@ -10,6 +10,9 @@ const (
 	EventChannelChanged = "dev.tidemark.channel.changed"
 	EventRolloutChanged = "dev.tidemark.rollout.changed"
 	EventVersionBlocked = "dev.tidemark.version.blocked"
+	// EventRiskChanged: a known risk of Source was declared (To is its
+	// name) or removed (From is its name).
+	EventRiskChanged = "dev.tidemark.risk.changed"
 )
 
 // Event is one outbound notification as the outbox keeps it.

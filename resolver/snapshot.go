@@ -59,6 +59,8 @@ type sourceIndex struct {
 	others []VersionView
 	byTag  map[string]int
 	blocks map[string]Block
+	// risks are the source's known risks that compile, by name.
+	risks []Risk
 	// soakEnd is the earliest end of a source soak still running when the
 	// index was built; zero: none.
 	soakEnd time.Time
@@ -147,6 +149,7 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 		},
 		byTag:  make(map[string]int),
 		blocks: make(map[string]Block, len(d.Blocks)),
+		risks:  compileRisks(d.Risks),
 	}
 	for _, b := range d.Blocks {
 		idx.blocks[b.Version] = b

@@ -52,6 +52,7 @@ type SourceData struct {
 	Source   Source
 	Tags     []Tag // present tags, any order; unparsed ones included
 	Blocks   []Block
-	LastScan *Scan // nil: never scanned
-	LastOK   *Scan // newest successful scan; nil: none yet
+	LastScan *Scan  // nil: never scanned
+	LastOK   *Scan  // newest successful scan; nil: none yet
+	Risks    []Risk // known risks, by name (compiled by the snapshot)
 }

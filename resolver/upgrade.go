@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -15,6 +16,19 @@ type Query struct {
 	Channel string  // "": none; else the channel's stream, constraint and filters apply
 	Target  string  // "": pick; else that exact version is asked for
 	Builds  bool    // allow juju build-numbered versions even if Current has none
+	// Cluster is the asking cluster's ID: risks limited to some clusters
+	// apply when it matches them. AcceptRisks names risks the asker takes:
+	// their edges are offered as if no risk covered them.
+	Cluster     string
+	AcceptRisks []string
+}
+
+// RiskHit is a known risk on the edge from the current version to a
+// candidate (Answer.Risks).
+type RiskHit struct {
+	To       Tag
+	Risk     *Risk
+	Accepted bool
 }
 
 // Answer is the dry-run answer. Available is ascending; Target is the next
@@ -29,6 +43,9 @@ type Answer struct {
 	Target    *Tag
 	Path      []Tag
 	Reason    string
+	// Risks are the known risks on edges from Current to Available, by
+	// candidate then name; Target and Path avoid those not accepted.
+	Risks []RiskHit
 }
 
 // noUpgrades is the contract's reason when nothing newer exists at all.
@@ -82,10 +99,29 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	for _, v := range r.cands {
 		a.Available = append(a.Available, v.Tag)
 	}
+	if len(idx.risks) > 0 {
+		r.risky = func(from, to Version) bool {
+			for _, rk := range idx.risksOn(from, to, q.Cluster) {
+				if !slices.Contains(q.AcceptRisks, rk.Name) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, v := range r.cands {
+			for _, rk := range idx.risksOn(cur, v.Version, q.Cluster) {
+				a.Risks = append(a.Risks, RiskHit{To: v.Tag, Risk: rk, Accepted: slices.Contains(q.AcceptRisks, rk.Name)})
+			}
+		}
+	}
 	if q.Target != "" {
 		t, err := r.explicit(q.Target)
 		if err != nil {
 			return Answer{}, err
+		}
+		if r.risky != nil && r.risky(cur, t.Version) {
+			rk := idx.risksOn(cur, t.Version, q.Cluster)[0]
+			return Answer{}, fmt.Errorf("%w: target %s is risky from %s: risk %q: %s (accept it with accept_risks=%s)", ErrUnprocessable, t.Version, cur, rk.Name, rk.Message, rk.Name)
 		}
 		a.Target = &t.Tag
 		a.Path = r.path(t)
@@ -98,6 +134,15 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	}
 	a.Path = r.path(target)
 	a.Reason = r.reason(a.Target, a.Path)
+	var held []string
+	for _, h := range a.Risks {
+		if !h.Accepted && !slices.Contains(held, h.Risk.Name) {
+			held = append(held, h.Risk.Name)
+		}
+	}
+	if len(held) > 0 {
+		a.Reason += fmt.Sprintf("; versions on an edge a known risk covers are not offered (%s; accept_risks= takes them)", strings.Join(held, ", "))
+	}
 	return a, nil
 }
 
@@ -135,6 +180,9 @@ type resolution struct {
 	otherMajor *VersionView
 	// abovePin is set when an eligible version exists above the channel pin.
 	abovePin bool
+	// risky reports an edge a known risk covers for the asker and the
+	// asker did not accept; nil: no risks.
+	risky func(from, to Version) bool
 	// minors are the minors of the current major above the current one that
 	// have any version at all (any stream, blocked or filtered out),
 	// ascending. A minor that never shipped is not one a client could pass
@@ -150,11 +198,27 @@ type resolution struct {
 // nothing is newer. Stepwise channels answer with it too (stepwise.go).
 func (r *resolution) step() *VersionView {
 	if next := r.nextMinor(r.cur.Minor); next >= 0 {
-		if t := r.newestIn(next); t != nil {
+		if t := r.newestFrom(next, r.cur); t != nil {
 			return t
 		}
 	}
-	return r.newestIn(r.cur.Minor)
+	return r.newestFrom(r.cur.Minor, r.cur)
+}
+
+// newestFrom is newestIn that skips versions on a risky edge from from.
+func (r *resolution) newestFrom(m int, from Version) *VersionView {
+	if r.risky == nil {
+		return r.newestIn(m)
+	}
+	for i := len(r.cands) - 1; i >= 0; i-- {
+		switch v := r.cands[i]; {
+		case v.Version.Minor == m && !r.risky(from, v.Version):
+			return v
+		case v.Version.Minor < m:
+			return nil
+		}
+	}
+	return nil
 }
 
 // above narrows r, collected from an older current version of the same
@@ -256,12 +320,14 @@ func (r *resolution) path(target *VersionView) []Tag {
 		return p
 	}
 	newest := r.cands[len(r.cands)-1].Version.Minor
+	from := target.Version
 	for m := r.nextMinor(target.Version.Minor); m >= 0 && m <= newest; m = r.nextMinor(m) {
-		v := r.newestIn(m)
+		v := r.newestFrom(m, from)
 		if v == nil {
 			break
 		}
 		p = append(p, v.Tag)
+		from = v.Version
 	}
 	return p
 }

@@ -105,7 +105,7 @@ func scanJSON(s *resolver.Scan) *openapi.Scan {
 	}
 }
 
-func resolveJSON(a resolver.Answer) openapi.ResolveAnswer {
+func resolveJSON(a resolver.Answer, base string) openapi.ResolveAnswer {
 	j := openapi.ResolveAnswer{
 		Source:    a.Source,
 		Current:   a.Current.String(),
@@ -114,6 +114,10 @@ func resolveJSON(a resolver.Answer) openapi.ResolveAnswer {
 		Available: canonicals(a.Available),
 		Path:      canonicals(a.Path),
 		Reason:    a.Reason,
+		Risks:     make([]openapi.ResolveRisk, len(a.Risks)),
+	}
+	for i, h := range a.Risks {
+		j.Risks[i] = openapi.ResolveRisk{To: h.To.Version.String(), Name: h.Risk.Name, Message: h.Risk.Message, URL: riskURL(h.Risk, base), Accepted: h.Accepted}
 	}
 	if a.Target != nil {
 		j.Target = strOrNil(a.Target.Version.String())

@@ -20,6 +20,7 @@ type metrics struct {
 	reloadFailures prometheus.Counter
 	webhooks       *prometheus.CounterVec
 	heldAnswers    *prometheus.CounterVec // tidemark_answers_held_total
+	risks          *prometheus.GaugeVec   // tidemark_risks
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -57,13 +58,17 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 	}
 	m.heldAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tidemark_answers_held_total",
-		Help: "Cluster answers that held a cluster at its own version, by channel and reason (downgrade: the channel's answer was older than what it runs).",
+		Help: "Cluster answers that held a cluster at its own version, by channel and reason (downgrade: the channel's answer was older than what it runs; risk: every version it could move to is behind a known risk for it).",
 	}, []string{"channel", "reason"})
+	m.risks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tidemark_risks",
+		Help: "Known risks declared per source, in the served snapshot.",
+	}, []string{"source"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -87,6 +92,8 @@ func (m *metrics) observeSnapshot(prev, snap *resolver.Snapshot) {
 		}
 		m.lastSuccess.DeleteLabelValues(name)
 		m.held.DeletePartialMatch(prometheus.Labels{"source": name})
+		risks, _ := snap.Risks(name)
+		m.risks.WithLabelValues(name).Set(float64(len(risks)))
 		if sv.LastOK != nil && !sv.LastOK.Finished.IsZero() {
 			m.lastSuccess.WithLabelValues(name).Set(float64(sv.LastOK.Finished.UnixNano()) / 1e9)
 		}
@@ -104,6 +111,7 @@ func (m *metrics) observeSnapshot(prev, snap *resolver.Snapshot) {
 		if !seen[name] { // no longer configured
 			m.lastSuccess.DeleteLabelValues(name)
 			m.held.DeletePartialMatch(prometheus.Labels{"source": name})
+			m.risks.DeleteLabelValues(name)
 		}
 	}
 	m.observed = seen

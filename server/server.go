@@ -363,6 +363,7 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
 	s.get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
 	s.get(e, "/api/v1/resolve", s.resolve)
+	s.get(e, "/api/upgrades_info/v1/graph", s.graph)
 
 	s.registerWrites(e)
 	s.registerFleet(e)

@@ -116,7 +116,7 @@ func (s *Server) resolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := resolveQuery(v, c.QueryParams())
+	a, err := resolveQuery(v, c.QueryParams(), baseURL(s.opts.ExternalURL, c.Request()))
 	if err != nil {
 		return err
 	}
@@ -126,12 +126,23 @@ func (s *Server) resolve(c echo.Context) error {
 
 // resolveQuery is the answer to a resolve query q, as the API answers it
 // and the console's resolve form shows it.
-func resolveQuery(v *view, q url.Values) (openapi.ResolveAnswer, error) {
+// base prefixes the URL of a risk declared without one.
+func resolveQuery(v *view, q url.Values, base string) (openapi.ResolveAnswer, error) {
 	query := resolver.Query{
 		Source:  q.Get("source"),
 		Current: q.Get("current"),
 		Channel: q.Get("channel"),
 		Target:  q.Get("target"),
+		Cluster: q.Get("cluster"),
+	}
+	if len(query.Cluster) > 128 {
+		return openapi.ResolveAnswer{}, invalidParam("cluster", "%d bytes, at most 128", len(query.Cluster))
+	}
+	if ar := q.Get("accept_risks"); ar != "" {
+		if len(ar) > 4096 {
+			return openapi.ResolveAnswer{}, invalidParam("accept_risks", "%d bytes, at most 4096", len(ar))
+		}
+		query.AcceptRisks = strings.Split(ar, ",")
 	}
 	if query.Channel != "" {
 		// A channel names its source; asking for both is allowed but not needed.
@@ -186,7 +197,7 @@ func resolveQuery(v *view, q url.Values) (openapi.ResolveAnswer, error) {
 	default:
 		return openapi.ResolveAnswer{}, fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
 	}
-	return resolveJSON(a), nil
+	return resolveJSON(a, base), nil
 }
 
 // paramIf names param in err when err is of kind sentinel: a not-found

@@ -284,7 +284,7 @@ func (s *Server) uiResolve(c echo.Context) error {
 	}
 	status := http.StatusOK
 	if q.Get("current") != "" || q.Get("source") != "" || q.Get("channel") != "" {
-		ans, err := resolveQuery(v, q)
+		ans, err := resolveQuery(v, q, baseURL(s.opts.ExternalURL, c.Request()))
 		switch {
 		case err == nil:
 			b.Answer = &ans

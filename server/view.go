@@ -17,6 +17,8 @@ type view struct {
 	snap     *resolver.Snapshot
 	channels map[string]*channelEntry
 	list     []*channelEntry // configuration order
+	// graphs memoizes the encoded update graphs of this snapshot.
+	graphs *graphCache
 }
 
 // channelEntry is one channel's answer, ready to send.
@@ -48,7 +50,7 @@ type channelEntry struct {
 // externalURL and counts are the server's, the same for every view.
 func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *rolloutCounts) *view {
 	answers := snap.Channels()
-	v := &view{snap: snap, channels: make(map[string]*channelEntry, len(answers)), list: make([]*channelEntry, 0, len(answers))}
+	v := &view{graphs: &graphCache{}, snap: snap, channels: make(map[string]*channelEntry, len(answers)), list: make([]*channelEntry, 0, len(answers))}
 	for _, a := range answers {
 		if prev != nil && snap.SameAnswer(prev.snap, a.Channel.Name) {
 			if e := prev.channels[a.Channel.Name]; e != nil {

@@ -28,6 +28,9 @@ type Store interface {
 	Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
 	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
+	// PutRisk and DeleteRisk declare and remove a known risk of a source.
+	PutRisk(ctx context.Context, r resolver.Risk, actor string) (resolver.Risk, error)
+	DeleteRisk(ctx context.Context, source, name, actor, reason string) error
 	// ChannelHistory is a channel's audit events and its source's blocks
 	// and unblocks, newest first.
 	ChannelHistory(ctx context.Context, channel, source string) ([]resolver.AuditEvent, error)
@@ -54,6 +57,7 @@ func (s *Server) registerWrites(e *echo.Echo) {
 	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
 	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
 	s.get(e, "/api/v1/channels/:name/history", s.history, s.dbDeadline)
+	s.registerRisks(e)
 }
 
 // dbDeadline bounds the database work of a request: a database that

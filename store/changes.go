@@ -45,7 +45,7 @@ func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
 	switch m["kind"] {
 	case "pin", "unpin", "rollout":
 		return resolver.Change{Channel: m["channel"]}, false
-	case "block", "unblock", "scan", "digests", "gates":
+	case "block", "unblock", "scan", "digests", "gates", "risk":
 		if m["source"] != "" {
 			return resolver.Change{Source: m["source"]}, false
 		}

@@ -191,7 +191,7 @@ func (s *Store) History(ctx context.Context, channel string) ([]resolver.AuditEv
 // what the channel serves), newest first, in one query.
 func (s *Store) ChannelHistory(ctx context.Context, channel, source string) ([]resolver.AuditEvent, error) {
 	return s.history(ctx, fmt.Sprintf("history of channel %q", channel),
-		`channel = $1 or (source = $2 and channel = '' and action in ('block', 'unblock'))`, channel, source)
+		`channel = $1 or (source = $2 and channel = '' and action in ('block', 'unblock', 'risk-add', 'risk-remove'))`, channel, source)
 }
 
 // SourceHistory lists the block/unblock events of source, newest first.

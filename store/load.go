@@ -77,6 +77,9 @@ func newSourceData(sources []resolver.Source) ([]resolver.SourceData, func(conte
 		if err := loadBlocks(ctx, tx, names, byName, data); err != nil {
 			return err
 		}
+		if err := loadRisks(ctx, tx, names, byName, data); err != nil {
+			return err
+		}
 		return loadTags(ctx, tx, names, byName, data)
 	}
 }

@@ -43,7 +43,7 @@ func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
 	}
 	subject := e.Channel
 	if subject == "" {
-		subject = e.Source + "/" + e.To
+		subject = e.Source + "/" + e.To + e.From // a block's version, or a risk's name
 	}
 	b, err := json.Marshal(CloudEvent{
 		SpecVersion: "1.0", ID: EventID(e), Source: source, Type: e.Type, Subject: subject,
@@ -70,6 +70,12 @@ func Text(e resolver.Event) string {
 	switch e.Type {
 	case resolver.EventVersionBlocked:
 		s = fmt.Sprintf("Version %s of %s was blocked by %s", e.To, e.Source, e.Actor)
+	case resolver.EventRiskChanged:
+		if e.To != "" {
+			s = fmt.Sprintf("Risk %s of %s was declared by %s", e.To, e.Source, e.Actor)
+		} else {
+			s = fmt.Sprintf("Risk %s of %s was removed by %s", e.From, e.Source, e.Actor)
+		}
 	case resolver.EventRolloutChanged:
 		s = fmt.Sprintf("Rollout of channel %s (%s -> %s) changed, by %s", e.Channel, none(e.From), none(e.To), e.Actor)
 	default:

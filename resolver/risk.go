@@ -1,0 +1,178 @@
+package resolver
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Risk is a known risk of one source (CONTRACT section 13): upgrading a
+// cluster from a version matching From to one matching To is risky, for
+// the clusters whose ID matches one of Clusters (every cluster when there
+// are none). No answer sends a cluster over a risky edge; the graph lists
+// such edges as conditional.
+type Risk struct {
+	Source    string
+	Name      string
+	Message   string
+	URL       string // "": the risk's own API URL is named instead
+	From, To  string // Masterminds constraints
+	Clusters  []string
+	CreatedBy string
+	CreatedAt time.Time
+
+	from, to *constraint
+	clusters []*regexp.Regexp
+}
+
+// Limits of a risk's fields: a declaration is a short sentence, not a
+// document, and a snapshot evaluates every risk of a source per answer.
+const (
+	MaxRisksPerSource   = 200
+	maxRiskText         = 4096
+	maxRiskClusters     = 100
+	maxRiskClusterRegex = 256
+)
+
+var riskName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// FieldError is bad input in one named field of a request body: the
+// server answers it as a 400 naming Field.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Compile checks every field of r and compiles its constraints and
+// regexps; the error is a *FieldError naming the first bad field. A risk
+// must be compiled before a snapshot evaluates it (SourceData.Risks are
+// compiled by the snapshot; a stored risk that no longer compiles is
+// skipped there).
+func (r *Risk) Compile() error {
+	switch {
+	case !riskName.MatchString(r.Name):
+		return fieldErr("name", "%q is not a risk name (letters, digits, '.', '_', '-'; at most 64, starting with a letter or digit)", r.Name)
+	case r.Message == "":
+		return fieldErr("message", "a risk needs a message saying what goes wrong")
+	case len(r.Message) > maxRiskText:
+		return fieldErr("message", "%d bytes, at most %d", len(r.Message), maxRiskText)
+	case len(r.URL) > maxRiskText:
+		return fieldErr("url", "%d bytes, at most %d", len(r.URL), maxRiskText)
+	case len(r.Clusters) > maxRiskClusters:
+		return fieldErr("clusters", "%d patterns, at most %d", len(r.Clusters), maxRiskClusters)
+	}
+	if r.URL != "" && !absoluteHTTP.MatchString(r.URL) {
+		return fieldErr("url", "%q is not an http(s) URL", r.URL)
+	}
+	var err error
+	for _, c := range []struct {
+		field, text string
+		dst         **constraint
+	}{{"from", r.From, &r.from}, {"to", r.To, &r.to}} {
+		if c.text == "" {
+			return fieldErr(c.field, "a constraint is required (\"*\" for any version)")
+		}
+		if len(c.text) > maxConstraintLen {
+			return fieldErr(c.field, "%d bytes, at most %d", len(c.text), maxConstraintLen)
+		}
+		if *c.dst, err = compileConstraint(c.text); err != nil {
+			return fieldErr(c.field, "constraint %q: %v", c.text, err)
+		}
+	}
+	r.clusters = make([]*regexp.Regexp, len(r.Clusters))
+	for i, p := range r.Clusters {
+		field := fmt.Sprintf("clusters[%d]", i)
+		if len(p) > maxRiskClusterRegex {
+			return fieldErr(field, "%d bytes, at most %d", len(p), maxRiskClusterRegex)
+		}
+		if r.clusters[i], err = regexp.Compile(p); err != nil {
+			return fieldErr(field, "%v", err)
+		}
+	}
+	return nil
+}
+
+var absoluteHTTP = regexp.MustCompile(`^https?://[^\s/]+\S*$`)
+
+// Covers reports whether the edge from -> to is one r declares risky.
+func (r *Risk) Covers(from, to Version) bool {
+	return r.from != nil && r.to != nil && r.from.check(&from) && r.to.check(&to)
+}
+
+// For reports whether r applies to the cluster with this ID: a risk
+// without cluster patterns applies to every cluster, one with patterns
+// only to IDs one matches ("" matches none).
+func (r *Risk) For(cluster string) bool {
+	if len(r.clusters) == 0 {
+		return true
+	}
+	if cluster == "" {
+		return false
+	}
+	for _, re := range r.clusters {
+		if re.MatchString(cluster) {
+			return true
+		}
+	}
+	return false
+}
+
+// Risks lists source's risks, by name; ErrNotFound for an unknown source.
+func (s *Snapshot) Risks(source string) ([]Risk, error) {
+	idx, err := s.source(source)
+	if err != nil {
+		return nil, err
+	}
+	return idx.risks, nil
+}
+
+// RisksOn lists the risks of source that cover the edge from -> to for
+// cluster (see Risk.For), in name order.
+func (s *Snapshot) RisksOn(source string, from, to Version, cluster string) []*Risk {
+	idx := s.bySource[source]
+	if idx == nil {
+		return nil
+	}
+	return idx.risksOn(from, to, cluster)
+}
+
+func (idx *sourceIndex) risksOn(from, to Version, cluster string) []*Risk {
+	var out []*Risk
+	for i := range idx.risks {
+		if r := &idx.risks[i]; r.Covers(from, to) && r.For(cluster) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// risky reports whether any risk of idx covers from -> to for cluster.
+func (idx *sourceIndex) risky(from, to Version, cluster string) bool {
+	for i := range idx.risks {
+		if r := &idx.risks[i]; r.Covers(from, to) && r.For(cluster) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileRisks keeps the risks of d that compile, for the index.
+func compileRisks(rs []Risk) []Risk {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Risk, 0, len(rs))
+	for _, r := range rs {
+		if r.Compile() == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}

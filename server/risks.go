@@ -1,0 +1,114 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// registerRisks adds the known-risk routes (CONTRACT section 13). A risk
+// speaks for every channel of its source, so declaring one needs a token
+// not limited to channels, as a block does.
+func (s *Server) registerRisks(e *echo.Echo) {
+	promote := s.requireScope(ScopePromote)
+	s.get(e, "/api/v1/sources/:source/risks", s.listRisks)
+	e.PUT("/api/v1/sources/:source/risks/:risk", s.putRisk, s.dbDeadline, promote)
+	e.DELETE("/api/v1/sources/:source/risks/:risk", s.deleteRisk, s.dbDeadline, promote)
+}
+
+func (s *Server) listRisks(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	risks, err := v.snap.Risks(pathParam(c, "source"))
+	if err != nil {
+		return badParam("source", err)
+	}
+	out := openapi.RiskList{Risks: make([]openapi.Risk, len(risks))}
+	base := baseURL(s.opts.ExternalURL, c.Request())
+	for i := range risks {
+		out.Risks[i] = riskJSON(&risks[i], base)
+	}
+	c.Response().Header().Set("Cache-Control", listCacheControl)
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) putRisk(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	source := pathParam(c, "source")
+	if _, err := v.snap.SourceInfo(source); err != nil {
+		return badParam("source", err)
+	}
+	var req openapi.RiskRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	r := resolver.Risk{Source: source, Name: pathParam(c, "risk"), Message: req.Message, URL: req.URL,
+		From: req.From, To: req.To, Clusters: req.Clusters}
+	if err := r.Compile(); err != nil {
+		var fe *resolver.FieldError
+		if errors.As(err, &fe) {
+			return badParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
+		}
+		return err
+	}
+	ctx := c.Request().Context()
+	if r, err = s.opts.Store.PutRisk(ctx, r, actor(c)); err != nil {
+		return fmt.Errorf("risk %q of %q: %w", r.Name, source, err)
+	}
+	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+		return fmt.Errorf("%w: risk %q of %q is declared, but this replica could not reload it yet: %w", resolver.ErrUnavailable, r.Name, source, err)
+	}
+	return c.JSON(http.StatusOK, riskJSON(&r, baseURL(s.opts.ExternalURL, c.Request())))
+}
+
+func (s *Server) deleteRisk(c echo.Context) error {
+	v, err := s.view()
+	if err != nil {
+		return err
+	}
+	source, name := pathParam(c, "source"), pathParam(c, "risk")
+	if _, err := v.snap.SourceInfo(source); err != nil {
+		return badParam("source", err)
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.opts.Store.DeleteRisk(ctx, source, name, actor(c), reason); err != nil {
+		return badParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
+	}
+	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+		return fmt.Errorf("%w: risk %q of %q is removed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, source, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// riskURL is where a person reads about r: its own URL, else its API
+// resource (Cincinnati clients require one).
+func riskURL(r *resolver.Risk, base string) string {
+	if r.URL != "" {
+		return r.URL
+	}
+	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
+}
+
+func riskJSON(r *resolver.Risk, base string) openapi.Risk {
+	clusters := r.Clusters
+	if clusters == nil {
+		clusters = []string{}
+	}
+	return openapi.Risk{Source: r.Source, Name: r.Name, Message: r.Message, URL: riskURL(r, base),
+		From: r.From, To: r.To, Clusters: clusters, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
+}
