@@ -119,8 +119,8 @@ func graphSnapshot(t *testing.T) *resolver.Snapshot {
 	sd := sourceData(src, k3sTags(), nil)
 	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
 	sd.Risks = []resolver.Risk{
-		{Source: "k3s", Name: "EtcdMigration", Message: "etcd migration loses leases", From: "<1.33.5", To: ">=1.34.0"},
-		{Source: "k3s", Name: "ProdIngress", Message: "ingress class changes", URL: "https://example.com/ingress", From: "~1.33", To: "1.34.2", Clusters: []string{"^prod-"}},
+		{Source: "k3s", Name: "EtcdMigration", Message: "etcd migration loses leases", From: "<1.33.5", To: ">=1.34.0", CreatedBy: "release-bot", CreatedAt: scanned},
+		{Source: "k3s", Name: "ProdIngress", Message: "ingress class changes", URL: "https://example.com/ingress", From: "~1.33", To: "1.34.2", Clusters: []string{"^prod-"}, CreatedBy: "sre", CreatedAt: scanned},
 	}
 	return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, nil, loadedAt)
 }

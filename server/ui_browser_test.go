@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,8 +129,9 @@ func (b *browser) waitFor(t *testing.T, what, predicate string, timeout time.Dur
 // screenshot takes what a screen shows of the page (the top, not the whole
 // of a long page) at desktop and phone width. The files
 // are written only with -update-screenshots; taking them always checks
-// that the pages render at both widths.
-func (b *browser) screenshot(t *testing.T, name string) {
+// that the pages render at both widths. With a selector, the shot shows
+// that element's part of the page instead of the top.
+func (b *browser) screenshot(t *testing.T, name string, at ...string) {
 	t.Helper()
 	for _, size := range []struct {
 		suffix        string
@@ -141,8 +143,12 @@ func (b *browser) screenshot(t *testing.T, name string) {
 			opts = append(opts, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait)
 		}
 		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		scroll := `window.scrollTo(0, 0)`
+		if len(at) > 0 {
+			scroll = `document.querySelector(` + strconv.Quote(at[0]) + `).scrollIntoView()`
+		}
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(size.width, size.height, opts...),
-			chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+			chromedp.Evaluate[chromedp.Void](scroll)); err != nil {
 			cancel()
 			t.Fatalf("viewport %s: %v", size.suffix, err)
 		}

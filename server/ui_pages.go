@@ -69,6 +69,10 @@ type uiChannelBody struct {
 	// not be read (Rollout is then the channel object's, without them).
 	Rollout        *openapi.Rollout
 	RolloutProblem *uiProblem
+	// Graph is the channel's update graph laid out; nil when it serves
+	// nothing. Risks are its source's known risks.
+	Graph *uiGraph
+	Risks []openapi.Risk
 }
 
 type uiSourceBody struct {
@@ -79,6 +83,7 @@ type uiSourceBody struct {
 	Unparsed []openapi.Unparsed
 	Channels []string // the channels that follow this source
 	Gates    []string // the source's release gates, as a person reads them
+	Risks    []openapi.Risk
 }
 
 type uiStreamCount struct {
@@ -204,6 +209,14 @@ func (s *Server) uiChannel(c echo.Context) error {
 			}
 		}
 	}
+	counts := map[string]int{}
+	if b.Fleet != nil {
+		for _, r := range b.Fleet.Rows {
+			counts[r.Version] = r.Reported
+		}
+	}
+	b.Graph = graphOf(v.snap, ch.Name, str0(b.Row.Version), counts)
+	b.Risks = uiRisks(v.snap, ch.Source, baseURL(s.opts.ExternalURL, c.Request()))
 	b.History, err = s.uiHistory(c.Request().Context(), e)
 	if err != nil {
 		// The channel is still worth showing without its history.
@@ -227,7 +240,7 @@ func (s *Server) uiSource(c echo.Context) error {
 	if err != nil {
 		return s.uiError(c, paramIf("source", resolver.ErrNotFound, err))
 	}
-	b := uiSourceBody{Source: sourceJSON(sv), Gates: gatesText(sv.Source.Gates)}
+	b := uiSourceBody{Source: sourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.snap, name, baseURL(s.opts.ExternalURL, c.Request()))}
 	stream := resolver.Testing // every version
 	if q := c.QueryParam("stream"); q != "" {
 		if stream, err = resolver.ParseStream(q); err != nil {

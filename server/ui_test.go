@@ -77,8 +77,9 @@ func TestConsolePagesWithoutJavaScript(t *testing.T) {
 	}
 }
 
-// externalRef is a link the browser would load by itself from elsewhere.
-var externalRef = regexp.MustCompile(`(?i)(src|href)="(https?:)?//|@import|url\(`)
+// externalRef is a link the browser would load by itself from elsewhere
+// (an <a> a person follows, such as a risk's URL, loads nothing).
+var externalRef = regexp.MustCompile(`(?i)(src=|<link[^>]*href=)"(https?:)?//|@import|url\(`)
 
 // checkSelfContained: a page loads nothing from outside the binary (no CDN,
 // no font) and forbids inline script by policy.

@@ -80,6 +80,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newUnpinCmd(e),
 		newBlockCmd(e),
 		newUnblockCmd(e),
+		newRiskCmd(e),
 		newHistoryCmd(e),
 		newRolloutCmd(e),
 		newSourcesCmd(e),
