@@ -21,6 +21,7 @@ type metrics struct {
 	webhooks       *prometheus.CounterVec
 	heldAnswers    *prometheus.CounterVec // tidemark_answers_held_total
 	risks          *prometheus.GaugeVec   // tidemark_risks
+	capiPlans      *prometheus.CounterVec // tidemark_capi_upgrade_plans_total
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -64,11 +65,15 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_risks",
 		Help: "Known risks declared per source, in the served snapshot.",
 	}, []string{"source"})
+	m.capiPlans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_capi_upgrade_plans_total",
+		Help: "Cluster API GenerateUpgradePlan answers, by source and status (Success, Failure).",
+	}, []string{"source", "status"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -141,6 +146,11 @@ func statusText(code int) string {
 		return "404"
 	}
 	return strconv.Itoa(code)
+}
+
+// capiAnswer counts a GenerateUpgradePlan answer; sources are configured.
+func (m *metrics) capiAnswer(source, status string) {
+	m.capiPlans.WithLabelValues(source, status).Inc()
 }
 
 // heldAnswer counts an answer that held a cluster where it is. Channels are

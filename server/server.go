@@ -30,6 +30,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/capi"
 )
 
 // Options configures a Server.
@@ -99,6 +100,10 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (clientaddr.go); none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+	// ClusterAPI are the sources that answer Cluster API's
+	// GenerateUpgradePlan hook (server/capi), each as the handler named
+	// after it.
+	ClusterAPI []string
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -364,6 +369,13 @@ func (s *Server) routes() *echo.Echo {
 	s.get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
 	s.get(e, "/api/v1/resolve", s.resolve)
 	s.get(e, "/api/upgrades_info/v1/graph", s.graph)
+	hooks := &capi.Hooks{Sources: s.opts.ClusterAPI, Answered: s.metrics.capiAnswer, Snapshot: func() *resolver.Snapshot {
+		if v := s.cur.Load(); v != nil {
+			return v.snap
+		}
+		return nil
+	}}
+	hooks.Register(e)
 
 	s.registerWrites(e)
 	s.registerFleet(e)

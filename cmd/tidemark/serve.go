@@ -174,6 +174,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Fleet: server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
 			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
+		ClusterAPI:     cfg.ClusterAPISources(),
 		// The indexing leader records the rollouts indexing starts; ix is
 		// set below, before Run starts asking.
 		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},

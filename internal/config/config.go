@@ -83,6 +83,9 @@ type Source struct {
 	// in the Config (which config check prints).
 	PasswordFile string
 	PasswordEnv  string
+	// ClusterAPI: the source answers Cluster API's GenerateUpgradePlan
+	// hook as the handler named after it (CONTRACT section 13).
+	ClusterAPI bool
 }
 
 // Registry is the politeness setting of one registry host.
@@ -128,6 +131,17 @@ func (c *Config) ResolverSources() []resolver.Source {
 	out := make([]resolver.Source, len(c.Sources))
 	for i, s := range c.Sources {
 		out[i] = s.Source.Source
+	}
+	return out
+}
+
+// ClusterAPISources names the sources with cluster_api: true.
+func (c *Config) ClusterAPISources() []string {
+	var out []string
+	for _, s := range c.Sources {
+		if s.ClusterAPI {
+			out = append(out, s.Name)
+		}
 	}
 	return out
 }

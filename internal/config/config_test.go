@@ -124,6 +124,7 @@ func TestParseReadsEverySourceKey(t *testing.T) {
     username: robot
     password_env: APP_REGISTRY_PASSWORD
     labels: {alpha: devel, rc: testing}
+    cluster_api: true
 registries:
   localhost:5000: {rate_limit: 0}
   docker.io: {rate_limit: 2.5}
@@ -141,7 +142,7 @@ registries:
 			Interval: 30 * time.Second, Exclude: regexp.MustCompile(`\.sig$`),
 			Insecure: true, Concurrency: 2, Timeout: 5 * time.Second, Recheck: 6 * time.Hour, Username: "robot",
 		},
-		Scheme: resolver.SchemeSemver, PasswordEnv: "APP_REGISTRY_PASSWORD",
+		Scheme: resolver.SchemeSemver, PasswordEnv: "APP_REGISTRY_PASSWORD", ClusterAPI: true,
 	}
 	if diff := cmp.Diff([]Source{want}, cfg.Sources, cmpOpts); diff != "" {
 		t.Errorf("source (-want +got):\n%s", diff)
@@ -149,6 +150,9 @@ registries:
 	wantReg := map[string]Registry{"localhost:5000": {}, "docker.io": {RateLimit: 2.5}}
 	if diff := cmp.Diff(wantReg, cfg.Registries); diff != "" {
 		t.Errorf("registries (-want +got):\n%s", diff)
+	}
+	if got := cfg.ClusterAPISources(); len(got) != 1 || got[0] != "private" {
+		t.Errorf("ClusterAPISources = %v, want [private]", got)
 	}
 	if got, err := cfg.IndexerSources()[0].Password(); err != nil || got != "s3cret" {
 		t.Errorf("password = %q, %v; want s3cret", got, err)

@@ -13,6 +13,7 @@ import (
 var sourceKeys = []string{
 	"name", "image", "scheme", "interval", "exclude", "build", "insecure", "concurrency",
 	"timeout", "recheck", "username", "password_file", "password_env", "labels", "gates",
+	"cluster_api",
 }
 
 var (
@@ -90,6 +91,7 @@ func (p *parser) source(f map[string]*yaml.Node, item string, at *yaml.Node) (s 
 		s.Name = v
 	}
 	s.Insecure = p.boolean(f["insecure"], item, "insecure")
+	s.ClusterAPI = p.boolean(f["cluster_api"], item, "cluster_api")
 	if v, has := p.str(f["image"], item, "image"); !has {
 		p.add(at, item, "image: missing")
 	} else {
