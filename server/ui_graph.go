@@ -17,8 +17,8 @@ import (
 // show their newest minors and versions only; the full graph is the API's.
 
 const (
-	graphMinors    = 6  // columns drawn
-	graphPerMinor  = 8  // versions drawn per column
+	graphMinors    = 6 // columns drawn
+	graphPerMinor  = 8 // versions drawn per column
 	graphColW      = 170
 	graphRowH      = 34
 	graphNodeW     = 130
