@@ -136,6 +136,12 @@ bench-far:
 bench-fleet:
 	scripts/bench-fleet
 
+# The Cincinnati graph of a 10,000-version channel (cold, warm, gzip) and a
+# channel URL with 100 known risks beside none.
+.PHONY: bench-graph
+bench-graph:
+	go run ./devtools/cmd/benchgraph -versions 10000 -risks 100
+
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
 # series, /metrics, peak RSS, and a legitimate cluster's record latency.

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/labstack/echo/v4"
@@ -38,13 +42,39 @@ func (s *Server) graph(c echo.Context) error {
 		return badParam("channel", err)
 	}
 	base := baseURL(s.opts.ExternalURL, c.Request())
-	body, err := v.graphs.get(v.snap, channel, id, base)
+	gz := acceptsGzip(c.Request())
+	body, err := v.graphs.get(v.snap, channel, id, base, gz)
 	if err != nil {
 		return err
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", channelCacheControl)
+	h.Set("Vary", "Accept-Encoding")
+	if gz {
+		// A graph is megabytes of repetitive JSON; gzip makes it a tenth,
+		// compressed once per snapshot. Go's HTTP client (the CVO's) asks
+		// for gzip by itself.
+		h.Set("Content-Encoding", "gzip")
+	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+}
+
+// acceptsGzip reports whether r's Accept-Encoding allows gzip (listed
+// with no q, or a q above 0).
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimSpace(params), "=")
+		if !ok || strings.TrimSpace(k) != "q" {
+			return true
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return err == nil && q > 0
+	}
+	return false
 }
 
 // graphCache keeps a view's encoded graphs: every cluster asking a channel
@@ -53,34 +83,55 @@ func (s *Server) graph(c echo.Context) error {
 // the base URL risk links use; at most maxCachedGraphs are kept.
 type graphCache struct {
 	mu sync.Mutex
-	m  map[string][]byte
+	m  map[string]*cachedGraph
+}
+
+// cachedGraph is one encoded graph, and its gzip form once asked for.
+type cachedGraph struct {
+	raw    []byte
+	gzOnce sync.Once
+	gz     []byte
+}
+
+func (g *cachedGraph) gzipped() []byte {
+	g.gzOnce.Do(func() {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write(g.raw) // a bytes.Buffer does not fail
+		_ = zw.Close()
+		g.gz = b.Bytes()
+	})
+	return g.gz
 }
 
 const maxCachedGraphs = 64
 
-func (gc *graphCache) get(snap *resolver.Snapshot, channel, id, base string) ([]byte, error) {
+func (gc *graphCache) get(snap *resolver.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
 	key := channel + "\x00" + base + "\x00" + appliedRisks(snap, channel, id)
 	gc.mu.Lock()
-	b, ok := gc.m[key]
+	cg, ok := gc.m[key]
 	gc.mu.Unlock()
-	if ok {
-		return b, nil
+	if !ok {
+		g, err := snap.Graph(channel, id)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(graphJSON(&g, base))
+		if err != nil {
+			return nil, err
+		}
+		cg = &cachedGraph{raw: b}
+		gc.mu.Lock()
+		if gc.m == nil || len(gc.m) >= maxCachedGraphs {
+			gc.m = make(map[string]*cachedGraph)
+		}
+		gc.m[key] = cg
+		gc.mu.Unlock()
 	}
-	g, err := snap.Graph(channel, id)
-	if err != nil {
-		return nil, err
+	if gz {
+		return cg.gzipped(), nil
 	}
-	b, err = json.Marshal(graphJSON(&g, base))
-	if err != nil {
-		return nil, err
-	}
-	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if gc.m == nil || len(gc.m) >= maxCachedGraphs {
-		gc.m = make(map[string][]byte)
-	}
-	gc.m[key] = b
-	return b, nil
+	return cg.raw, nil
 }
 
 // appliedRisks names the risks of channel's source that apply to cluster

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -258,4 +261,26 @@ func containsStr(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestGraphGzip: a client asking for gzip gets the same graph compressed
+// (Content-Encoding, Vary), and one refusing it (q=0) gets it plain.
+func TestGraphGzip(t *testing.T) {
+	_, ts, _ := newTestServer(t, graphSnapshot(t), "")
+	_, plain := get(t, ts, "/api/upgrades_info/v1/graph?channel=k3s-released", "Accept-Encoding", "identity")
+	res, body := get(t, ts, "/api/upgrades_info/v1/graph?channel=k3s-released", "Accept-Encoding", "br, gzip")
+	if res.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(res.Header.Get("Vary"), "Accept-Encoding") {
+		t.Fatalf("gzip asked: Content-Encoding %q Vary %q", res.Header.Get("Content-Encoding"), res.Header.Get("Vary"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, plain) || len(body) >= len(plain) {
+		t.Errorf("gzip body: %d bytes, inflated %d (%v); plain %d", len(body), len(unzipped), err, len(plain))
+	}
+	if res, _ := get(t, ts, "/api/upgrades_info/v1/graph?channel=k3s-released", "Accept-Encoding", "gzip;q=0"); res.Header.Get("Content-Encoding") != "" {
+		t.Errorf("gzip;q=0: Content-Encoding %q", res.Header.Get("Content-Encoding"))
+	}
 }
