@@ -149,7 +149,9 @@ func run(versions, perMinor, risks, n int) error {
 		if err != nil {
 			return err
 		}
-		lat, sz, err := measure(1, func() (*http.Request, error) { return http.NewRequest("GET", base+"/api/upgrades_info/v1/graph?channel=stable", nil) })
+		lat, sz, err := measure(1, func() (*http.Request, error) {
+			return http.NewRequest("GET", base+"/api/upgrades_info/v1/graph?channel=stable", nil)
+		})
 		stop()
 		if err != nil {
 			return err
@@ -170,7 +172,9 @@ func run(versions, perMinor, risks, n int) error {
 	if err != nil {
 		return err
 	}
-	warm, _, err := measure(n, func() (*http.Request, error) { return http.NewRequest("GET", base+"/api/upgrades_info/v1/graph?channel=stable", nil) })
+	warm, _, err := measure(n, func() (*http.Request, error) {
+		return http.NewRequest("GET", base+"/api/upgrades_info/v1/graph?channel=stable", nil)
+	})
 	if err != nil {
 		return err
 	}
