@@ -146,6 +146,17 @@ func mayReach(p resolver.Principal, reach writeReach, channel string) error {
 	return nil
 }
 
+// viewAuthenticate checks a registry view credential: a token of any
+// scope reads, as every scope includes reading; refused credentials count
+// against the client's address like any other.
+func (s *Server) viewAuthenticate(c echo.Context, token string) error {
+	if s.opts.Store == nil {
+		return s.writeUnavailable(c)
+	}
+	_, err := s.opts.Store.Authenticate(c.Request().Context(), token)
+	return s.credentialFailed(c, err)
+}
+
 // principal is the request's authenticated principal (after authorize).
 func principal(c echo.Context) resolver.Principal {
 	p, _ := c.Get(principalKey).(resolver.Principal)

@@ -22,6 +22,8 @@ type metrics struct {
 	heldAnswers    *prometheus.CounterVec // tidemark_answers_held_total
 	risks          *prometheus.GaugeVec   // tidemark_risks
 	capiPlans      *prometheus.CounterVec // tidemark_capi_upgrade_plans_total
+	viewCache      *prometheus.CounterVec // tidemark_registry_view_manifest_cache_total
+	viewUpstream   *prometheus.CounterVec // tidemark_registry_view_upstream_requests_total
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -69,11 +71,25 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_capi_upgrade_plans_total",
 		Help: "Cluster API GenerateUpgradePlan answers, by source and status (Success, Failure).",
 	}, []string{"source", "status"})
+	m.viewCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_registry_view_manifest_cache_total",
+		Help: "Manifests the registry view asked its cache for by digest, by result (hit, miss).",
+	}, []string{"result"})
+	m.viewUpstream = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_registry_view_upstream_requests_total",
+		Help: "Requests the registry view made to upstream registries, by kind (manifest, blob, tag).",
+	}, []string{"kind"})
+	for _, r := range []string{"hit", "miss"} {
+		m.viewCache.WithLabelValues(r)
+	}
+	for _, k := range []string{"manifest", "blob", "tag"} {
+		m.viewUpstream.WithLabelValues(k)
+	}
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -146,6 +162,16 @@ func statusText(code int) string {
 		return "404"
 	}
 	return strconv.Itoa(code)
+}
+
+// registryView counts a registry view event (registryview.Options.Observe).
+func (m *metrics) registryView(kind, value string) {
+	switch kind {
+	case "cache":
+		m.viewCache.WithLabelValues(value).Inc()
+	case "upstream":
+		m.viewUpstream.WithLabelValues(value).Inc()
+	}
 }
 
 // capiAnswer counts a GenerateUpgradePlan answer; sources are configured.

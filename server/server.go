@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/capi"
+	"github.com/tidemark-dev/tidemark/server/registryview"
 )
 
 // Options configures a Server.
@@ -104,6 +105,11 @@ type Options struct {
 	// GenerateUpgradePlan hook (server/capi), each as the handler named
 	// after it.
 	ClusterAPI []string
+	// RegistryView serves channels and sources as OCI repositories under
+	// /v2/ (server/registryview); Snapshot, Authenticate and Observe are
+	// the server's. Its zero value serves with auth none and streamed
+	// blobs, reaching no source (every repository is unknown).
+	RegistryView registryview.Options
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -376,6 +382,11 @@ func (s *Server) routes() *echo.Echo {
 		return nil
 	}}
 	hooks.Register(e)
+	rv := s.opts.RegistryView
+	rv.Snapshot = hooks.Snapshot
+	rv.Authenticate = s.viewAuthenticate
+	rv.Observe = s.metrics.registryView
+	registryview.New(rv).Register(e)
 
 	s.registerWrites(e)
 	s.registerFleet(e)

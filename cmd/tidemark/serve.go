@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -175,6 +176,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
 		ClusterAPI:     cfg.ClusterAPISources(),
+		RegistryView:   registryView(cfg),
 		// The indexing leader records the rollouts indexing starts; ix is
 		// set below, before Run starts asking.
 		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},
@@ -273,4 +275,15 @@ func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) s
 	}
 	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
 	return next.Channels, nil
+}
+
+// registryView is the registry view's configuration: the file's
+// registry_view and how each source reaches its registry.
+func registryView(cfg *config.Config) registryview.Options {
+	rv := registryview.Options{Auth: cfg.RegistryView.Auth, Blobs: cfg.RegistryView.Blobs, Passthrough: cfg.RegistryView.Passthrough,
+		Keychain: authn.DefaultKeychain}
+	for _, s := range cfg.IndexerSources() {
+		rv.Sources = append(rv.Sources, registryview.Source{Name: s.Name, Image: s.Image, Insecure: s.Insecure, Username: s.Username, Password: s.Password})
+	}
+	return rv
 }

@@ -60,7 +60,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	Webhooks       Webhooks
 	Notify         []Notify
-	Warnings       []string // e.g. ignored channelserver keys, one line each
+	// RegistryView is how /v2/ serves channels as repositories.
+	RegistryView RegistryView
+	Warnings     []string // e.g. ignored channelserver keys, one line each
 
 	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).
 	sourcesYAML string
@@ -184,6 +186,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"fleet", c.Fleet == running.Fleet},
 		{"webhooks", c.Webhooks == running.Webhooks},
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
+		{"registry_view", c.RegistryView == running.RegistryView},
 	} {
 		if !k.same {
 			out = append(out, k.key)

@@ -68,9 +68,10 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Listen:      ":8080",
 		AccessLog:   "sample",
 		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
-		Registries: map[string]Registry{"docker.io": {RateLimit: 10}},
-		Fleet:      Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
-		Webhooks:   Webhooks{MaxPending: indexer.DefaultMaxPending},
+		Registries:   map[string]Registry{"docker.io": {RateLimit: 10}},
+		Fleet:        Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
+		Webhooks:     Webhooks{MaxPending: indexer.DefaultMaxPending},
+		RegistryView: RegistryView{Auth: DefaultRegistryViewAuth, Blobs: DefaultRegistryViewBlobs},
 		Sources: []Source{{
 			Source: indexer.Source{
 				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},

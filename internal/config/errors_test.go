@@ -92,6 +92,10 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:1: read_timeout: want a duration above zero like 30s, got 0s`}},
 		{"database_timeout not a duration", "database_timeout: soon\n" + base, []string{
 			`t.yaml:1: database_timeout: want a duration like 15m, 30s or 30d, got "soon"`}},
+		{"registry_view auth unknown", "registry_view: {auth: basic}\n" + base, []string{
+			`t.yaml:1: registry_view: auth: want none or token, got "basic"`}},
+		{"registry_view blobs unknown", "registry_view:\n  blobs: proxy\n" + base, []string{
+			`t.yaml:2: registry_view: blobs: want stream or redirect, got "proxy"`}},
 		{"concurrency zero", base + "    concurrency: 0\n", []string{
 			`t.yaml:9: source "k3s": concurrency: want at least 1, got 0`}},
 		{"insecure not a bool", base + "    insecure: maybe\n", []string{

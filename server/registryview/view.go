@@ -1,0 +1,477 @@
+// Package registryview serves channels and sources as read-only OCI
+// registry repositories under /v2/ (CONTRACT section 14), so that every
+// registry client (juju's caas-image-repo, Flux's image-reflector,
+// argocd-image-updater, Keel, Renovate's docker datasource, crane, skopeo)
+// sees only what a channel may serve, with the upstream's bytes and
+// digests.
+//
+// Tags come from the snapshot, never from the upstream: listing a channel
+// costs the upstream nothing. Manifests are fetched by the digest Tidemark
+// indexed (so a re-tag upstream serves nothing Tidemark has not gated)
+// and cached by digest in memory; blobs are streamed from the upstream
+// with the source's credentials, or redirected to it.
+package registryview
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Options configures a View.
+type Options struct {
+	// Auth is "none" or "token" (config.RegistryView).
+	Auth string
+	// Authenticate checks a token for Auth "token" (any scope reads);
+	// errors wrapping resolver.ErrUnauthorized are answered 401.
+	Authenticate func(c echo.Context, token string) error
+	// Blobs is "stream" or "redirect".
+	Blobs       string
+	Passthrough bool
+	Sources     []Source
+	Snapshot    func() *resolver.Snapshot
+	// Keychain finds credentials for sources without a password; nil:
+	// anonymous.
+	Keychain authn.Keychain
+	// Transport reaches upstream registries; nil: http.DefaultTransport.
+	Transport http.RoundTripper
+	// CacheBytes bounds the manifest cache; 0: 64 MiB.
+	CacheBytes int
+	// Observe counts view events: ("cache", "hit"|"miss"),
+	// ("upstream", "manifest"|"blob"). nil: none.
+	Observe func(kind, value string)
+	// WriteIdle bounds how long a blob's client may take to accept each
+	// chunk; the server's write timeout does not apply to blobs. 0: 60s.
+	WriteIdle time.Duration
+}
+
+// View is the registry view.
+type View struct {
+	opts    Options
+	sources map[string]*Source
+	up      *upstream
+	cache   *manifestCache
+}
+
+// New makes a view; Register adds its routes.
+func New(opts Options) *View {
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	if opts.WriteIdle <= 0 {
+		opts.WriteIdle = 60 * time.Second
+	}
+	if opts.Transport == nil {
+		opts.Transport = http.DefaultTransport
+	}
+	v := &View{opts: opts, sources: map[string]*Source{}, cache: newManifestCache(opts.CacheBytes)}
+	for i := range opts.Sources {
+		v.sources[opts.Sources[i].Name] = &opts.Sources[i]
+	}
+	v.up = &upstream{base: opts.Transport, keychain: opts.Keychain, requests: func(kind string) { v.observe("upstream", kind) }}
+	return v
+}
+
+func (v *View) observe(kind, value string) {
+	if v.opts.Observe != nil {
+		v.opts.Observe(kind, value)
+	}
+}
+
+// Register adds the /v2/ routes: the base, and tags, manifests and blobs
+// of channels/<channel> and sources/<source>, each also under
+// <repo>/<image name>.
+func (v *View) Register(e *echo.Echo) {
+	get := func(p string, h echo.HandlerFunc) { e.Match([]string{http.MethodGet, http.MethodHead}, p, v.auth(h)) }
+	get("/v2/", v.base)
+	get("/v2", v.base)
+	for _, kind := range []string{"channels", "sources"} {
+		for _, repo := range []string{"/v2/" + kind + "/:repo", "/v2/" + kind + "/:repo/:image"} {
+			get(repo+"/tags/list", v.tags)
+			get(repo+"/manifests/:ref", v.manifest)
+			get(repo+"/blobs/:digest", v.blob)
+		}
+	}
+	// Anything else under /v2/ is a repository the view does not have.
+	e.Any("/v2/*", v.auth(func(c echo.Context) error {
+		return distError(c, http.StatusNotFound, "NAME_UNKNOWN", "repository name not known to registry: the view serves channels/<channel> and sources/<source>", c.Request().URL.Path)
+	}))
+}
+
+// auth checks credentials when Auth is token: Basic with a token as the
+// password (docker login) or Bearer.
+func (v *View) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		if v.opts.Auth != "token" {
+			return next(c)
+		}
+		tok := credential(c.Request())
+		if tok == "" {
+			return unauthorized(c, "authentication required: docker login with any user name and a Tidemark token as the password, or send Authorization: Bearer <token>")
+		}
+		if err := v.opts.Authenticate(c, tok); err != nil {
+			if errors.Is(err, resolver.ErrUnauthorized) || errors.Is(err, resolver.ErrForbidden) {
+				return unauthorized(c, err.Error())
+			}
+			return err // a 429 or a 503: the server's error table answers
+		}
+		return next(c)
+	}
+}
+
+func credential(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok {
+		return ""
+	}
+	rest = strings.TrimSpace(rest)
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		return rest
+	case strings.EqualFold(scheme, "Basic"):
+		b, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return ""
+		}
+		_, pw, _ := strings.Cut(string(b), ":")
+		return pw
+	}
+	return ""
+}
+
+func unauthorized(c echo.Context, msg string) error {
+	c.Response().Header().Set("WWW-Authenticate", `Basic realm="tidemark"`)
+	return distError(c, http.StatusUnauthorized, "UNAUTHORIZED", msg, nil)
+}
+
+// distError answers in the distribution API's error shape.
+func distError(c echo.Context, status int, code, msg string, detail any) error {
+	type e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Detail  any    `json:"detail,omitempty"`
+	}
+	return c.JSON(status, struct {
+		Errors []e `json:"errors"`
+	}{[]e{{code, msg, detail}}})
+}
+
+func (v *View) base(c echo.Context) error {
+	return c.JSON(http.StatusOK, struct{}{})
+}
+
+// repo is one request's repository: its name, the source behind it, and
+// its registry tags (nil for a passthrough name: unfiltered upstream).
+type repo struct {
+	name  string
+	src   *Source
+	other string // a passthrough name beside the source's image; "" for the source's own
+	tags  []resolver.RegistryTag
+}
+
+// resolve finds the request's repository; ok false when it has answered
+// (an unknown name).
+func (v *View) resolve(c echo.Context) (*repo, bool, error) {
+	snap := v.opts.Snapshot()
+	if snap == nil {
+		return nil, false, fmt.Errorf("%w: no snapshot loaded yet", resolver.ErrUnavailable)
+	}
+	kind := strings.Split(strings.TrimPrefix(c.Path(), "/v2/"), "/")[0]
+	name, image := c.Param("repo"), c.Param("image")
+	r := &repo{name: kind + "/" + name}
+	var err error
+	var source string
+	if kind == "channels" {
+		if a, cerr := snap.Channel(name); cerr == nil {
+			source = a.Channel.Source
+			r.tags, err = snap.ChannelRegistryTags(name)
+		} else {
+			err = cerr
+		}
+	} else {
+		source = name
+		r.tags, err = snap.SourceRegistryTags(name)
+	}
+	if err != nil || v.sources[source] == nil {
+		return nil, false, distError(c, http.StatusNotFound, "NAME_UNKNOWN", fmt.Sprintf("repository %s is not known: no %s %q", r.name+suffix(image), strings.TrimSuffix(kind, "s"), name), nil)
+	}
+	r.src = v.sources[source]
+	if image != "" {
+		r.name += "/" + image
+		if own := path.Base(r.src.Image); image != own {
+			if !v.opts.Passthrough {
+				return nil, false, distError(c, http.StatusNotFound, "NAME_UNKNOWN",
+					fmt.Sprintf("repository %s is not known: the image here is %s (registry_view passthrough is off)", r.name, own), nil)
+			}
+			r.other, r.tags = image, nil
+		}
+	}
+	return r, true, nil
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "/" + s
+}
+
+var tagGrammar = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+func (v *View) tags(c echo.Context) error {
+	r, ok, err := v.resolve(c)
+	if !ok {
+		return err
+	}
+	if r.other != "" {
+		return v.proxyTags(c, r)
+	}
+	q := c.QueryParams()
+	n := -1
+	if s := q.Get("n"); s != "" {
+		if n, err = strconv.Atoi(s); err != nil || n < 0 {
+			return distError(c, http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", fmt.Sprintf("n %q is not a number of tags", s), nil)
+		}
+	}
+	names := make([]string, 0, len(r.tags))
+	last := q.Get("last")
+	for _, t := range r.tags {
+		if last == "" || t.Name > last {
+			names = append(names, t.Name)
+		}
+	}
+	if n >= 0 && n < len(names) {
+		names = names[:n]
+		if n > 0 {
+			next := url.Values{"n": {strconv.Itoa(n)}, "last": {names[n-1]}}
+			c.Response().Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?%s>; rel="next"`, r.name, next.Encode()))
+		}
+	}
+	return c.JSON(http.StatusOK, struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{r.name, names})
+}
+
+// proxyTags lists a passthrough repository's tags from the upstream.
+func (v *View) proxyTags(c echo.Context, r *repo) error {
+	ctx := c.Request().Context()
+	res, _, err := v.up.do(ctx, r.src, r.other, http.MethodGet, "tags", "list?"+c.QueryString(), nil)
+	if err != nil {
+		return upstreamFailed(c, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return upstreamFailed(c, &upstreamError{status: res.StatusCode, msg: fmt.Sprintf("upstream answered %s for the tags of %s", res.Status, r.other)})
+	}
+	if l := res.Header.Get("Link"); l != "" {
+		// The upstream's next page, under this view's name.
+		if i, j := strings.Index(l, "?"), strings.Index(l, ">"); i >= 0 && j > i {
+			c.Response().Header().Set("Link", fmt.Sprintf("</v2/%s/tags/list%s", r.name, l[i:]))
+		}
+	}
+	c.Response().Header().Set("Content-Type", "application/json")
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = io.Copy(c.Response(), io.LimitReader(res.Body, 16<<20))
+	return err
+}
+
+func upstreamFailed(c echo.Context, err error) error {
+	var ue *upstreamError
+	if errors.As(err, &ue) {
+		switch {
+		case ue.status == http.StatusNotFound:
+			return distError(c, http.StatusNotFound, "NAME_UNKNOWN", ue.msg, nil)
+		case ue.status == http.StatusTooManyRequests:
+			return distError(c, http.StatusTooManyRequests, "TOOMANYREQUESTS", ue.msg, nil)
+		}
+		return distError(c, http.StatusServiceUnavailable, "UNAVAILABLE", ue.msg, nil)
+	}
+	return distError(c, http.StatusServiceUnavailable, "UNAVAILABLE", err.Error(), nil)
+}
+
+var digestGrammar = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
+func (v *View) manifest(c echo.Context) error {
+	r, ok, err := v.resolve(c)
+	if !ok {
+		return err
+	}
+	ref := c.Param("ref")
+	ctx := c.Request().Context()
+	var m *Manifest
+	switch {
+	case r.other != "":
+		m, err = v.fetch(ctx, r, ref)
+	case digestGrammar.MatchString(ref):
+		if !v.allowedDigest(ctx, r, ref) {
+			return distError(c, http.StatusNotFound, "MANIFEST_UNKNOWN", fmt.Sprintf("manifest %s is not in %s", ref, r.name), nil)
+		}
+		m, err = v.fetch(ctx, r, ref)
+	case tagGrammar.MatchString(ref):
+		i := slices.IndexFunc(r.tags, func(t resolver.RegistryTag) bool { return t.Name == ref })
+		if i < 0 {
+			return distError(c, http.StatusNotFound, "MANIFEST_UNKNOWN", fmt.Sprintf("tag %s is not in %s: it is not a version %s may serve now", ref, r.name, r.name), nil)
+		}
+		// By the digest Tidemark indexed (and gated), not by tag: a
+		// re-tag upstream serves nothing until Tidemark has seen it.
+		want := r.tags[i].Digest
+		if want == "" {
+			want = ref
+		}
+		m, err = v.fetch(ctx, r, want)
+	default:
+		return distError(c, http.StatusBadRequest, "MANIFEST_INVALID", fmt.Sprintf("reference %q is neither a tag nor a sha256 digest", ref), nil)
+	}
+	if err != nil {
+		var ue *upstreamError
+		if errors.As(err, &ue) && ue.status == http.StatusNotFound {
+			return distError(c, http.StatusNotFound, "MANIFEST_UNKNOWN", ue.msg, nil)
+		}
+		return upstreamFailed(c, err)
+	}
+	h := c.Response().Header()
+	h.Set("Content-Type", m.MediaType)
+	h.Set("Docker-Content-Digest", m.Digest)
+	h.Set("Content-Length", strconv.Itoa(len(m.Body)))
+	h.Set("ETag", `"`+m.Digest+`"`)
+	c.Response().WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err = c.Response().Write(m.Body)
+	return err
+}
+
+// fetch is a manifest through the cache (by digest; a tag always asks).
+func (v *View) fetch(ctx context.Context, r *repo, ref string) (*Manifest, error) {
+	key := r.src.Name + suffix(r.other)
+	if digestGrammar.MatchString(ref) {
+		if m, ok := v.cache.get(key, ref); ok {
+			v.observe("cache", "hit")
+			return m, nil
+		}
+		v.observe("cache", "miss")
+	}
+	m, err := v.up.manifest(ctx, r.src, r.other, ref)
+	if err != nil {
+		return nil, err
+	}
+	v.cache.put(key, m)
+	return m, nil
+}
+
+// maxIndexProbe bounds how many listed manifests a request for an unknown
+// child digest reads to find its index (after a restart emptied the cache).
+const maxIndexProbe = 32
+
+// allowedDigest reports whether digest is a listed tag's, or a child of a
+// listed tag's index.
+func (v *View) allowedDigest(ctx context.Context, r *repo, digest string) bool {
+	listed := map[string]bool{}
+	for _, t := range r.tags {
+		if t.Digest != "" {
+			listed[t.Digest] = true
+		}
+	}
+	if listed[digest] {
+		return true
+	}
+	for _, p := range v.cache.parentsOf(r.src.Name, digest) {
+		if listed[p] {
+			return true
+		}
+	}
+	// Not known: read the listed indexes, newest tags first, until one
+	// names it.
+	probed := 0
+	for i := len(r.tags) - 1; i >= 0 && probed < maxIndexProbe; i-- {
+		d := r.tags[i].Digest
+		if d == "" {
+			continue
+		}
+		if _, ok := v.cache.get(r.src.Name, d); ok {
+			continue // its children are already known, and not this one
+		}
+		probed++
+		m, err := v.fetch(ctx, r, d)
+		if err == nil && slices.Contains(childDigests(m), digest) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *View) blob(c echo.Context) error {
+	r, ok, err := v.resolve(c)
+	if !ok {
+		return err
+	}
+	digest := c.Param("digest")
+	if !digestGrammar.MatchString(digest) {
+		return distError(c, http.StatusBadRequest, "DIGEST_INVALID", fmt.Sprintf("digest %q is not sha256:<64 hex>", digest), nil)
+	}
+	if v.opts.Blobs == "redirect" {
+		u, err := v.up.blobURL(r.src, r.other, digest)
+		if err != nil {
+			return err
+		}
+		return c.Redirect(http.StatusTemporaryRedirect, u)
+	}
+	ctx := c.Request().Context()
+	res, err := v.up.blob(ctx, r.src, r.other, c.Request().Method, digest)
+	if err != nil {
+		var ue *upstreamError
+		if errors.As(err, &ue) && ue.status == http.StatusNotFound {
+			return distError(c, http.StatusNotFound, "BLOB_UNKNOWN", ue.msg, nil)
+		}
+		return upstreamFailed(c, err)
+	}
+	defer res.Body.Close()
+	h := c.Response().Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Docker-Content-Digest", digest)
+	if res.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(res.ContentLength, 10))
+	}
+	c.Response().WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	// The server's write timeout bounds a whole answer; a blob of
+	// gigabytes takes longer. Each chunk gets WriteIdle instead, so a
+	// client that stops reading is still dropped.
+	rc := http.NewResponseController(c.Response().Writer)
+	w := &idleWriter{w: c.Response(), rc: rc, idle: v.opts.WriteIdle}
+	buf := make([]byte, 64<<10)
+	_, err = io.CopyBuffer(w, res.Body, buf)
+	return err
+}
+
+type idleWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (w *idleWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle)) // unsupported by a test recorder: then the server's applies
+	return w.w.Write(p)
+}
