@@ -142,6 +142,12 @@ bench-fleet:
 bench-graph:
 	go run ./devtools/cmd/benchgraph -versions 10000 -risks 100
 
+# The registry view of a 10,000-version channel beside the Debian
+# distribution registry it serves from: tags/list and manifest HEAD.
+.PHONY: bench-registry-view
+bench-registry-view:
+	go run ./devtools/cmd/benchview -tags 10000
+
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
 # series, /metrics, peak RSS, and a legitimate cluster's record latency.

@@ -15,6 +15,7 @@ package registryview
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,11 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -62,10 +66,11 @@ type Options struct {
 
 // View is the registry view.
 type View struct {
-	opts    Options
-	sources map[string]*Source
-	up      *upstream
-	cache   *manifestCache
+	listings atomic.Pointer[listings]
+	opts     Options
+	sources  map[string]*Source
+	up       *upstream
+	cache    *manifestCache
 }
 
 // New makes a view; Register adds its routes.
@@ -182,9 +187,82 @@ func (v *View) base(c echo.Context) error {
 type repo struct {
 	name  string
 	src   *Source
-	other string // a passthrough name beside the source's image; "" for the source's own
-	tags  []resolver.RegistryTag
+	other string   // a passthrough name beside the source's image; "" for the source's own
+	list  *listing // nil for a passthrough name
 }
+
+// listing is one channel's or source's registry tags in one snapshot,
+// ready to answer from: computed once per snapshot (a channel of 10,000
+// versions costs milliseconds to list and sort), then map lookups.
+type listing struct {
+	tags    []resolver.RegistryTag // by name
+	byName  map[string]int
+	digests map[string]bool
+	// body is the whole tags/list answer, by repository name asked.
+	mu   sync.Mutex
+	body map[string][]byte
+}
+
+func newListing(tags []resolver.RegistryTag) *listing {
+	l := &listing{tags: tags, byName: make(map[string]int, len(tags)), digests: map[string]bool{}, body: map[string][]byte{}}
+	for i, t := range tags {
+		l.byName[t.Name] = i
+		if t.Digest != "" {
+			l.digests[t.Digest] = true
+		}
+	}
+	return l
+}
+
+// listings are the listings of one snapshot, by "channels/<c>" or
+// "sources/<s>"; a new snapshot starts afresh.
+type listings struct {
+	snap *resolver.Snapshot
+	mu   sync.Mutex
+	m    map[string]*listing
+}
+
+// listingOf is kind/name's listing in snap, computed at most once.
+func (v *View) listingOf(snap *resolver.Snapshot, kind, name string) (*listing, error) {
+	ls := v.listings.Load()
+	if ls == nil || ls.snap != snap {
+		fresh := &listings{snap: snap, m: map[string]*listing{}}
+		if v.listings.CompareAndSwap(ls, fresh) {
+			ls = fresh
+		} else {
+			ls = v.listings.Load()
+		}
+	}
+	key := kind + "/" + name
+	ls.mu.Lock()
+	l, ok := ls.m[key]
+	ls.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	var tags []resolver.RegistryTag
+	var err error
+	if kind == "channels" {
+		tags, err = snap.ChannelRegistryTags(name)
+	} else {
+		tags, err = snap.SourceRegistryTags(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l = newListing(tags)
+	ls.mu.Lock()
+	if len(ls.m) < maxListings {
+		ls.m[key] = l
+	}
+	ls.mu.Unlock()
+	return l, nil
+}
+
+// maxListings bounds the listings kept per snapshot (configured channels
+// and sources, so only a flood of unknown names could pass it, and those
+// fail before a listing is made).
+const maxListings = 4096
 
 // resolve finds the request's repository; ok false when it has answered
 // (an unknown name).
@@ -196,18 +274,15 @@ func (v *View) resolve(c echo.Context) (*repo, bool, error) {
 	kind := strings.Split(strings.TrimPrefix(c.Path(), "/v2/"), "/")[0]
 	name, image := c.Param("repo"), c.Param("image")
 	r := &repo{name: kind + "/" + name}
-	var err error
-	var source string
+	source := name
 	if kind == "channels" {
-		if a, cerr := snap.Channel(name); cerr == nil {
+		if a, err := snap.Channel(name); err == nil {
 			source = a.Channel.Source
-			r.tags, err = snap.ChannelRegistryTags(name)
-		} else {
-			err = cerr
 		}
-	} else {
-		source = name
-		r.tags, err = snap.SourceRegistryTags(name)
+	}
+	var err error
+	if v.sources[source] != nil {
+		r.list, err = v.listingOf(snap, kind, name)
 	}
 	if err != nil || v.sources[source] == nil {
 		return nil, false, distError(c, http.StatusNotFound, "NAME_UNKNOWN", fmt.Sprintf("repository %s is not known: no %s %q", r.name+suffix(image), strings.TrimSuffix(kind, "s"), name), nil)
@@ -220,7 +295,7 @@ func (v *View) resolve(c echo.Context) (*repo, bool, error) {
 				return nil, false, distError(c, http.StatusNotFound, "NAME_UNKNOWN",
 					fmt.Sprintf("repository %s is not known: the image here is %s (registry_view passthrough is off)", r.name, own), nil)
 			}
-			r.other, r.tags = image, nil
+			r.other, r.list = image, nil
 		}
 	}
 	return r, true, nil
@@ -250,24 +325,47 @@ func (v *View) tags(c echo.Context) error {
 			return distError(c, http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", fmt.Sprintf("n %q is not a number of tags", s), nil)
 		}
 	}
-	names := make([]string, 0, len(r.tags))
 	last := q.Get("last")
-	for _, t := range r.tags {
-		if last == "" || t.Name > last {
-			names = append(names, t.Name)
-		}
+	if n < 0 && last == "" {
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, r.list.whole(r.name))
 	}
-	if n >= 0 && n < len(names) {
-		names = names[:n]
+	tags := r.list.tags
+	if last != "" {
+		tags = tags[sort.Search(len(tags), func(i int) bool { return tags[i].Name > last }):]
+	}
+	if n >= 0 && n < len(tags) {
+		tags = tags[:n]
 		if n > 0 {
-			next := url.Values{"n": {strconv.Itoa(n)}, "last": {names[n-1]}}
+			next := url.Values{"n": {strconv.Itoa(n)}, "last": {tags[n-1].Name}}
 			c.Response().Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?%s>; rel="next"`, r.name, next.Encode()))
 		}
 	}
-	return c.JSON(http.StatusOK, struct {
-		Name string   `json:"name"`
-		Tags []string `json:"tags"`
-	}{r.name, names})
+	names := make([]string, len(tags))
+	for i, t := range tags {
+		names[i] = t.Name
+	}
+	return c.JSON(http.StatusOK, tagList{r.name, names})
+}
+
+type tagList struct {
+	Name string   `json:"name"`
+	Tags []string `json:"tags"`
+}
+
+// whole is the tags/list answer of every tag, encoded once per name.
+func (l *listing) whole(name string) []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.body[name]; ok {
+		return b
+	}
+	names := make([]string, len(l.tags))
+	for i, t := range l.tags {
+		names[i] = t.Name
+	}
+	b, _ := json.Marshal(tagList{name, names}) // strings only: cannot fail
+	l.body[name] = b
+	return b
 }
 
 // proxyTags lists a passthrough repository's tags from the upstream.
@@ -326,13 +424,13 @@ func (v *View) manifest(c echo.Context) error {
 		}
 		m, err = v.fetch(ctx, r, ref)
 	case tagGrammar.MatchString(ref):
-		i := slices.IndexFunc(r.tags, func(t resolver.RegistryTag) bool { return t.Name == ref })
-		if i < 0 {
+		i, ok := r.list.byName[ref]
+		if !ok {
 			return distError(c, http.StatusNotFound, "MANIFEST_UNKNOWN", fmt.Sprintf("tag %s is not in %s: it is not a version %s may serve now", ref, r.name, r.name), nil)
 		}
 		// By the digest Tidemark indexed (and gated), not by tag: a
 		// re-tag upstream serves nothing until Tidemark has seen it.
-		want := r.tags[i].Digest
+		want := r.list.tags[i].Digest
 		if want == "" {
 			want = ref
 		}
@@ -385,12 +483,7 @@ const maxIndexProbe = 32
 // allowedDigest reports whether digest is a listed tag's, or a child of a
 // listed tag's index.
 func (v *View) allowedDigest(ctx context.Context, r *repo, digest string) bool {
-	listed := map[string]bool{}
-	for _, t := range r.tags {
-		if t.Digest != "" {
-			listed[t.Digest] = true
-		}
-	}
+	listed := r.list.digests
 	if listed[digest] {
 		return true
 	}
@@ -402,8 +495,8 @@ func (v *View) allowedDigest(ctx context.Context, r *repo, digest string) bool {
 	// Not known: read the listed indexes, newest tags first, until one
 	// names it.
 	probed := 0
-	for i := len(r.tags) - 1; i >= 0 && probed < maxIndexProbe; i-- {
-		d := r.tags[i].Digest
+	for i := len(r.list.tags) - 1; i >= 0 && probed < maxIndexProbe; i-- {
+		d := r.list.tags[i].Digest
 		if d == "" {
 			continue
 		}
