@@ -23,7 +23,8 @@ func TestChannelPageDrawsTheGraphAndRisks(t *testing.T) {
 	page := html.UnescapeString(string(body))
 	for _, want := range []string{`<svg class="graph" id="graph-svg"`, `class="edge risky"`, `data-from="v1.33.4+k3s1" data-to="v1.34.2+k3s2"`,
 		`<li><span class="version">v1.33.4+k3s1</span> to <span class="version">v1.34.2+k3s2</span>: risky (EtcdMigration)</li>`,
-		`data-risk="EtcdMigration"`, `data-risk="ProdIngress"`, `<text class="minor" x="`, `>1.34</text>`} {
+		`data-risk="EtcdMigration"`, `data-risk="ProdIngress"`, `<text class="minor" x="`, `>1.34</text>`,
+		`<dd id="view-repo"><code>` + strings.TrimPrefix(ts.URL, "http://") + `/channels/k3s-released</code>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("channel page lacks %q", want)
 		}

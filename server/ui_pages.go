@@ -73,6 +73,9 @@ type uiChannelBody struct {
 	// nothing. Risks are its source's known risks.
 	Graph *uiGraph
 	Risks []openapi.Risk
+	// ViewRepo is the channel as a registry repository (the registry
+	// view), host and path, for crane, skopeo and docker pull.
+	ViewRepo string
 }
 
 type uiSourceBody struct {
@@ -217,6 +220,9 @@ func (s *Server) uiChannel(c echo.Context) error {
 	}
 	b.Graph = graphOf(v.snap, ch.Name, str0(b.Row.Version), counts)
 	b.Risks = uiRisks(v.snap, ch.Source, baseURL(s.opts.ExternalURL, c.Request()))
+	if u, err := url.Parse(baseURL(s.opts.ExternalURL, c.Request())); err == nil {
+		b.ViewRepo = u.Host + "/channels/" + ch.Name
+	}
 	b.History, err = s.uiHistory(c.Request().Context(), e)
 	if err != nil {
 		// The channel is still worth showing without its history.
