@@ -21,50 +21,57 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 	}
 	var st resolver.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("pin channel %q", c.Channel), func(tx pgx.Tx) error {
-		old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
-		if err != nil {
-			return err
-		}
-		if old.Pin == c.Version && old.PinDigest == c.Digest && old.Rollback == c.Rollback {
-			// Already pinned there (PUT is idempotent): nothing changes, so
-			// nothing is recorded and the revision, hence the ETag, stays.
-			st, err = readState(ctx, tx, c.Channel)
-			return err
-		}
-		if c.Source != "" {
-			var reason string
-			err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
-			switch {
-			case err == nil:
-				return resolver.BlockedError(c.Source, c.Version, reason)
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
-		}
-		st, err = setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor, c.Rollback)
-		if err != nil {
-			return err
-		}
-		from := c.From
-		if from == "" {
-			from = old.Pin
-		}
-		action := "pin"
-		if c.Rollback {
-			action = "rollback"
-		}
-		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: action, Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
-			return err
-		}
-		if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
-			return err
-		}
-		if err := rolloutChange(ctx, tx, c, c.Version); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, "pin", "", "channel", c.Channel)
+		var err error
+		st, err = s.pinTx(ctx, tx, c)
+		return err
 	})
 	return st, err
+}
+
+// pinTx is Pin inside tx (a scheduled change applies in its own
+// transaction, with its state).
+func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (resolver.ChannelState, error) {
+	old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
+	if err != nil {
+		return resolver.ChannelState{}, err
+	}
+	if old.Pin == c.Version && old.PinDigest == c.Digest && old.Rollback == c.Rollback {
+		// Already pinned there (PUT is idempotent): nothing changes, so
+		// nothing is recorded and the revision, hence the ETag, stays.
+		return readState(ctx, tx, c.Channel)
+	}
+	if c.Source != "" {
+		var reason string
+		err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
+		switch {
+		case err == nil:
+			return resolver.ChannelState{}, resolver.BlockedError(c.Source, c.Version, reason)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return resolver.ChannelState{}, err
+		}
+	}
+	st, err := setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor, c.Rollback)
+	if err != nil {
+		return st, err
+	}
+	from := c.From
+	if from == "" {
+		from = old.Pin
+	}
+	action := "pin"
+	if c.Rollback {
+		action = "rollback"
+	}
+	if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: action, Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
+		return st, err
+	}
+	if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
+		return st, err
+	}
+	if err := rolloutChange(ctx, tx, c, c.Version); err != nil {
+		return st, err
+	}
+	return st, s.notify(ctx, tx, "pin", "", "channel", c.Channel)
 }
 
 // Unpin lets c.Channel follow its stream again; ErrNotFound when it is not
@@ -72,33 +79,40 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
 	var st resolver.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("unpin channel %q", c.Channel), func(tx pgx.Tx) error {
-		old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
-		if err != nil {
-			return err
-		}
-		if old.Pin == "" {
-			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
-		}
-		st, err = setPin(ctx, tx, c.Channel, "", "", "", false)
-		if err != nil {
-			return err
-		}
-		from := c.From
-		if from == "" {
-			from = old.Pin
-		}
-		if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
-			return err
-		}
-		if err := channelEvent(ctx, tx, c, from, c.To); err != nil {
-			return err
-		}
-		if err := rolloutChange(ctx, tx, c, c.To); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, "unpin", "", "channel", c.Channel)
+		var err error
+		st, err = s.unpinTx(ctx, tx, c)
+		return err
 	})
 	return st, err
+}
+
+// unpinTx is Unpin inside tx.
+func (s *Store) unpinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (resolver.ChannelState, error) {
+	old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
+	if err != nil {
+		return resolver.ChannelState{}, err
+	}
+	if old.Pin == "" {
+		return resolver.ChannelState{}, fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
+	}
+	st, err := setPin(ctx, tx, c.Channel, "", "", "", false)
+	if err != nil {
+		return st, err
+	}
+	from := c.From
+	if from == "" {
+		from = old.Pin
+	}
+	if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
+		return st, err
+	}
+	if err := channelEvent(ctx, tx, c, from, c.To); err != nil {
+		return st, err
+	}
+	if err := rolloutChange(ctx, tx, c, c.To); err != nil {
+		return st, err
+	}
+	return st, s.notify(ctx, tx, "unpin", "", "channel", c.Channel)
 }
 
 // rolloutChange starts, for a channel with a rollout policy, the rollout
