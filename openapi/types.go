@@ -27,9 +27,13 @@ type Channel struct {
 	Held *Held `json:"held,omitempty"`
 }
 
-// Held is why an answer holds a cluster where it is.
+// Held is why an answer holds a cluster where it is: on a channel URL's
+// answer to a cluster, "downgrade" or "risk"; on the channel object,
+// "window" or a freeze's reason, with Until (the next window's start or
+// the freeze's end).
 type Held struct {
-	Reason string `json:"reason"` // "downgrade": the channel's answer is older than the cluster's version
+	Reason string     `json:"reason"`
+	Until  *time.Time `json:"until,omitempty"`
 }
 
 // Rollout is a channel's staged rollout (GET /api/v1/channels/{name}/rollout).
@@ -233,6 +237,73 @@ type RiskList struct {
 	Risks []Risk `json:"risks"`
 }
 
+// ChangeRequest is the body of POST /api/v1/channels/{name}/changes.
+type ChangeRequest struct {
+	Action   string `json:"action"` // pin or unpin
+	Version  string `json:"version,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	At       string `json:"at"` // RFC 3339, in the future
+	Force    bool   `json:"force,omitempty"`
+	Rollback bool   `json:"rollback,omitempty"`
+}
+
+// Change is a scheduled or pending change.
+type Change struct {
+	ID          int64      `json:"id"`
+	Channel     string     `json:"channel"`
+	Action      string     `json:"action"`
+	Version     *string    `json:"version"`
+	Reason      string     `json:"reason"`
+	At          *time.Time `json:"at"`
+	State       string     `json:"state"`
+	RequestedBy string     `json:"requested_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	// Approvals needed and given; ExpiresAt ends a pending change.
+	ApprovalsNeeded int              `json:"approvals_needed"`
+	Approvals       []ChangeApproval `json:"approvals"`
+	ExpiresAt       *time.Time       `json:"expires_at"`
+	DecidedAt       *time.Time       `json:"decided_at"`
+	Outcome         string           `json:"outcome"`
+}
+
+// ChangeApproval is one identity's decision on a pending change.
+type ChangeApproval struct {
+	Identity string    `json:"identity"`
+	Approve  bool      `json:"approve"`
+	At       time.Time `json:"at"`
+	Reason   string    `json:"reason"`
+}
+
+// ChangeList is GET /api/v1/changes.
+type ChangeList struct {
+	Changes []Change `json:"changes"`
+}
+
+// FreezeRequest is the body of POST /api/v1/freezes.
+type FreezeRequest struct {
+	Channels []string `json:"channels"`
+	From     string   `json:"from"`
+	Until    string   `json:"until"`
+	Reason   string   `json:"reason"`
+}
+
+// Freeze is a declared freeze.
+type Freeze struct {
+	ID        int64     `json:"id"`
+	Channels  []string  `json:"channels"`
+	From      time.Time `json:"from"`
+	Until     time.Time `json:"until"`
+	Reason    string    `json:"reason"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	Active    bool      `json:"active"`
+}
+
+// FreezeList is GET /api/v1/freezes.
+type FreezeList struct {
+	Freezes []Freeze `json:"freezes"`
+}
+
 // PinRequest is the body of PUT .../pin.
 type PinRequest struct {
 	Version string `json:"version"`
@@ -241,6 +312,8 @@ type PinRequest struct {
 	// Rollback: clusters running a newer version are sent down to this one
 	// (a pin without it never moves a cluster down); audited as rollback.
 	Rollback bool `json:"rollback,omitempty"`
+	// OverrideFreeze (admin only) pins a frozen channel, at once.
+	OverrideFreeze bool `json:"override_freeze,omitempty"`
 }
 
 // ReasonRequest is the (optional) body of unpin, block and unblock.

@@ -23,7 +23,8 @@ func TestTypesMatchSchemas(t *testing.T) {
 		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},
 		Rollout{}, RolloutClusters{}, AlertsResult{}, IgnoredAlert{}, AlertmanagerPayload{}, AlertmanagerAlert{},
 		CloudEvent{}, CloudEventData{}, SlackMessage{}, Held{}, RolloutControlRequest{}, ChannelReleases{}, ChannelRelease{}, ResolveRisk{}, RiskRequest{}, Risk{}, RiskList{},
-		CincinnatiGraph{}, CincinnatiNode{}, CincinnatiConditionalEdges{}, CincinnatiEdge{}, CincinnatiRisk{}, CincinnatiMatchingRule{}} {
+		CincinnatiGraph{}, CincinnatiNode{}, CincinnatiConditionalEdges{}, CincinnatiEdge{}, CincinnatiRisk{}, CincinnatiMatchingRule{},
+		ChangeRequest{}, Change{}, ChangeApproval{}, ChangeList{}, FreezeRequest{}, Freeze{}, FreezeList{}} {
 		typ := reflect.TypeOf(v)
 		t.Run(typ.Name(), func(t *testing.T) {
 			ref, ok := doc.Components.Schemas[typ.Name()]

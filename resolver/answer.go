@@ -127,7 +127,9 @@ func (s *Snapshot) clusterAnswer(channel string, q Asker) (Tag, error) {
 		return Tag{}, fmt.Errorf("%w: channel %q: %s", ErrNotFound, channel, a.Why)
 	}
 	dest := a.Tag
-	if ro := a.Rollout; ro != nil {
+	// A held channel (a window closed, a freeze) answers its held version
+	// to every cluster: its rollout waits too.
+	if ro := a.Rollout; ro != nil && a.State.Hold == nil {
 		if d := ro.Dest(q.ID, q.Now); d != nil {
 			dest = d
 		}

@@ -35,6 +35,13 @@ type Channel struct {
 	// Rollout stages each change of the channel's version (rollout.go);
 	// nil: every cluster gets a new version at once.
 	Rollout *RolloutPolicy
+	// Approvals is how many identities other than the requester must
+	// approve a pin, unpin or scheduled change (0: none), within
+	// ApprovalTTL (governance.go).
+	Approvals   int
+	ApprovalTTL time.Duration
+	// Windows are when the channel's answer may move; none: always.
+	Windows []Window
 }
 
 // ChannelState is the mutable part of a channel, kept in the database.
@@ -50,6 +57,9 @@ type ChannelState struct {
 	Rollback bool
 	// Rollout is the channel's latest rollout; nil when it has none.
 	Rollout *Rollout
+	// Hold keeps the channel's answer where it was (a window closed, a
+	// freeze); nil: none.
+	Hold *Hold
 }
 
 // filter is the part of eligibility a channel and a resolve query share.

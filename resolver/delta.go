@@ -84,6 +84,9 @@ func sameState(a, b ChannelState) bool {
 		!a.PinnedAt.Equal(b.PinnedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
 		return false
 	}
+	if (a.Hold == nil) != (b.Hold == nil) || a.Hold != nil && *a.Hold != *b.Hold {
+		return false
+	}
 	return (a.Rollout == nil) == (b.Rollout == nil) && (a.Rollout == nil || reflect.DeepEqual(a.Rollout, b.Rollout))
 }
 

@@ -177,6 +177,8 @@ func TestSameStateComparesEveryField(t *testing.T) {
 			*v = testTime
 		case **Rollout:
 			*v = &Rollout{ID: 1}
+		case **Hold:
+			*v = &Hold{Version: "v1", Reason: "window"}
 		default:
 			t.Fatalf("ChannelState.%s: a %s; teach sameState and this test to compare it", typ.Field(i).Name, f.Type())
 		}

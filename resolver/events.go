@@ -13,6 +13,16 @@ const (
 	// EventRiskChanged: a known risk of Source was declared (To is its
 	// name) or removed (From is its name).
 	EventRiskChanged = "dev.tidemark.risk.changed"
+	// Governance: a change's every step (Channel, To the version, Reason
+	// names the change), and a freeze declared or cancelled.
+	EventChangeScheduled = "dev.tidemark.change.scheduled"
+	EventChangePending   = "dev.tidemark.change.pending"
+	EventChangeApproved  = "dev.tidemark.change.approved"
+	EventChangeRejected  = "dev.tidemark.change.rejected"
+	EventChangeApplied   = "dev.tidemark.change.applied"
+	EventChangeFailed    = "dev.tidemark.change.failed"
+	EventChangeCancelled = "dev.tidemark.change.cancelled"
+	EventFreezeChanged   = "dev.tidemark.freeze.changed"
 )
 
 // Event is one outbound notification as the outbox keeps it.

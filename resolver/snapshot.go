@@ -275,6 +275,21 @@ type ChannelAnswer struct {
 // juju bug 1455260 describes. A 404 keeps clients where they are and makes
 // the conflict visible, so a person re-pins or unblocks.
 func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
+	a := s.unheldAnswer(c, st, f)
+	if st.Hold == nil {
+		return a
+	}
+	// A hold keeps the version the channel answered when it began (a
+	// window closed, a freeze), unless that version can no longer be
+	// served: a block takes effect at once, whatever holds the channel.
+	if v, ok := s.bySource[c.Source].lookupOK(st.Hold.Version); ok && v.Valid && !v.Blocked && !v.registryHeld {
+		a.Tag, a.Why = &v.Tag, ""
+	}
+	return a
+}
+
+// unheldAnswer is answer without a hold: the pin, else the stream.
+func (s *Snapshot) unheldAnswer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 	a := ChannelAnswer{Channel: *c, State: st}
 	idx := s.bySource[c.Source]
 	pin := st.Pin

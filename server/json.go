@@ -38,8 +38,11 @@ func channelJSONWith(e *channelEntry, now time.Time, cc *openapi.RolloutClusters
 		j.Digest = strOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
-	if e.held != "" {
+	switch h := a.State.Hold; {
+	case e.held != "":
 		j.Held = &openapi.Held{Reason: e.held}
+	case h != nil:
+		j.Held = &openapi.Held{Reason: h.Reason, Until: openapi.TimeOrNil(h.Until)}
 	}
 	return j
 }

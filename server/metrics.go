@@ -24,6 +24,7 @@ type metrics struct {
 	capiPlans      *prometheus.CounterVec // tidemark_capi_upgrade_plans_total
 	viewCache      *prometheus.CounterVec // tidemark_registry_view_manifest_cache_total
 	viewUpstream   *prometheus.CounterVec // tidemark_registry_view_upstream_requests_total
+	governed       *prometheus.CounterVec // tidemark_governance_events_total
 	handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -85,11 +86,18 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 	for _, k := range []string{"manifest", "blob", "tag"} {
 		m.viewUpstream.WithLabelValues(k)
 	}
+	m.governed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_governance_events_total",
+		Help: "Governance events by kind: requested, approved, rejected, cancelled, freeze (API); applied, failed, expired, held, released (the governor).",
+	}, []string{"event"})
+	for _, ev := range []string{"requested", "approved", "rejected", "cancelled", "freeze", "applied", "failed", "expired", "held", "released"} {
+		m.governed.WithLabelValues(ev)
+	}
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -173,6 +181,9 @@ func (m *metrics) registryView(kind, value string) {
 		m.viewUpstream.WithLabelValues(value).Inc()
 	}
 }
+
+// governance counts a governance event (a fixed set of names).
+func (m *metrics) governance(event string) { m.governed.WithLabelValues(event).Inc() }
 
 // capiAnswer counts a GenerateUpgradePlan answer; sources are configured.
 func (m *metrics) capiAnswer(source, status string) {

@@ -44,6 +44,9 @@ func (s *Server) leadRollouts(ctx context.Context) {
 	now := time.Now()
 	for _, e := range v.list {
 		name := e.ans.Channel.Name
+		if e.ans.State.Hold != nil {
+			continue // held: its rollout waits for the window or the freeze's end
+		}
 		if start, ok := v.snap.PendingRollout(name); ok {
 			started, err := st.StartRollout(ctx, start)
 			if err != nil {

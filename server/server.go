@@ -110,6 +110,11 @@ type Options struct {
 	// the server's. Its zero value serves with auth none and streamed
 	// blobs, reaching no source (every repository is unknown).
 	RegistryView registryview.Options
+	// Governance serves scheduled changes, approvals and freezes, and runs
+	// the governor (internal/governor) while Rollouts.Leading says this
+	// replica leads (always when that is nil). nil: those routes answer
+	// 503.
+	Governance Governance
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -142,8 +147,10 @@ type Server struct {
 	kick      chan struct{}
 	fleet     *recorder
 	uiFleet   fleetCountsCache // the console's fleet counts per channel
-	// rolloutKick wakes the rollout leader after a snapshot change.
+	// rolloutKick wakes the rollout leader after a snapshot change;
+	// governKick the governor after a freeze changes.
 	rolloutKick chan struct{}
+	governKick  chan struct{}
 	// rolloutCounts are the channel object's rollout cluster counts,
 	// refreshed off the request path; countKick asks for a refresh.
 	rolloutCounts rolloutCounts
@@ -181,7 +188,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
 		authFails: newAuthFailures(authFailLimit, authFailWindow), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
-		countKick: make(chan struct{}, 1)}
+		governKick: make(chan struct{}, 1),
+		countKick:  make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
 	if opts.Data != nil && opts.Load == nil {
 		s.opts.Load = s.loadAll
@@ -389,6 +397,7 @@ func (s *Server) routes() *echo.Echo {
 	registryview.New(rv).Register(e)
 
 	s.registerWrites(e)
+	s.registerGovernance(e)
 	s.registerFleet(e)
 	s.registerRollouts(e)
 	s.registerUI(e)

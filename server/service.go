@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -83,6 +84,18 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	}
 	if s.opts.Rollouts.Store != nil {
 		run(func() { s.countRollouts(ctx) })
+	}
+	if g := s.opts.Governance; g != nil {
+		run(func() {
+			governor.Run(ctx, governor.Options{Store: g, Leading: s.opts.Rollouts.Leading, Log: s.log, Kick: s.governKick,
+				Snapshot: func() *resolver.Snapshot {
+					if v := s.cur.Load(); v != nil {
+						return v.snap
+					}
+					return nil
+				},
+				Applied: s.Notify, Observe: s.metrics.governance})
+		})
 	}
 	for _, f := range ro.Background {
 		run(func() { f(ctx) })

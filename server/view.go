@@ -99,7 +99,13 @@ func newEntry(a resolver.ChannelAnswer, externalURL string) *channelEntry {
 		}
 	}
 	e.digest = servedDigest(a)
-	e.etag = channelETag(a.State.Revision, e.version, a.Pinned, e.digest)
+	tagged := e.version
+	if h := a.State.Hold; h != nil {
+		// The object names its hold: a hold starting or ending is news
+		// even when the version stays.
+		tagged += "|held " + h.Reason + " " + h.Until.UTC().String()
+	}
+	e.etag = channelETag(a.State.Revision, tagged, a.Pinned, e.digest)
 	return e
 }
 

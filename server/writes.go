@@ -113,12 +113,42 @@ func (s *Server) pin(c echo.Context) error {
 	if err != nil {
 		return badParam("version", err)
 	}
+	overridden, err := s.freezeGate(c, ch.Name, req.OverrideFreeze)
+	if err != nil {
+		return err
+	}
+	if ch.Approvals > 0 && !overridden {
+		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
+			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback})
+	}
 	change.Actor, change.Reason, change.IfRevision = actor(c), req.Reason, ifRev
 	change.Rollback = req.Rollback
 	if _, err := s.opts.Store.Pin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
 	}
+	if overridden {
+		s.moveHold(c.Request().Context(), e, change.Version)
+	}
 	return s.answerChannel(c, ch.Name, "pinned")
+}
+
+// moveHold makes an admin's override of a freeze take effect at once: the
+// channel's hold moves to the version just pinned (or lifts, for an
+// unpin, until the governor holds the new answer).
+func (s *Server) moveHold(ctx context.Context, e *channelEntry, version string) {
+	h := e.ans.State.Hold
+	if h == nil || s.opts.Governance == nil {
+		return
+	}
+	var next *resolver.Hold
+	if version != "" {
+		moved := *h
+		moved.Version = version
+		next = &moved
+	}
+	if err := s.opts.Governance.SetHold(ctx, e.ans.Channel.Name, next); err != nil {
+		s.log.Warn("override of a freeze: could not move the hold; the pin waits for the freeze's end", "channel", e.ans.Channel.Name, "err", err)
+	}
 }
 
 // unpin lets the channel follow its stream again. A channel with a fixed
@@ -142,9 +172,22 @@ func (s *Server) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	overridden, err := s.freezeGate(c, name, c.QueryParam("override_freeze") == "true")
+	if err != nil {
+		return err
+	}
+	if e.ans.Channel.Approvals > 0 && !overridden {
+		if e.ans.State.Pin == "" {
+			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, name)
+		}
+		return s.recordChange(c, e, resolver.ScheduledChange{Channel: name, Action: "unpin", Reason: reason})
+	}
 	change.Actor, change.Reason, change.IfRevision = actor(c), reason, ifRev
 	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("unpin %q: %w", name, v.snap.ExplainUnpin(name, err))
+	}
+	if overridden {
+		s.moveHold(c.Request().Context(), e, change.To)
 	}
 	return s.answerChannel(c, name, "unpinned")
 }

@@ -43,7 +43,7 @@ func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
 		return resolver.Change{}, true
 	}
 	switch m["kind"] {
-	case "pin", "unpin", "rollout":
+	case "pin", "unpin", "rollout", "hold":
 		return resolver.Change{Channel: m["channel"]}, false
 	case "block", "unblock", "scan", "digests", "gates", "risk":
 		if m["source"] != "" {

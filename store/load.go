@@ -213,6 +213,9 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 	if err != nil {
 		return err
 	}
+	if err := loadHolds(ctx, tx, states); err != nil {
+		return err
+	}
 	return loadRollouts(ctx, tx, states)
 }
 

@@ -177,6 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		TrustedProxies: cfg.TrustedProxies,
 		ClusterAPI:     cfg.ClusterAPISources(),
 		RegistryView:   registryView(cfg),
+		Governance:     st,
 		// The indexing leader records the rollouts indexing starts; ix is
 		// set below, before Run starts asking.
 		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},

@@ -12,7 +12,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
-	"stepwise", "settle", "soak", "rollout",
+	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -115,6 +115,7 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	}
 
 	c.Rollout = p.rollout(f["rollout"], item)
+	p.governance(f, item, &c)
 
 	c.Redirect = redirectBase
 	if v, ok := p.str(f["redirect"], item, "redirect"); ok && p.redirect(f["redirect"], item, "redirect", v) {

@@ -92,6 +92,13 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:1: read_timeout: want a duration above zero like 30s, got 0s`}},
 		{"database_timeout not a duration", "database_timeout: soon\n" + base, []string{
 			`t.yaml:1: database_timeout: want a duration like 15m, 30s or 30d, got "soon"`}},
+		{"window start equals end", base + "channels:\n  - name: stable\n    source: k3s\n    windows: [{days: [mon], start: \"09:00\", end: \"09:00\"}]\n", []string{
+			`t.yaml:12: channel "stable": windows[0]: start and end are both 09:00: the window is empty`}},
+		{"window unknown day and zone", base + "channels:\n  - name: stable\n    source: k3s\n    windows: [{days: [funday], start: \"09:00\", end: \"10:00\", timezone: Mars/Olympus}]\n", []string{
+			`t.yaml:12: channel "stable": windows[0]: days: unknown day "funday" (want mon, tue, wed, thu, fri, sat or sun)`,
+			`t.yaml:12: channel "stable": windows[0]: timezone: unknown time zone "Mars/Olympus" (an IANA name like Europe/Berlin)`}},
+		{"windows overlap", base + "channels:\n  - name: stable\n    source: k3s\n    windows:\n      - {days: [mon], start: \"09:00\", end: \"17:00\", timezone: Europe/Berlin}\n      - {days: [mon], start: \"15:00\", end: \"18:00\", timezone: UTC}\n", []string{
+			`t.yaml:14: channel "stable": windows[1] overlaps windows[0]`}},
 		{"registry_view auth unknown", "registry_view: {auth: basic}\n" + base, []string{
 			`t.yaml:1: registry_view: auth: want none or token, got "basic"`}},
 		{"registry_view blobs unknown", "registry_view:\n  blobs: proxy\n" + base, []string{

@@ -1,0 +1,212 @@
+// Package governor is the leader loop of governance (CONTRACT section
+// 15): it applies scheduled changes when their time comes (exactly once:
+// the store claims each change in the transaction that applies it), fails
+// pending changes whose approvals did not come in time, and records a
+// hold for every channel outside its windows or under a freeze (the
+// version it answered when the hold began), lifting it after.
+//
+// It runs on every replica and acts only while Leading says so (the
+// indexer's lock); a second leader for a moment is harmless, since the
+// store decides every change once.
+package governor
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Store is what the governor needs of *store.Store.
+type Store interface {
+	DueChanges(ctx context.Context, now time.Time) ([]resolver.ScheduledChange, error)
+	ApplyChange(ctx context.Context, id int64, plan func(resolver.ScheduledChange) (resolver.ChannelChange, error)) (resolver.ScheduledChange, bool, error)
+	ExpireChanges(ctx context.Context, now time.Time) ([]resolver.ScheduledChange, error)
+	Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, error)
+	SetHold(ctx context.Context, channel string, hold *resolver.Hold) error
+}
+
+// Options configures Run.
+type Options struct {
+	Store    Store
+	Snapshot func() *resolver.Snapshot
+	Leading  func() bool
+	// Applied is told of every change the governor made (a change applied
+	// or failed, a hold set or lifted), so the replica reloads what it
+	// touched at once (Server.Notify).
+	Applied func(resolver.Change)
+	// Observe counts outcomes: "applied", "failed", "expired", "held",
+	// "released". nil: none.
+	Observe func(outcome string)
+	Log     *slog.Logger
+	// Every is the tick; 0: one second (a change is applied within it).
+	Every time.Duration
+	Now   func() time.Time // nil: time.Now
+	// Kick asks for a round now (a freeze declared or cancelled).
+	Kick <-chan struct{}
+}
+
+// Run governs until ctx ends.
+func Run(ctx context.Context, o Options) {
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	t := time.NewTicker(o.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-o.Kick:
+		}
+		if o.Leading != nil && !o.Leading() {
+			continue
+		}
+		Tick(ctx, o)
+	}
+}
+
+// Tick does one round: expiries, due changes, holds.
+func Tick(ctx context.Context, o Options) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	now := o.Now()
+	observe := func(s string) {
+		if o.Observe != nil {
+			o.Observe(s)
+		}
+	}
+	expired, err := o.Store.ExpireChanges(ctx, now)
+	if err != nil {
+		o.Log.Warn("could not expire pending changes; retrying", "err", err)
+	}
+	for _, c := range expired {
+		o.Log.Info("change expired waiting for approvals", "change", c.ID, "channel", c.Channel)
+		observe("expired")
+	}
+	due, err := o.Store.DueChanges(ctx, now)
+	if err != nil {
+		o.Log.Warn("could not read due changes; retrying", "err", err)
+	}
+	for _, d := range due {
+		c, applied, err := o.Store.ApplyChange(ctx, d.ID, func(c resolver.ScheduledChange) (resolver.ChannelChange, error) {
+			return Plan(o.Snapshot(), c)
+		})
+		switch {
+		case err != nil:
+			o.Log.Warn("could not apply a scheduled change; retrying", "change", d.ID, "err", err)
+			continue
+		case !applied:
+			continue
+		case c.State == resolver.ChangeFailed:
+			o.Log.Warn("scheduled change failed", "change", c.ID, "channel", c.Channel, "reason", c.Outcome)
+			observe("failed")
+		default:
+			o.Log.Info("scheduled change applied", "change", c.ID, "channel", c.Channel, "action", c.Action, "version", c.Version,
+				"late", now.Sub(c.At).Round(time.Millisecond))
+			observe("applied")
+		}
+		if o.Applied != nil {
+			o.Applied(resolver.Change{Channel: c.Channel})
+		}
+	}
+	holds(ctx, o, now, observe)
+}
+
+// Plan turns a scheduled change into the pin or unpin it makes, checked
+// against snap now: a version blocked or no longer eligible fails it.
+func Plan(snap *resolver.Snapshot, c resolver.ScheduledChange) (resolver.ChannelChange, error) {
+	if snap == nil {
+		return resolver.ChannelChange{}, resolver.ErrUnavailable
+	}
+	var cc resolver.ChannelChange
+	var err error
+	if c.Action == "unpin" {
+		cc, err = snap.PlanUnpin(c.Channel)
+	} else {
+		cc, err = snap.PlanPin(c.Channel, c.Version, c.Force)
+	}
+	if err != nil {
+		return cc, err
+	}
+	cc.Reason, cc.Rollback = c.Reason, c.Rollback
+	return cc, nil
+}
+
+// holds sets and lifts every channel's hold.
+func holds(ctx context.Context, o Options, now time.Time, observe func(string)) {
+	snap := o.Snapshot()
+	if snap == nil {
+		return
+	}
+	freezes, err := o.Store.Freezes(ctx, now)
+	if err != nil {
+		o.Log.Warn("could not read freezes; holds wait", "err", err)
+		return
+	}
+	for _, a := range snap.Channels() {
+		name := a.Channel.Name
+		want := Want(&a.Channel, freezes, now)
+		have := a.State.Hold
+		switch {
+		case want == nil && have == nil:
+			continue
+		case want == nil:
+			if err := o.Store.SetHold(ctx, name, nil); err != nil {
+				o.Log.Warn("could not lift a hold; retrying", "channel", name, "err", err)
+				continue
+			}
+			o.Log.Info("channel released: its window opened or its freeze ended", "channel", name)
+			observe("released")
+		case have == nil:
+			if a.Tag == nil {
+				continue // nothing served, nothing to hold
+			}
+			want.Version = a.Tag.Version.String()
+			if err := o.Store.SetHold(ctx, name, want); err != nil {
+				o.Log.Warn("could not hold a channel; retrying", "channel", name, "err", err)
+				continue
+			}
+			o.Log.Info("channel held", "channel", name, "version", want.Version, "reason", want.Reason, "until", want.Until)
+			observe("held")
+		case have.Reason != want.Reason || !have.Until.Equal(want.Until):
+			want.Version = have.Version
+			if err := o.Store.SetHold(ctx, name, want); err != nil {
+				o.Log.Warn("could not update a hold; retrying", "channel", name, "err", err)
+				continue
+			}
+		default:
+			continue
+		}
+		if o.Applied != nil {
+			o.Applied(resolver.Change{Channel: name})
+		}
+	}
+}
+
+// Want is the hold channel c should have at now: a freeze covering it,
+// else its windows when none is open; nil when it may move. Version is
+// left for the caller.
+func Want(c *resolver.Channel, freezes []resolver.Freeze, now time.Time) *resolver.Hold {
+	for i := range freezes {
+		if f := &freezes[i]; f.Covers(c.Name, now) {
+			return &resolver.Hold{Reason: f.Reason, Until: f.Until.UTC()}
+		}
+	}
+	if !resolver.InWindow(c.Windows, now) {
+		return &resolver.Hold{Reason: "window", Until: resolver.NextWindow(c.Windows, now).UTC()}
+	}
+	return nil
+}

@@ -1,0 +1,385 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/internal/governor"
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// Governance is what the governance routes and the governor need of the
+// database (*store.Store): CONTRACT section 15.
+type Governance interface {
+	governor.Store
+	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
+	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
+	CancelChange(ctx context.Context, id int64, actor, reason string) (resolver.ScheduledChange, error)
+	DecideChange(ctx context.Context, id int64, identity string, approve bool, reason string) (resolver.ScheduledChange, error)
+	CreateFreeze(ctx context.Context, f resolver.Freeze) (resolver.Freeze, error)
+	CancelFreeze(ctx context.Context, id int64, actor string) (resolver.Freeze, error)
+}
+
+// DefaultApprovalTTL is how long a pending change waits for approvals.
+const DefaultApprovalTTL = 24 * time.Hour
+
+// maxChangesListed bounds GET /api/v1/changes.
+const maxChangesListed = 500
+
+func (s *Server) registerGovernance(e *echo.Echo) {
+	promote := s.requireChannelScope(ScopePromote)
+	e.POST("/api/v1/channels/:name/changes", s.scheduleChange, s.dbDeadline, promote)
+	s.get(e, "/api/v1/changes", s.listChanges, s.dbDeadline, s.requireRead())
+	e.DELETE("/api/v1/changes/:id", s.cancelChange, s.dbDeadline, s.requireScope(ScopePromote))
+	e.POST("/api/v1/changes/:id/approve", s.approveChange, s.dbDeadline, s.requireScope(ScopePromote))
+	e.POST("/api/v1/changes/:id/reject", s.rejectChange, s.dbDeadline, s.requireScope(ScopePromote))
+	e.POST("/api/v1/freezes", s.createFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
+	s.get(e, "/api/v1/freezes", s.listFreezes, s.dbDeadline, s.requireRead())
+	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
+}
+
+func (s *Server) governance() (Governance, error) {
+	if s.opts.Governance == nil {
+		return nil, fmt.Errorf("%w: scheduled changes, approvals and freezes need the database, which this server was started without", resolver.ErrUnavailable)
+	}
+	return s.opts.Governance, nil
+}
+
+// scheduleChange is POST /api/v1/channels/{name}/changes.
+func (s *Server) scheduleChange(c echo.Context) error {
+	v, e, err := s.channelParam(c)
+	if err != nil {
+		return err
+	}
+	var req openapi.ChangeRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	at, err := time.Parse(time.RFC3339, req.At)
+	switch {
+	case req.At == "":
+		return invalidParam("at", "at is required (RFC 3339, e.g. 2026-12-01T06:00:00Z)")
+	case err != nil:
+		return invalidParam("at", "%q is not an RFC 3339 time like 2026-12-01T06:00:00Z", req.At)
+	case !at.After(time.Now()):
+		return invalidParam("at", "%s is not in the future", req.At)
+	}
+	sc := resolver.ScheduledChange{Channel: e.ans.Channel.Name, Action: req.Action, Reason: req.Reason, At: at,
+		Force: req.Force, Rollback: req.Rollback}
+	if err := s.checkChange(v, &sc, req.Version); err != nil {
+		return err
+	}
+	return s.recordChange(c, e, sc)
+}
+
+// checkChange validates a change's action and version against the
+// snapshot now (it is checked again when it applies).
+func (s *Server) checkChange(v *view, sc *resolver.ScheduledChange, version string) error {
+	switch sc.Action {
+	case "pin":
+		if version == "" {
+			return invalidParam("version", "version is required to pin")
+		}
+		cc, err := v.snap.PlanPin(sc.Channel, version, sc.Force)
+		if err != nil && !errors.Is(err, resolver.ErrGatesPending) {
+			return badParam("version", err)
+		}
+		sc.Version = cc.Version
+		if sc.Version == "" {
+			sc.Version = version
+		}
+	case "unpin":
+		if version != "" {
+			return invalidParam("version", "an unpin takes no version")
+		}
+	default:
+		return invalidParam("action", "action %q is neither pin nor unpin", sc.Action)
+	}
+	return nil
+}
+
+// recordChange stores sc for the requester: pending when the channel
+// needs approvals (202), else scheduled (201).
+func (s *Server) recordChange(c echo.Context, e *channelEntry, sc resolver.ScheduledChange) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	sc.RequestedBy, sc.State = actor(c), resolver.ChangeScheduled
+	status := http.StatusCreated
+	if n := e.ans.Channel.Approvals; n > 0 {
+		ttl := e.ans.Channel.ApprovalTTL
+		if ttl <= 0 {
+			ttl = DefaultApprovalTTL
+		}
+		sc.State, sc.ApprovalsNeeded, sc.ExpiresAt = resolver.ChangePending, n, time.Now().Add(ttl)
+		status = http.StatusAccepted
+	}
+	sc, err = g.ScheduleChange(c.Request().Context(), sc)
+	if err != nil {
+		return fmt.Errorf("change of channel %q: %w", sc.Channel, err)
+	}
+	s.metrics.governance("requested")
+	return c.JSON(status, changeJSON(sc))
+}
+
+func (s *Server) listChanges(c echo.Context) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	state := c.QueryParam("state")
+	if state != "" && !slices.Contains(resolver.ChangeStates, state) {
+		return invalidParam("state", "state %q is not one of %s", state, strings.Join(resolver.ChangeStates, ", "))
+	}
+	cs, err := g.Changes(c.Request().Context(), state, maxChangesListed)
+	if err != nil {
+		return err
+	}
+	out := openapi.ChangeList{Changes: make([]openapi.Change, len(cs))}
+	for i, ch := range cs {
+		out.Changes[i] = changeJSON(ch)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func changeID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, invalidParam("id", "%q is not a change id", c.Param("id"))
+	}
+	return id, nil
+}
+
+// changeOf finds change id and checks the principal may write its channel.
+func (s *Server) changeOf(c echo.Context, g Governance, id int64) (resolver.ScheduledChange, error) {
+	cs, err := g.Changes(c.Request().Context(), "", maxChangesListed)
+	if err != nil {
+		return resolver.ScheduledChange{}, err
+	}
+	for _, ch := range cs {
+		if ch.ID == id {
+			return ch, mayReach(principal(c), reachChannel, ch.Channel)
+		}
+	}
+	return resolver.ScheduledChange{}, badParam("id", fmt.Errorf("%w: no change %d among the newest %d", resolver.ErrNotFound, id, maxChangesListed))
+}
+
+func (s *Server) cancelChange(c echo.Context) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	id, err := changeID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.changeOf(c, g, id); err != nil {
+		return err
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	ch, err := g.CancelChange(c.Request().Context(), id, actor(c), reason)
+	if err != nil {
+		return badParam("id", err)
+	}
+	s.metrics.governance("cancelled")
+	return c.JSON(http.StatusOK, changeJSON(ch))
+}
+
+func (s *Server) approveChange(c echo.Context) error { return s.decideChange(c, true) }
+func (s *Server) rejectChange(c echo.Context) error  { return s.decideChange(c, false) }
+
+// decideChange approves or rejects a pending change; the last approval
+// needed applies a change whose time has come at once.
+func (s *Server) decideChange(c echo.Context, approve bool) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	id, err := changeID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.changeOf(c, g, id); err != nil {
+		return err
+	}
+	reason, err := reasonOf(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, err := g.DecideChange(ctx, id, actor(c), approve, reason)
+	if err != nil {
+		return badParam("id", err)
+	}
+	if ch.State == resolver.ChangeScheduled && !ch.At.After(time.Now()) {
+		if v, err := s.view(); err == nil {
+			applied, ok, err := g.ApplyChange(ctx, id, func(sc resolver.ScheduledChange) (resolver.ChannelChange, error) {
+				return governor.Plan(v.snap, sc)
+			})
+			if err != nil {
+				// Scheduled and due: the governor applies it within a second.
+				s.log.Warn("could not apply an approved change now; the leader will", "change", id, "err", err)
+			} else if ok {
+				ch = applied
+				if err := s.reloadAfterWrite(ctx, resolver.Change{Channel: ch.Channel}); err != nil {
+					s.log.Warn("applied an approved change; reload failed", "change", id, "err", err)
+				}
+			}
+		}
+	}
+	s.metrics.governance(map[bool]string{true: "approved", false: "rejected"}[approve])
+	return c.JSON(http.StatusOK, changeJSON(ch))
+}
+
+func changeJSON(c resolver.ScheduledChange) openapi.Change {
+	j := openapi.Change{ID: c.ID, Channel: c.Channel, Action: c.Action, Version: strOrNil(c.Version), Reason: c.Reason,
+		At: openapi.TimeOrNil(c.At), State: c.State, RequestedBy: c.RequestedBy, CreatedAt: c.CreatedAt.UTC(),
+		ApprovalsNeeded: c.ApprovalsNeeded, Approvals: []openapi.ChangeApproval{}, ExpiresAt: openapi.TimeOrNil(c.ExpiresAt),
+		DecidedAt: openapi.TimeOrNil(c.DecidedAt), Outcome: c.Outcome}
+	for _, a := range c.Approvals {
+		j.Approvals = append(j.Approvals, openapi.ChangeApproval{Identity: a.Identity, Approve: a.Approve, At: a.At.UTC(), Reason: a.Reason})
+	}
+	return j
+}
+
+// maxFreezeChannels bounds a freeze's channel globs.
+const maxFreezeChannels = 100
+
+func (s *Server) createFreeze(c echo.Context) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	var req openapi.FreezeRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	f := resolver.Freeze{Channels: req.Channels, Reason: req.Reason, CreatedBy: actor(c)}
+	switch {
+	case len(req.Channels) == 0:
+		return invalidParam("channels", "channels is required: names or globs (\"v1.*\", \"*\")")
+	case len(req.Channels) > maxFreezeChannels:
+		return invalidParam("channels", "%d entries, at most %d", len(req.Channels), maxFreezeChannels)
+	case strings.TrimSpace(req.Reason) == "":
+		return invalidParam("reason", "a freeze needs a reason: it is what a refused pin says")
+	}
+	for i, g := range req.Channels {
+		if !resolver.ValidChannelGlob(g) {
+			return invalidParam(fmt.Sprintf("channels[%d]", i), "%q is not a channel name or glob", g)
+		}
+	}
+	if f.From, err = time.Parse(time.RFC3339, req.From); err != nil {
+		return invalidParam("from", "%q is not an RFC 3339 time like 2026-12-20T00:00:00Z", req.From)
+	}
+	if f.Until, err = time.Parse(time.RFC3339, req.Until); err != nil {
+		return invalidParam("until", "%q is not an RFC 3339 time like 2027-01-04T00:00:00Z", req.Until)
+	}
+	switch {
+	case !f.Until.After(f.From):
+		return invalidParam("until", "until %s is not after from %s", req.Until, req.From)
+	case !f.Until.After(time.Now()):
+		return invalidParam("until", "until %s has passed", req.Until)
+	}
+	if f, err = g.CreateFreeze(c.Request().Context(), f); err != nil {
+		return err
+	}
+	s.metrics.governance("freeze")
+	s.kickGovernor()
+	return c.JSON(http.StatusCreated, freezeJSON(f, time.Now()))
+}
+
+func (s *Server) listFreezes(c echo.Context) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	fs, err := g.Freezes(c.Request().Context(), now)
+	if err != nil {
+		return err
+	}
+	out := openapi.FreezeList{Freezes: make([]openapi.Freeze, len(fs))}
+	for i, f := range fs {
+		out.Freezes[i] = freezeJSON(f, now)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) cancelFreeze(c echo.Context) error {
+	g, err := s.governance()
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return invalidParam("id", "%q is not a freeze id", c.Param("id"))
+	}
+	f, err := g.CancelFreeze(c.Request().Context(), id, actor(c))
+	if err != nil {
+		return badParam("id", err)
+	}
+	s.kickGovernor()
+	return c.JSON(http.StatusOK, freezeJSON(f, time.Now()))
+}
+
+func freezeJSON(f resolver.Freeze, now time.Time) openapi.Freeze {
+	return openapi.Freeze{ID: f.ID, Channels: f.Channels, From: f.From.UTC(), Until: f.Until.UTC(), Reason: f.Reason,
+		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.UTC(), Active: f.CancelledAt.IsZero() && !now.Before(f.From) && now.Before(f.Until)}
+}
+
+// frozen is the freeze holding channel now, if any.
+func (s *Server) frozen(ctx context.Context, channel string) (*resolver.Freeze, error) {
+	if s.opts.Governance == nil {
+		return nil, nil
+	}
+	now := time.Now()
+	fs, err := s.opts.Governance.Freezes(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fs {
+		if fs[i].Covers(channel, now) {
+			return &fs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// freezeGate refuses a pin or unpin of a frozen channel (409 naming the
+// freeze), unless an admin overrides it; override reports that one did.
+func (s *Server) freezeGate(c echo.Context, channel string, override bool) (overridden bool, err error) {
+	f, err := s.frozen(c.Request().Context(), channel)
+	if err != nil || f == nil {
+		return false, err
+	}
+	if override && allows(principal(c).Scopes, ScopeAdmin) {
+		return true, nil
+	}
+	advice := `; an admin may send "override_freeze": true`
+	if override {
+		advice = "; override_freeze needs scope admin"
+	}
+	return false, fmt.Errorf("%w: channel %q is frozen until %s (%q, freeze %d)%s", resolver.ErrState, channel,
+		f.Until.UTC().Format(time.RFC3339), f.Reason, f.ID, advice)
+}
+
+// kickGovernor runs a governance round soon (a freeze made or lifted).
+func (s *Server) kickGovernor() {
+	select {
+	case s.governKick <- struct{}{}:
+	default:
+	}
+}
