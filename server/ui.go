@@ -68,6 +68,7 @@ func (s *Server) registerUI(e *echo.Echo) {
 	s.get(e, "/ui/channels/:name", s.uiChannel)
 	s.get(e, "/ui/sources/:source", s.uiSource)
 	s.get(e, "/ui/resolve", s.uiResolve)
+	s.get(e, "/ui/changes", s.uiChanges)
 	s.get(e, "/ui/assets/:file", s.uiAsset)
 }
 

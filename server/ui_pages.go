@@ -76,6 +76,8 @@ type uiChannelBody struct {
 	// ViewRepo is the channel as a registry repository (the registry
 	// view), host and path, for crane, skopeo and docker pull.
 	ViewRepo string
+	// Governance is the channel's windows, hold and next scheduled change.
+	Governance uiChannelGovernance
 }
 
 type uiSourceBody struct {
@@ -223,6 +225,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 	if u, err := url.Parse(baseURL(s.opts.ExternalURL, c.Request())); err == nil {
 		b.ViewRepo = u.Host + "/channels/" + ch.Name
 	}
+	b.Governance = s.channelGovernance(c.Request().Context(), e)
 	b.History, err = s.uiHistory(c.Request().Context(), e)
 	if err != nil {
 		// The channel is still worth showing without its history.
