@@ -148,6 +148,12 @@ bench-graph:
 bench-registry-view:
 	go run ./devtools/cmd/benchview -tags 10000
 
+# 100 scheduled pins due at one moment, two replicas' governors racing:
+# how late each was applied, and exactly one pin each.
+.PHONY: bench-schedule
+bench-schedule:
+	scripts/with-pg go run ./devtools/cmd/benchschedule -changes 100
+
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
 # series, /metrics, peak RSS, and a legitimate cluster's record latency.
