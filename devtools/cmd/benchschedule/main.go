@@ -83,6 +83,7 @@ func run(n int) error {
 		n, at.Format(time.RFC3339), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 
 	gctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	for i, s := range stores {
 		snap := func() *resolver.Snapshot {
