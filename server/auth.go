@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/signin"
 )
 
 // Scopes a token may carry. admin implies every other one.
@@ -175,8 +176,20 @@ func (s *Server) authenticate(c echo.Context, queryToken bool) (resolver.Princip
 	if q := c.QueryParam("access_token"); err != nil && queryToken && q != "" {
 		secret, err = q, nil
 	}
+	if err != nil && c.Request().Header.Get("Authorization") == "" {
+		if p, ok := s.sessionPrincipal(c); ok {
+			return p, nil
+		}
+	}
 	var p resolver.Principal
-	if err == nil {
+	switch {
+	case err != nil:
+	case s.opts.SignIn != nil && signin.LooksLikeJWT(secret):
+		// A person's ID token from the provider (CONTRACT section 15).
+		if p, err = s.opts.SignIn.Bearer(c.Request().Context(), secret); err != nil {
+			s.log.Info("bearer ID token refused", "reason", err, "client", s.clientAddr(c.Request()))
+		}
+	default:
 		p, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
 	}
 	return p, s.credentialFailed(c, err) // the store's error already says "authenticate"

@@ -32,6 +32,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/registryview"
+	"github.com/tidemark-dev/tidemark/server/signin"
 )
 
 // Options configures a Server.
@@ -115,6 +116,10 @@ type Options struct {
 	// replica leads (always when that is nil). nil: those routes answer
 	// 503.
 	Governance Governance
+	// SignIn signs people in with OpenID Connect (server/signin): the
+	// console's flow, session cookies and ID tokens as bearer tokens.
+	// nil: tokens only.
+	SignIn *signin.SignIn
 }
 
 // Defaults of the HTTP hygiene contract.
@@ -398,6 +403,7 @@ func (s *Server) routes() *echo.Echo {
 
 	s.registerWrites(e)
 	s.registerGovernance(e)
+	s.registerSignIn(e)
 	s.registerFleet(e)
 	s.registerRollouts(e)
 	s.registerUI(e)

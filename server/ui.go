@@ -99,6 +99,12 @@ func (s *Server) render(c echo.Context, status int, page string, p uiPage) error
 			p.Snapshot = v.snap.LoadedAt
 		}
 	}
+	if s.opts.SignIn != nil {
+		p.SignIn = true
+		if who, ok := s.opts.SignIn.Session(c.Request()); ok {
+			p.Who, p.Scopes = who.Name, who.Scopes
+		}
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
 		return fmt.Errorf("console: render %s: %w", page, err)

@@ -29,6 +29,22 @@ type uiPage struct {
 	Nav      string    // the navigation entry that is the current page
 	Snapshot time.Time // when the data shown was loaded
 	Body     any
+	// SignIn: sign-in is configured; Who is the person signed in ("" for
+	// nobody) and Scopes what they may do: the page offers only those
+	// writes (render fills these).
+	SignIn bool
+	Who    string
+	Scopes []string
+}
+
+// May reports whether the page should offer a write needing scope: with a
+// person signed in, their scopes decide; otherwise a token typed in the
+// page will (the server checks it either way).
+func (p uiPage) May(scope string) bool {
+	if p.Who == "" {
+		return true
+	}
+	return allows(p.Scopes, scope)
 }
 
 type uiChannelsBody struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/registryview"
+	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -178,6 +179,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		ClusterAPI:     cfg.ClusterAPISources(),
 		RegistryView:   registryView(cfg),
 		Governance:     st,
+		SignIn:         signIn(cfg, log),
 		// The indexing leader records the rollouts indexing starts; ix is
 		// set below, before Run starts asking.
 		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},
@@ -287,4 +289,18 @@ func registryView(cfg *config.Config) registryview.Options {
 		rv.Sources = append(rv.Sources, registryview.Source{Name: s.Name, Image: s.Image, Insecure: s.Insecure, Username: s.Username, Password: s.Password})
 	}
 	return rv
+}
+
+// signIn is the OpenID Connect sign-in of cfg's oidc:, or nil.
+func signIn(cfg *config.Config, log *slog.Logger) *signin.SignIn {
+	o := cfg.OIDC
+	if o == nil {
+		return nil
+	}
+	var roles []signin.Role
+	for _, r := range o.Roles {
+		roles = append(roles, signin.Role{Group: r.Group, Scope: r.Scope, Channels: r.Channels})
+	}
+	return signin.New(signin.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+		GroupsClaim: o.GroupsClaim, Roles: roles, ExternalURL: cfg.ExternalURL, Log: log})
 }

@@ -62,7 +62,9 @@ type Config struct {
 	Notify         []Notify
 	// RegistryView is how /v2/ serves channels as repositories.
 	RegistryView RegistryView
-	Warnings     []string // e.g. ignored channelserver keys, one line each
+	// OIDC signs people in; nil: tokens only.
+	OIDC     *OIDC
+	Warnings []string // e.g. ignored channelserver keys, one line each
 
 	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).
 	sourcesYAML string
@@ -187,6 +189,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"webhooks", c.Webhooks == running.Webhooks},
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
 		{"registry_view", c.RegistryView == running.RegistryView},
+		{"oidc", reflect.DeepEqual(c.OIDC, running.OIDC)},
 	} {
 		if !k.same {
 			out = append(out, k.key)

@@ -81,7 +81,10 @@
     status.className = "form-status";
     status.textContent = "";
 
-    let tok = token() || await askToken("");
+    // A person signed in writes with their session (the cookie, and the
+    // header no other site's form can send); else a token.
+    const signedIn = document.body.dataset.signedIn === "true";
+    let tok = signedIn ? "session" : (token() || await askToken(""));
     if (!tok) {
       status.className = "form-status error";
       status.textContent = "Nothing was changed: a token is needed.";
@@ -91,7 +94,9 @@
     buttons.forEach((b) => { b.disabled = true; });
     try {
       for (let attempt = 0; ; attempt++) {
-        const headers = { "Content-Type": "application/json", "Authorization": "Bearer " + tok };
+        const headers = { "Content-Type": "application/json" };
+        if (signedIn) headers["X-Tidemark-Console"] = "1";
+        else headers["Authorization"] = "Bearer " + tok;
         if (form.dataset.ifMatch) headers["If-Match"] = form.dataset.ifMatch;
         const res = await fetch(path, { method, headers, body: JSON.stringify(bodyOf(form)), cache: "no-store" });
         if (res.ok) {
@@ -101,7 +106,7 @@
           return;
         }
         const p = await problemOf(res);
-        if (res.status === 401 && attempt === 0) {
+        if (res.status === 401 && attempt === 0 && !signedIn) {
           sessionStorage.removeItem(KEY);
           showTokenStatus();
           tok = await askToken("The server refused that token: " + p.detail);

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/signin"
+)
+
+// Sign-in routes (CONTRACT section 15): the console's OpenID Connect
+// flow. Without `oidc:` they answer 404 saying so.
+func (s *Server) registerSignIn(e *echo.Echo) {
+	s.get(e, "/ui/login", s.uiLogin)
+	s.get(e, "/ui/callback", s.uiCallback)
+	e.POST("/ui/logout", s.uiLogout)
+}
+
+var errNoSignIn = fmt.Errorf("%w: sign-in is not configured (oidc: in the configuration); use a token", resolver.ErrNotFound)
+
+func (s *Server) uiLogin(c echo.Context) error {
+	if s.opts.SignIn == nil {
+		return s.uiError(c, errNoSignIn)
+	}
+	if err := s.opts.SignIn.Login(c.Response(), c.Request()); err != nil {
+		return s.uiError(c, err)
+	}
+	return nil
+}
+
+func (s *Server) uiCallback(c echo.Context) error {
+	if s.opts.SignIn == nil {
+		return s.uiError(c, errNoSignIn)
+	}
+	back, err := s.opts.SignIn.Callback(c.Response(), c.Request())
+	if errors.Is(err, signin.ErrSignIn) {
+		s.log.Warn("sign-in refused", "reason", err, "client", s.clientAddr(c.Request()))
+		return s.uiError(c, fmt.Errorf("%w: %v", resolver.ErrUnauthorized, err))
+	}
+	if err != nil {
+		return s.uiError(c, err)
+	}
+	return c.Redirect(http.StatusFound, back)
+}
+
+func (s *Server) uiLogout(c echo.Context) error {
+	if s.opts.SignIn != nil {
+		s.opts.SignIn.Logout(c.Response())
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/")
+}
+
+// consoleHeader marks a write the console's own script sends with a
+// session cookie: another site's form cannot set a header, so a cookie
+// alone never writes (CSRF).
+const consoleHeader = "X-Tidemark-Console"
+
+// sessionPrincipal is the person signed in on the request's session
+// cookie, for a read, or a write that carries consoleHeader.
+func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
+	if s.opts.SignIn == nil {
+		return resolver.Principal{}, false
+	}
+	r := c.Request()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(consoleHeader) != "1" {
+		return resolver.Principal{}, false
+	}
+	return s.opts.SignIn.Session(r)
+}

@@ -1,0 +1,331 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/oauth2"
+
+	"github.com/tidemark-dev/tidemark/internal/testutil"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/signin"
+)
+
+// groupStorage is zitadel's example OpenID provider storage with a
+// groups claim (and an email) in the ID tokens it issues.
+type groupStorage struct {
+	*storage.Storage
+	groups map[string][]string
+	emails map[string]string
+}
+
+func (g *groupStorage) SetUserinfoFromRequest(ctx context.Context, ui *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
+	if err := g.Storage.SetUserinfoFromRequest(ctx, ui, req, scopes); err != nil {
+		return err
+	}
+	ui.AppendClaims("groups", g.groups[req.GetSubject()])
+	if e := g.emails[req.GetSubject()]; e != "" {
+		ui.Email = e
+	}
+	return nil
+}
+
+// oidcProvider is a real OpenID provider (zitadel/oidc's example OP) on
+// loopback, with two users: test-user (groups release-engineers) and
+// test-user2 (viewers).
+type oidcProvider struct {
+	issuer string
+	ts     *httptest.Server
+}
+
+func startOIDCProvider(t *testing.T, callback string) *oidcProvider {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + ln.Addr().String() + "/"
+	// The example keeps its clients in a package variable, read by
+	// NewStorage: register ours, with this test's callback, first.
+	storage.RegisterClients(
+		storage.WebClient("tidemark", "s3cret", callback),
+		storage.WebClient("other-app", "other", callback),
+	)
+	st := &groupStorage{Storage: storage.NewStorage(storage.NewUserStore(issuer)),
+		groups: map[string][]string{"id1": {"release-engineers"}, "id2": {"viewers"}},
+		emails: map[string]string{"id1": "release.engineer@example.com"}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	router := exampleop.SetupServer(issuer, st, logger, false)
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ts := httptest.NewUnstartedServer(router)
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &oidcProvider{issuer: issuer, ts: ts}
+}
+
+// login signs user in at the provider in a browser-like client (cookies,
+// redirects followed), starting from start; it answers the last response.
+func (p *oidcProvider) login(t *testing.T, client *http.Client, start, user string) (*http.Response, string) {
+	t.Helper()
+	res, err := client.Get(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no login form at %s (%d):\n%.500s", res.Request.URL, res.StatusCode, body)
+	}
+	res, err = client.PostForm(p.issuer+"login/username", url.Values{"username": {user}, "password": {"verysecure"}, "id": {string(m[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(body)
+}
+
+// idToken is an ID token for user from the provider, as any client of
+// clientID gets one (authorization code with PKCE).
+func (p *oidcProvider) idToken(t *testing.T, clientID, secret, redirect, user string) string {
+	t.Helper()
+	oc := &oauth2.Config{ClientID: clientID, ClientSecret: secret, RedirectURL: redirect, Scopes: []string{"openid", "email"},
+		Endpoint: oauth2.Endpoint{AuthURL: p.issuer + "auth", TokenURL: p.issuer + "oauth/token"}}
+	verifier := oauth2.GenerateVerifier()
+	jar, _ := cookiejar.New(nil)
+	var code string
+	client := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirect) {
+			code = req.URL.Query().Get("code")
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	p.login(t, client, oc.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier)), user)
+	if code == "" {
+		t.Fatal("no code from the provider")
+	}
+	tok, err := oc.Exchange(context.Background(), code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	return raw
+}
+
+// signInEnv is a server on Postgres with sign-in through a real provider.
+type signInEnv struct {
+	*pgEnv
+	op   *oidcProvider
+	base string
+	srv  *Server
+	logs *testutil.LockedBuffer
+}
+
+func startSignIn(t *testing.T, now func() time.Time) *signInEnv {
+	t.Helper()
+	env := newPGEnv(t, Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	p := startOIDCProvider(t, base+"/ui/callback")
+	si := signin.New(signin.Config{Issuer: p.issuer, ClientID: "tidemark", ClientSecret: func() (string, error) { return "s3cret", nil },
+		ExternalURL: base, Now: now, Roles: []signin.Role{
+			{Group: "release-engineers", Scope: ScopePromote, Channels: []string{"v1.*"}},
+			{Group: "viewers", Scope: ScopeRead},
+		}})
+	logs := &testutil.LockedBuffer{}
+	srv, err := New(Options{Log: slog.New(slog.NewTextHandler(logs, nil)), Store: env.st, Data: env.st, Sources: []resolver.Source{env.src},
+		Channels: k3sChannels(), SignIn: si, WriteRate: 1000, WriteBurst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(validating(t, srv.Handler()))
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &signInEnv{pgEnv: env, op: p, base: base, srv: srv, logs: logs}
+}
+
+func browserClient() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second}
+}
+
+// TestSignInWithARealProvider: the console's flow through a real OpenID
+// provider signs a person in (state, nonce, PKCE); the session writes
+// only with the console's header; the audit names the person; a replayed
+// state signs nobody in; sign-out ends it; a person whose groups give no
+// promote is refused.
+func TestSignInWithARealProvider(t *testing.T) {
+	e := startSignIn(t, nil)
+	client := browserClient()
+	res, body := e.op.login(t, client, e.base+"/ui/login?back=/ui/channels/v1.33", "test-user@127.0.0.1")
+	if res.StatusCode != 200 || res.Request.URL.Path != "/ui/channels/v1.33" || !strings.Contains(body, "release.engineer@example.com") {
+		t.Fatalf("after sign-in: %d at %s:\n%.800s", res.StatusCode, res.Request.URL, body)
+	}
+	u, _ := url.Parse(e.base)
+	var session *http.Cookie
+	for _, c := range client.Jar.Cookies(u) {
+		if c.Name == signin.SessionCookie {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie")
+	}
+	write := func(hdr ...string) int {
+		req, _ := http.NewRequest(http.MethodPut, e.base+"/api/v1/channels/v1.33/pin", strings.NewReader(`{"version":"v1.33.5+k3s1","reason":"signed in"}`))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := write(); code != http.StatusUnauthorized {
+		t.Errorf("a session cookie without the console's header wrote: %d, want 401", code)
+	}
+	if code := write(consoleHeader, "1"); code != 200 {
+		t.Fatalf("a signed-in write: %d", code)
+	}
+	events, _ := e.st.History(context.Background(), "v1.33")
+	if len(events) == 0 || events[0].Actor != "release.engineer@example.com" {
+		t.Errorf("audit actor: %+v, want the person's email", events)
+	}
+	// The role's channels: v1.* only.
+	req, _ := http.NewRequest(http.MethodPut, e.base+"/api/v1/channels/stable/pin", strings.NewReader(`{"version":"v1.33.5+k3s1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(consoleHeader, "1")
+	if res, err := client.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a write outside the role's channels: %v %v, want 403", res.StatusCode, err)
+	}
+
+	// A replayed callback (the same state and code) signs nobody in.
+	var callback string
+	replay := browserClient()
+	replay.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Path == "/ui/callback" {
+			callback = req.URL.String()
+		}
+		return nil
+	}
+	e.op.login(t, replay, e.base+"/ui/login", "test-user@127.0.0.1")
+	if callback == "" {
+		t.Fatal("no callback seen")
+	}
+	fresh := browserClient()
+	res, err := fresh.Get(callback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a replayed callback: %d, want 401", res.StatusCode)
+	}
+	for _, c := range fresh.Jar.Cookies(u) {
+		if c.Name == signin.SessionCookie && c.Value != "" {
+			t.Errorf("a replayed callback set a session")
+		}
+	}
+
+	// Sign out.
+	res, err = client.PostForm(e.base+"/ui/logout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if code := write(consoleHeader, "1"); code != http.StatusUnauthorized {
+		t.Errorf("a write after sign-out: %d, want 401", code)
+	}
+
+	// A viewer may read the fleet but not pin; the page offers no pin form.
+	viewer := browserClient()
+	_, page := e.op.login(t, viewer, e.base+"/ui/login?back=/ui/channels/v1.33", "test-user2")
+	if !strings.Contains(page, `id="no-writes"`) || strings.Contains(page, `id="pin-form"`) {
+		t.Errorf("a viewer's channel page offers writes")
+	}
+}
+
+// TestIDTokensAsBearerTokens: the provider's ID tokens work as bearer
+// tokens (the person is the actor); expired, wrong-audience, unsigned and
+// tampered tokens are 401 with one line in the log, never the token; a
+// provider that is down costs sign-ins, never channel answers.
+func TestIDTokensAsBearerTokens(t *testing.T) {
+	e := startSignIn(t, nil)
+	tok := e.op.idToken(t, "tidemark", "s3cret", e.base+"/ui/callback", "test-user@127.0.0.1")
+	res, body := send(t, http.MethodPut, e.base+"/api/v1/channels/v1.33/pin", tok, `{"version":"v1.33.5+k3s1","reason":"bearer"}`)
+	if res.StatusCode != 200 {
+		t.Fatalf("pin with an ID token: %d %s", res.StatusCode, body)
+	}
+	events, _ := e.st.History(context.Background(), "v1.33")
+	if events[0].Actor != "release.engineer@example.com" {
+		t.Errorf("actor %q", events[0].Actor)
+	}
+	other := e.op.idToken(t, "other-app", "other", e.base+"/ui/callback", "test-user@127.0.0.1")
+	parts := strings.Split(tok, ".")
+	header, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	unsigned := base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(header), `"RS256"`, `"none"`, 1))) + "." + parts[1] + "."
+	sig := []byte(parts[2])
+	sig[10] ^= 1
+	if sig[10] == '.' {
+		sig[10] = 'A'
+	}
+	tampered := parts[0] + "." + parts[1] + "." + string(sig)
+	for name, bad := range map[string]string{"wrong audience": other, "unsigned (alg none)": unsigned, "tampered": tampered} {
+		res, _ := send(t, http.MethodPut, e.base+"/api/v1/channels/v1.33/pin", bad, `{"version":"v1.33.6+k3s2"}`)
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, res.StatusCode)
+		}
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "bearer ID token refused") || strings.Contains(logs, parts[2]) {
+		t.Errorf("log: want a line per refusal and never a token:\n%s", logs)
+	}
+
+	// Expired: the same token two hours later.
+	later := startSignIn(t, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	fresh := later.op.idToken(t, "tidemark", "s3cret", later.base+"/ui/callback", "test-user@127.0.0.1")
+	if res, body := send(t, http.MethodPut, later.base+"/api/v1/channels/v1.33/pin", fresh, `{"version":"v1.33.5+k3s1"}`); res.StatusCode != 401 || !strings.Contains(string(body), "expired") {
+		t.Errorf("an expired ID token: %d %s", res.StatusCode, body)
+	}
+
+	// The provider goes away: channel URLs answer; a sign-in says why not.
+	e2 := startSignIn(t, nil)
+	e2.op.ts.Close()
+	if res, _ := send(t, http.MethodGet, e2.base+"/v1-release/channels/v1.33", "", ""); res.StatusCode != http.StatusFound {
+		t.Errorf("channel URL with the provider down: %d", res.StatusCode)
+	}
+	if res, body := send(t, http.MethodGet, e2.base+"/ui/login", "", ""); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "OpenID provider") {
+		t.Errorf("sign-in with the provider down: %d %.300s", res.StatusCode, body)
+	}
+	_ = fmt.Sprint
+}
