@@ -5,9 +5,12 @@
 // hold for every channel outside its windows or under a freeze (the
 // version it answered when the hold began), lifting it after.
 //
-// It runs on every replica and acts only while Leading says so (the
-// indexer's lock); a second leader for a moment is harmless, since the
-// store decides every change once.
+// It runs on every replica. Every replica applies due changes and
+// expires pending ones: the store claims each change in the transaction
+// that applies it, so it is applied once whoever gets there first, and a
+// replica killed a second before a change's time costs nothing while
+// another lives. Holds are set and lifted only while Leading says so (the
+// indexer's lock), so that two replicas do not race to record them.
 package governor
 
 import (
@@ -31,7 +34,8 @@ type Store interface {
 type Options struct {
 	Store    Store
 	Snapshot func() *resolver.Snapshot
-	Leading  func() bool
+	// Leading says this replica records holds (nil: it does).
+	Leading func() bool
 	// Applied is told of every change the governor made (a change applied
 	// or failed, a hold set or lifted), so the replica reloads what it
 	// touched at once (Server.Notify).
@@ -66,9 +70,6 @@ func Run(ctx context.Context, o Options) {
 			return
 		case <-t.C:
 		case <-o.Kick:
-		}
-		if o.Leading != nil && !o.Leading() {
-			continue
 		}
 		Tick(ctx, o)
 	}
@@ -122,7 +123,9 @@ func Tick(ctx context.Context, o Options) {
 			o.Applied(resolver.Change{Channel: c.Channel})
 		}
 	}
-	holds(ctx, o, now, observe)
+	if o.Leading == nil || o.Leading() {
+		holds(ctx, o, now, observe)
+	}
 }
 
 // Plan turns a scheduled change into the pin or unpin it makes, checked
