@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,8 +19,6 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
-	"github.com/tidemark-dev/tidemark/server/registryview"
-	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -54,48 +51,6 @@ func newServeCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "serve only; never index (another replica or process indexes)")
 	cmd.Flags().BoolVar(&printHints, "hints", false, "once serving, print the URL and a token command for a person (make run sets it)")
 	return cmd
-}
-
-// configFlags are the flags of every command that reads the configuration.
-type configFlags struct {
-	path      string
-	logFormat string
-}
-
-func (f *configFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.path, "config", "", "configuration file (default $TIDEMARK_CONFIG)")
-	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-}
-
-// load reads the configuration named by --config or TIDEMARK_CONFIG and
-// makes the logger. Warnings go to the log; problems come back as one error
-// whose lines each name the file, line, item and problem.
-func (f *configFlags) load(e *env) (*config.Config, *slog.Logger, error) {
-	var h slog.Handler
-	switch f.logFormat {
-	case "text":
-		h = slog.NewTextHandler(e.stderr, nil)
-	case "json":
-		h = slog.NewJSONHandler(e.stderr, nil)
-	default:
-		return nil, nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
-	}
-	log := slog.New(h)
-	path := f.path
-	if path == "" {
-		path = e.getenv("TIDEMARK_CONFIG")
-	}
-	if path == "" {
-		return nil, nil, fmt.Errorf("no configuration: pass --config FILE or set TIDEMARK_CONFIG")
-	}
-	cfg, err := config.Load(path, e.getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, w := range cfg.Warnings {
-		log.Warn(w)
-	}
-	return cfg, log, nil
 }
 
 // startupTimeout bounds serve's start-up calls to the database; a variable
@@ -155,35 +110,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Options{
-		ExternalURL:     cfg.ExternalURL,
-		Log:             log,
-		AccessLog:       cfg.AccessLog,
-		ReadTimeout:     cfg.ReadTimeout,
-		DBTimeout:       cfg.DatabaseTimeout,
-		Metrics:         reg,
-		Store:           st,
-		Scan:            scan,
-		Gate:            gate,
-		Push:            push,
-		GitHubSecret:    secretFunc(cfg.Webhooks.GitHubSecretFile),
-		DockerHubSecret: secretFunc(cfg.Webhooks.DockerHubSecretFile),
-		Notifications:   dl.Status,
-		OnSnapshot:      dl.SnapshotChanged,
-		Data:            st,
-		Sources:         sources,
-		Channels:        cfg.Channels,
-		Fleet: server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
-			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
-		TrustedProxies: cfg.TrustedProxies,
-		ClusterAPI:     cfg.ClusterAPISources(),
-		RegistryView:   registryView(cfg),
-		Governance:     st,
-		SignIn:         signIn(cfg, log),
-		// The indexing leader records the rollouts indexing starts; ix is
-		// set below, before Run starts asking.
-		Rollouts: server.RolloutOptions{Store: st, Leading: func() bool { return ix != nil && ix.Leading() }},
-	})
+	srv, err := server.New(serverOptions(cfg, log, st, reg, sources, scan, gate, push, dl, func() bool { return ix != nil && ix.Leading() }))
 	if err != nil {
 		return err
 	}
@@ -253,54 +180,3 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 
 // dbCheckEvery is how often serve checks that the database still answers.
 const dbCheckEvery = 5 * time.Second
-
-// reconfigure re-reads the configuration file on SIGHUP and applies its
-// channels: a channel removed from the file stops being served at once (its
-// pins and audit history stay in the database). Sources are the indexer's
-// schedules, credentials and parsers; changing them takes a restart, and the
-// log says so rather than half-applying them. A file with problems changes
-// nothing.
-func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) ([]resolver.Channel, error) {
-	next, err := config.Load(running.File, getenv)
-	if err != nil {
-		log.Error("configuration reload failed; keeping the running configuration", "err", err)
-		return nil, err
-	}
-	for _, w := range next.Warnings {
-		log.Warn(w)
-	}
-	if !next.SameSources(running) {
-		log.Warn("sources changed in the configuration; restart tidemark to apply them (channels were applied)", "config", next.File)
-	}
-	if keys := next.RestartChanges(running); len(keys) > 0 {
-		log.Warn("settings changed in the configuration that only a restart applies; restart tidemark to apply them (channels were applied)",
-			"config", next.File, "settings", strings.Join(keys, ","))
-	}
-	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
-	return next.Channels, nil
-}
-
-// registryView is the registry view's configuration: the file's
-// registry_view and how each source reaches its registry.
-func registryView(cfg *config.Config) registryview.Options {
-	rv := registryview.Options{Auth: cfg.RegistryView.Auth, Blobs: cfg.RegistryView.Blobs, Passthrough: cfg.RegistryView.Passthrough,
-		Keychain: authn.DefaultKeychain}
-	for _, s := range cfg.IndexerSources() {
-		rv.Sources = append(rv.Sources, registryview.Source{Name: s.Name, Image: s.Image, Insecure: s.Insecure, Username: s.Username, Password: s.Password})
-	}
-	return rv
-}
-
-// signIn is the OpenID Connect sign-in of cfg's oidc:, or nil.
-func signIn(cfg *config.Config, log *slog.Logger) *signin.SignIn {
-	o := cfg.OIDC
-	if o == nil {
-		return nil
-	}
-	var roles []signin.Role
-	for _, r := range o.Roles {
-		roles = append(roles, signin.Role{Group: r.Group, Scope: r.Scope, Channels: r.Channels})
-	}
-	return signin.New(signin.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
-		GroupsClaim: o.GroupsClaim, Roles: roles, ExternalURL: cfg.ExternalURL, Log: log})
-}
