@@ -174,19 +174,24 @@ func (s *Server) changeOf(c echo.Context, g Governance, id int64) (resolver.Sche
 	return resolver.ScheduledChange{}, badParam("id", fmt.Errorf("%w: no change %d among the newest %d", resolver.ErrNotFound, id, maxChangesListed))
 }
 
+// changeRequest reads a request about change {id}: the store, the id
+// (checked against the principal's channels) and the reason.
+func (s *Server) changeRequest(c echo.Context) (g Governance, id int64, reason string, err error) {
+	if g, err = s.governance(); err != nil {
+		return nil, 0, "", err
+	}
+	if id, err = changeID(c); err != nil {
+		return nil, 0, "", err
+	}
+	if _, err = s.changeOf(c, g, id); err != nil {
+		return nil, 0, "", err
+	}
+	reason, err = reasonOf(c)
+	return g, id, reason, err
+}
+
 func (s *Server) cancelChange(c echo.Context) error {
-	g, err := s.governance()
-	if err != nil {
-		return err
-	}
-	id, err := changeID(c)
-	if err != nil {
-		return err
-	}
-	if _, err := s.changeOf(c, g, id); err != nil {
-		return err
-	}
-	reason, err := reasonOf(c)
+	g, id, reason, err := s.changeRequest(c)
 	if err != nil {
 		return err
 	}
@@ -204,18 +209,7 @@ func (s *Server) rejectChange(c echo.Context) error  { return s.decideChange(c, 
 // decideChange approves or rejects a pending change; the last approval
 // needed applies a change whose time has come at once.
 func (s *Server) decideChange(c echo.Context, approve bool) error {
-	g, err := s.governance()
-	if err != nil {
-		return err
-	}
-	id, err := changeID(c)
-	if err != nil {
-		return err
-	}
-	if _, err := s.changeOf(c, g, id); err != nil {
-		return err
-	}
-	reason, err := reasonOf(c)
+	g, id, reason, err := s.changeRequest(c)
 	if err != nil {
 		return err
 	}

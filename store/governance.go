@@ -77,9 +77,18 @@ func (s *Store) ScheduleChange(ctx context.Context, c resolver.ScheduledChange) 
 // Changes lists changes, newest first, in state (all when ""), at most
 // limit.
 func (s *Store) Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error) {
-	out := []resolver.ScheduledChange{}
-	err := s.inTx(ctx, "list changes", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select `+changeCols+` from changes where $1 = '' or state = $1 order by id desc limit $2`, state, limit)
+	out, err := s.queryChanges(ctx, "list changes", `where $1 = '' or state = $1 order by id desc limit $2`, state, limit)
+	if out == nil {
+		out = []resolver.ScheduledChange{}
+	}
+	return out, err
+}
+
+// queryChanges reads the changes where says, with their approvals.
+func (s *Store) queryChanges(ctx context.Context, op, where string, args ...any) ([]resolver.ScheduledChange, error) {
+	var out []resolver.ScheduledChange
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select `+changeCols+` from changes `+where, args...)
 		if err != nil {
 			return err
 		}
@@ -212,26 +221,7 @@ func (s *Store) DecideChange(ctx context.Context, id int64, identity string, app
 
 // DueChanges lists the scheduled changes whose time has come, oldest first.
 func (s *Store) DueChanges(ctx context.Context, now time.Time) ([]resolver.ScheduledChange, error) {
-	var out []resolver.ScheduledChange
-	err := s.inTx(ctx, "list due changes", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select `+changeCols+` from changes where state = 'scheduled' and at <= $1 order by at, id limit 100`, now)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c resolver.ScheduledChange
-			if err := scanChange(rows, &c); err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return loadApprovals(ctx, tx, out)
-	})
-	return out, err
+	return s.queryChanges(ctx, "list due changes", `where state = 'scheduled' and at <= $1 order by at, id limit 100`, now)
 }
 
 // ApplyChange applies scheduled change id exactly once: in one
