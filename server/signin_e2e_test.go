@@ -274,6 +274,15 @@ func TestSignInWithARealProvider(t *testing.T) {
 	if !strings.Contains(page, `id="no-writes"`) || strings.Contains(page, `id="pin-form"`) {
 		t.Errorf("a viewer's channel page offers writes")
 	}
+	res, err = viewer.Get(e.base + "/ui/sources/k3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if strings.Contains(string(src), `id="block-form"`) {
+		t.Errorf("a viewer's source page offers blocking")
+	}
 }
 
 // TestIDTokensAsBearerTokens: the provider's ID tokens work as bearer
@@ -301,7 +310,10 @@ func TestIDTokensAsBearerTokens(t *testing.T) {
 		sig[10] = 'A'
 	}
 	tampered := parts[0] + "." + parts[1] + "." + string(sig)
-	for name, bad := range map[string]string{"wrong audience": other, "unsigned (alg none)": unsigned, "tampered": tampered} {
+	// Another provider, same client id: the wrong issuer.
+	elsewhere := startOIDCProvider(t, e.base+"/ui/callback")
+	foreign := elsewhere.idToken(t, "tidemark", "s3cret", e.base+"/ui/callback", "test-user@127.0.0.1")
+	for name, bad := range map[string]string{"wrong audience": other, "unsigned (alg none)": unsigned, "tampered": tampered, "wrong issuer": foreign} {
 		res, _ := send(t, http.MethodPut, e.base+"/api/v1/channels/v1.33/pin", bad, `{"version":"v1.33.6+k3s2"}`)
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %d, want 401", name, res.StatusCode)
