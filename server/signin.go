@@ -68,5 +68,5 @@ func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(consoleHeader) != "1" {
 		return resolver.Principal{}, false
 	}
-	return s.opts.SignIn.Session(r)
+	return s.opts.SignIn.Session(c.Response(), r)
 }

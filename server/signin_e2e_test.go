@@ -143,6 +143,12 @@ type signInEnv struct {
 
 func startSignIn(t *testing.T, now func() time.Time) *signInEnv {
 	t.Helper()
+	return startSignInWith(t, func(c *signin.Config) { c.Now = now })
+}
+
+// startSignInWith is startSignIn with the sign-in configuration edited.
+func startSignInWith(t *testing.T, edit func(*signin.Config)) *signInEnv {
+	t.Helper()
 	env := newPGEnv(t, Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,13 +156,17 @@ func startSignIn(t *testing.T, now func() time.Time) *signInEnv {
 	}
 	base := "http://" + ln.Addr().String()
 	p := startOIDCProvider(t, base+"/ui/callback")
-	si := signin.New(signin.Config{Issuer: p.issuer, ClientID: "tidemark", ClientSecret: func() (string, error) { return "s3cret", nil },
-		ExternalURL: base, Now: now, Roles: []signin.Role{
+	sc := signin.Config{Issuer: p.issuer, ClientID: "tidemark", ClientSecret: func() (string, error) { return "s3cret", nil },
+		ExternalURL: base, Roles: []signin.Role{
 			{Group: "release-engineers", Scope: ScopePromote, Channels: []string{"v1.*"}},
 			{Group: "viewers", Scope: ScopeRead},
-		}})
+		}}
 	logs := &testutil.LockedBuffer{}
-	srv, err := New(Options{Log: slog.New(slog.NewTextHandler(logs, nil)), Store: env.st, Data: env.st, Sources: []resolver.Source{env.src},
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	sc.Log = log
+	edit(&sc)
+	si := signin.New(sc)
+	srv, err := New(Options{Log: log, Store: env.st, Data: env.st, Sources: []resolver.Source{env.src},
 		Channels: k3sChannels(), SignIn: si, WriteRate: 1000, WriteBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -340,4 +350,50 @@ func TestIDTokensAsBearerTokens(t *testing.T) {
 		t.Errorf("sign-in with the provider down: %d %.300s", res.StatusCode, body)
 	}
 	_ = fmt.Sprint
+}
+
+// TestSessionRefresh: the session cookie is encrypted (it holds the
+// refresh token); past its refresh time it asks the provider again and
+// carries on; when the provider refuses (here: is gone), the person is
+// signed out, with a log line.
+func TestSessionRefresh(t *testing.T) {
+	e := startSignInWith(t, func(c *signin.Config) { c.Refresh = time.Second })
+	client := browserClient()
+	if _, body := e.op.login(t, client, e.base+"/ui/login?back=/ui/", "test-user@127.0.0.1"); !strings.Contains(body, "release.engineer@example.com") {
+		t.Fatalf("not signed in:\n%.500s", body)
+	}
+	u, _ := url.Parse(e.base)
+	cookie := func() string {
+		for _, c := range client.Jar.Cookies(u) {
+			if c.Name == signin.SessionCookie {
+				return c.Value
+			}
+		}
+		return ""
+	}
+	first := cookie()
+	if raw, _ := base64.RawURLEncoding.DecodeString(first); first == "" || strings.Contains(string(raw), "release.engineer") {
+		t.Fatalf("the session cookie is readable (or missing): %q", first)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	res, err := client.Get(e.base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), "release.engineer@example.com") || cookie() == first {
+		t.Errorf("after the refresh time: still signed in %v, cookie renewed %v", strings.Contains(string(body), "release.engineer"), cookie() != first)
+	}
+	e.op.ts.Close()
+	time.Sleep(1200 * time.Millisecond)
+	res, err = client.Get(e.base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if strings.Contains(string(body), "release.engineer@example.com") || !strings.Contains(e.logs.String(), "session refresh refused") {
+		t.Errorf("a refused refresh kept the session")
+	}
 }

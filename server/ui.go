@@ -101,7 +101,7 @@ func (s *Server) render(c echo.Context, status int, page string, p uiPage) error
 	}
 	if s.opts.SignIn != nil {
 		p.SignIn = true
-		if who, ok := s.opts.SignIn.Session(c.Request()); ok {
+		if who, ok := s.opts.SignIn.Session(c.Response(), c.Request()); ok {
 			p.Who, p.Scopes = who.Name, who.Scopes
 		}
 	}
