@@ -59,8 +59,8 @@ type Config struct {
 	// person may have left); 0: 15 minutes. A session ends after 8 hours
 	// whatever happens, and at once when a refresh is refused.
 	Refresh time.Duration
-	Log         *slog.Logger
-	Now         func() time.Time
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // SessionCookie is the console session's cookie.
@@ -276,8 +276,8 @@ type session struct {
 	Name     string   `json:"n"`
 	Scopes   []string `json:"s"`
 	Channels []string `json:"c,omitempty"`
-	Exp      int64    `json:"e"`            // trust the above until then
-	Hard     int64    `json:"h"`            // the session ends then
+	Exp      int64    `json:"e"`           // trust the above until then
+	Hard     int64    `json:"h"`           // the session ends then
 	RT       string   `json:"r,omitempty"` // the provider's refresh token
 }
 
