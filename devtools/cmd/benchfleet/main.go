@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -38,7 +39,22 @@ func main() {
 	serveMode := flag.String("serve", "", "internal: serve with fleet recording on or off (flood: on, default admission limits), print the address, run until stdin closes")
 	flood := flag.Int("flood", 0, "flood mode: this many random cluster IDs per phase (one address, then 10,000 loopback addresses), at full speed, instead of the paced phases")
 	floodFor := flag.Duration("flood-for", 30*time.Second, "flood mode: the longest a phase may run")
+	million := flag.Duration("million", 0, "million mode: new clusters at -rate a second, each from its own forwarded address, for this long, over -records seeded ones")
 	flag.Parse()
+	if *serveMode == "million" {
+		if err := millionChild(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *million > 0 {
+		if err := runMillion(context.Background(), *records, *rate, *million); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serveMode == "flood" {
 		if err := floodChild(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", err)
@@ -206,17 +222,26 @@ func serve(ctx context.Context, fleet server.FleetStore) (string, func(), error)
 
 // serveWith is serve with fleet options fo (their Store is fleet).
 func serveWith(ctx context.Context, fleet server.FleetStore, fo server.FleetOptions) (string, func(), error) {
+	return serveWithProxies(ctx, fleet, fo, nil)
+}
+
+// serveWithProxies is serveWith trusting X-Forwarded-For from proxies.
+func serveWithProxies(ctx context.Context, fleet server.FleetStore, fo server.FleetOptions, proxies []netip.Prefix) (string, func(), error) {
 	snap := snapshot()
 	opts := server.Options{
-		ExternalURL: "https://tidemark.example.com",
-		Log:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		TrustedProxies: proxies,
+		ExternalURL:    "https://tidemark.example.com",
+		Log:            slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Load:           func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
 	}
 	if fleet != nil {
 		fo.Store = fleet
 		opts.Fleet = fo
-		if st, ok := fleet.(*countingFleet); ok {
+		switch st := fleet.(type) {
+		case *countingFleet:
 			opts.Store = st.FleetStore.(*store.Store)
+		case *store.Store:
+			opts.Store = st
 		}
 	}
 	s, err := server.New(opts)

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestAdmissionAddressTableAtItsLimit: the table counts maxAdmitAddrs
+// addresses a minute: the last one fits, one more is refused (rate),
+// known clusters still pass, and the next minute starts afresh. No scan:
+// a full table costs a new address a map lookup.
+func TestAdmissionAddressTableAtItsLimit(t *testing.T) {
+	a := newAdmission(60, 1<<30)
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for i := range maxAdmitAddrs {
+		if ok, why := a.admit("stable", fmt.Sprintf("c-%d", i), fmt.Sprintf("a-%d", i), t0); !ok {
+			t.Fatalf("address %d of %d refused: %s", i+1, maxAdmitAddrs, why)
+		}
+	}
+	start := time.Now()
+	if ok, why := a.admit("stable", "c-new", "a-new", t0.Add(59*time.Second)); ok || why != dropRate {
+		t.Errorf("address %d in the same minute: %v %q, want refused (rate)", maxAdmitAddrs+1, ok, why)
+	}
+	if took := time.Since(start); took > 10*time.Millisecond {
+		t.Logf("a refusal at a full table took %s (should be a lookup)", took)
+	}
+	if ok, _ := a.admit("stable", "c-7", "a-new", t0.Add(59*time.Second)); !ok {
+		t.Error("a known cluster was refused at a full table")
+	}
+	if ok, why := a.admit("stable", "c-new", "a-new", t0.Add(61*time.Second)); !ok {
+		t.Errorf("the next minute: refused (%s)", why)
+	}
+	// Per address: the limit, then one more refused.
+	for i := range 59 {
+		if ok, why := a.admit("stable", fmt.Sprintf("x-%d", i), "a-new", t0.Add(62*time.Second)); !ok {
+			t.Fatalf("cluster %d from one address refused: %s", i+2, why)
+		}
+	}
+	if ok, why := a.admit("stable", "x-last", "a-new", t0.Add(62*time.Second)); ok || why != dropRate {
+		t.Errorf("61st new cluster from one address in a minute: %v %q, want refused", ok, why)
+	}
+}
