@@ -292,6 +292,17 @@ func TestFreezesAndWindowsHold(t *testing.T) {
 	if ch.Held == nil || ch.Held.Reason != "year-end freeze" || ch.Held.Until == nil || !ch.Held.Until.Equal(until.Truncate(time.Second)) {
 		t.Errorf("frozen channel object: held %+v", ch.Held)
 	}
+	// A second replica holding the same channel a moment later (its
+	// snapshot may differ) keeps the version the first recorded.
+	if err := env.st.BeginHold(context.Background(), "v1.32", resolver.Hold{Version: "v1.32.1+k3s1", Reason: "year-end freeze", Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := channel(t, ts, "v1.32"); str(again.Version) != str(ch.Version) {
+		t.Errorf("a second BeginHold moved the held version to %s (was %s)", str(again.Version), str(ch.Version))
+	}
 	res, body = send(t, http.MethodPut, ts.URL+"/api/v1/channels/v1.32/pin", env.tokens["ci-promote"], `{"version":"v1.32.5+k3s1"}`)
 	if res.StatusCode != http.StatusConflict || !strings.Contains(string(body), "year-end freeze") || !strings.Contains(string(body), until.Format(time.RFC3339)) {
 		t.Errorf("pin of a frozen channel: %d %s", res.StatusCode, body)

@@ -112,9 +112,8 @@ type Options struct {
 	// blobs, reaching no source (every repository is unknown).
 	RegistryView registryview.Options
 	// Governance serves scheduled changes, approvals and freezes, and runs
-	// the governor (internal/governor) while Rollouts.Leading says this
-	// replica leads (always when that is nil). nil: those routes answer
-	// 503.
+	// the governor (internal/governor) on this replica, as on every other.
+	// nil: those routes answer 503.
 	Governance Governance
 	// SignIn signs people in with OpenID Connect (server/signin): the
 	// console's flow, session cookies and ID tokens as bearer tokens.

@@ -87,7 +87,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	}
 	if g := s.opts.Governance; g != nil {
 		run(func() {
-			governor.Run(ctx, governor.Options{Store: g, Leading: s.opts.Rollouts.Leading, Log: s.log, Kick: s.governKick,
+			governor.Run(ctx, governor.Options{Store: g, Log: s.log, Kick: s.governKick,
 				Snapshot: func() *resolver.Snapshot {
 					if v := s.cur.Load(); v != nil {
 						return v.snap

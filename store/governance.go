@@ -414,6 +414,23 @@ func (s *Store) SetHold(ctx context.Context, channel string, hold *resolver.Hold
 	})
 }
 
+// BeginHold records hold for channel unless it is held already, in which
+// case only its reason and end change and the version it holds stays
+// (whichever replica held it first decided that): every replica may call
+// it every second. It announces only a change.
+func (s *Store) BeginHold(ctx context.Context, channel string, hold resolver.Hold) error {
+	return s.inTx(ctx, fmt.Sprintf("hold channel %q", channel), func(tx pgx.Tx) error {
+		res, err := tx.Exec(ctx, `insert into channel_holds (channel, version, reason, until_at) values ($1, $2, $3, $4)
+			on conflict (channel) do update set reason = excluded.reason, until_at = excluded.until_at
+			where (channel_holds.reason, channel_holds.until_at) is distinct from (excluded.reason, excluded.until_at)`,
+			channel, hold.Version, hold.Reason, timeOrNull(hold.Until))
+		if err != nil || res.RowsAffected() == 0 {
+			return err
+		}
+		return s.notify(ctx, tx, "hold", "", "channel", channel)
+	})
+}
+
 func loadHolds(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
 	rows, err := tx.Query(ctx, `select channel, version, reason, coalesce(until_at, 'epoch'), since from channel_holds`)
 	if err != nil {

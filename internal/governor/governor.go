@@ -5,12 +5,13 @@
 // hold for every channel outside its windows or under a freeze (the
 // version it answered when the hold began), lifting it after.
 //
-// It runs on every replica. Every replica applies due changes and
-// expires pending ones: the store claims each change in the transaction
-// that applies it, so it is applied once whoever gets there first, and a
-// replica killed a second before a change's time costs nothing while
-// another lives. Holds are set and lifted only while Leading says so (the
-// indexer's lock), so that two replicas do not race to record them.
+// It runs on every replica, and needs no leader: the store claims each
+// change in the transaction that applies it, so it is applied once
+// whoever gets there first, and a replica killed a second before a
+// change's time costs nothing while another lives. A hold is begun with
+// BeginHold, which keeps the version of a hold already recorded (the
+// first replica to hold a channel decides it), so replicas holding the
+// same channel at once agree.
 package governor
 
 import (
@@ -28,14 +29,13 @@ type Store interface {
 	ExpireChanges(ctx context.Context, now time.Time) ([]resolver.ScheduledChange, error)
 	Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, error)
 	SetHold(ctx context.Context, channel string, hold *resolver.Hold) error
+	BeginHold(ctx context.Context, channel string, hold resolver.Hold) error
 }
 
 // Options configures Run.
 type Options struct {
 	Store    Store
 	Snapshot func() *resolver.Snapshot
-	// Leading says this replica records holds (nil: it does).
-	Leading func() bool
 	// Applied is told of every change the governor made (a change applied
 	// or failed, a hold set or lifted), so the replica reloads what it
 	// touched at once (Server.Notify).
@@ -123,9 +123,7 @@ func Tick(ctx context.Context, o Options) {
 			o.Applied(resolver.Change{Channel: c.Channel})
 		}
 	}
-	if o.Leading == nil || o.Leading() {
-		holds(ctx, o, now, observe)
-	}
+	holds(ctx, o, now, observe)
 }
 
 // Plan turns a scheduled change into the pin or unpin it makes, checked
@@ -178,7 +176,7 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 				continue // nothing served, nothing to hold
 			}
 			want.Version = a.Tag.Version.String()
-			if err := o.Store.SetHold(ctx, name, want); err != nil {
+			if err := o.Store.BeginHold(ctx, name, *want); err != nil {
 				o.Log.Warn("could not hold a channel; retrying", "channel", name, "err", err)
 				continue
 			}
@@ -186,7 +184,7 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 			observe("held")
 		case have.Reason != want.Reason || !have.Until.Equal(want.Until):
 			want.Version = have.Version
-			if err := o.Store.SetHold(ctx, name, want); err != nil {
+			if err := o.Store.BeginHold(ctx, name, *want); err != nil {
 				o.Log.Warn("could not update a hold; retrying", "channel", name, "err", err)
 				continue
 			}
