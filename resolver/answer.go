@@ -127,9 +127,11 @@ func (s *Snapshot) clusterAnswer(channel string, q Asker) (Tag, error) {
 		return Tag{}, fmt.Errorf("%w: channel %q: %s", ErrNotFound, channel, a.Why)
 	}
 	dest := a.Tag
-	// A held channel (a window closed, a freeze) answers its held version
-	// to every cluster: its rollout waits too.
-	if ro := a.Rollout; ro != nil && a.State.Hold == nil {
+	// A held channel (a window closed, a freeze) keeps answering what it
+	// answered when the hold began: a rollout that was under way keeps
+	// its clusters where it had them (the governor pauses it), and one
+	// that began during the hold sends nobody anywhere until it lifts.
+	if ro := a.Rollout; ro != nil && (a.State.Hold == nil || ro.StartedAt.Before(a.State.Hold.Since)) {
 		if d := ro.Dest(q.ID, q.Now); d != nil {
 			dest = d
 		}

@@ -342,3 +342,66 @@ func TestFreezesAndWindowsHold(t *testing.T) {
 		t.Errorf("cancel of a cancelled freeze: %d, want 404", res.StatusCode)
 	}
 }
+
+// TestHeldRolloutWaits: a freeze on a channel that is rolling out pauses
+// its rollout (signed by the governor) so its steps wait, and the end of
+// the freeze resumes it; a rollout a person paused is left paused.
+func TestHeldRolloutWaits(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	serveRollouts(t, env, true)
+	seedRollout(t, env)
+	srv, ts, _ := env.serve(env.st, Options{Data: env.st, Sources: []resolver.Source{env.src}, Channels: rolloutChannels(),
+		Governance: env.st, Rollouts: RolloutOptions{Store: env.st}})
+	tick := func() {
+		t.Helper()
+		governor.Tick(context.Background(), srv.governorOpts())
+		if err := srv.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() string {
+		t.Helper()
+		res, body := send(t, http.MethodGet, ts.URL+"/api/v1/channels/latest/rollout", "", "")
+		if res.StatusCode != 200 {
+			t.Fatalf("rollout: %d %s", res.StatusCode, body)
+		}
+		var r openapi.Rollout
+		_ = json.Unmarshal(body, &r)
+		return r.State
+	}
+	if got := state(); got != "running" {
+		t.Fatalf("seeded rollout %s, want running", got)
+	}
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	res, body := send(t, http.MethodPost, ts.URL+"/api/v1/freezes", env.tokens["root"],
+		fmt.Sprintf(`{"channels":["latest"],"from":%q,"until":%q,"reason":"launch"}`, time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), until))
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("freeze: %d %s", res.StatusCode, body)
+	}
+	var f openapi.Freeze
+	_ = json.Unmarshal(body, &f)
+	tick()
+	if got := state(); got != "paused" {
+		t.Errorf("frozen: rollout %s, want paused", got)
+	}
+	events, _ := env.st.History(context.Background(), "latest")
+	if !slices.ContainsFunc(events, func(e resolver.AuditEvent) bool { return e.Action == "rollout-pause" && e.Actor == governor.Actor }) {
+		t.Errorf("no rollout-pause by %s in the history", governor.Actor)
+	}
+	if res, _ := send(t, http.MethodDelete, ts.URL+fmt.Sprintf("/api/v1/freezes/%d", f.ID), env.tokens["root"], ""); res.StatusCode != 200 {
+		t.Fatal("cancel freeze")
+	}
+	tick()
+	tick() // the hold lifts, then the rollout resumes
+	if got := state(); got != "running" {
+		t.Errorf("after the freeze: rollout %s, want running", got)
+	}
+	// A person's pause is theirs: no freeze, no resume.
+	if res, body := send(t, http.MethodPost, ts.URL+"/api/v1/channels/latest/rollout/pause", env.tokens["ci-promote"], `{"reason":"looking"}`); res.StatusCode != 200 {
+		t.Fatalf("pause: %d %s", res.StatusCode, body)
+	}
+	tick()
+	if got := state(); got != "paused" {
+		t.Errorf("a person's pause: rollout %s after a tick, want paused", got)
+	}
+}

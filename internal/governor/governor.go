@@ -16,6 +16,7 @@ package governor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -30,7 +31,12 @@ type Store interface {
 	Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, error)
 	SetHold(ctx context.Context, channel string, hold *resolver.Hold) error
 	BeginHold(ctx context.Context, channel string, hold resolver.Hold) error
+	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
 }
+
+// Actor is how the governor signs what it does (rollout pauses and
+// resumes around holds).
+const Actor = "tidemark-governor"
 
 // Options configures Run.
 type Options struct {
@@ -161,6 +167,7 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 		name := a.Channel.Name
 		want := Want(&a.Channel, freezes, now)
 		have := a.State.Hold
+		holdRollout(ctx, o, &a, want != nil, now)
 		switch {
 		case want == nil && have == nil:
 			continue
@@ -210,4 +217,45 @@ func Want(c *resolver.Channel, freezes []resolver.Freeze, now time.Time) *resolv
 		return &resolver.Hold{Reason: "window", Until: resolver.NextWindow(c.Windows, now).UTC()}
 	}
 	return nil
+}
+
+// holdRollout pauses a running rollout of a channel that is held, so its
+// steps wait for the window or the freeze's end, and resumes one it paused
+// once the channel may move again. A rollout a person paused stays paused.
+// Replicas racing for it get a conflict, which is fine.
+func holdRollout(ctx context.Context, o Options, a *resolver.ChannelAnswer, held bool, now time.Time) {
+	rv := a.Rollout
+	if rv == nil || rv.Baseline {
+		return
+	}
+	state := rv.Progress(now).State
+	var kind, reason string
+	switch {
+	case held && state == resolver.RolloutRunning:
+		kind, reason = resolver.RolloutPause, "the channel is held (a window closed or a freeze began): its steps wait"
+	case !held && state == resolver.RolloutPaused && pausedByGovernor(&rv.Rollout):
+		kind, reason = resolver.RolloutResume, "the channel may move again"
+	default:
+		return
+	}
+	if _, err := o.Store.RolloutControl(ctx, a.Channel.Name, kind, Actor, reason); err != nil {
+		if !errors.Is(err, resolver.ErrConflict) {
+			o.Log.Warn("could not "+kind+" a held channel's rollout; retrying", "channel", a.Channel.Name, "err", err)
+		}
+		return
+	}
+	o.Log.Info("rollout "+kind+"d around a hold", "channel", a.Channel.Name)
+	if o.Applied != nil {
+		o.Applied(resolver.Change{Channel: a.Channel.Name})
+	}
+}
+
+// pausedByGovernor reports whether r's last pause is the governor's.
+func pausedByGovernor(r *resolver.Rollout) bool {
+	for i := len(r.Events) - 1; i >= 0; i-- {
+		if e := r.Events[i]; e.Kind == resolver.RolloutPause {
+			return e.Actor == Actor
+		}
+	}
+	return false
 }
