@@ -23,6 +23,7 @@ type Governance interface {
 	governor.Store
 	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
 	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
+	Change(ctx context.Context, id int64) (resolver.ScheduledChange, error)
 	CancelChange(ctx context.Context, id int64, actor, reason string) (resolver.ScheduledChange, error)
 	DecideChange(ctx context.Context, id int64, identity string, approve bool, reason string) (resolver.ScheduledChange, error)
 	CreateFreeze(ctx context.Context, f resolver.Freeze) (resolver.Freeze, error)
@@ -162,16 +163,11 @@ func changeID(c echo.Context) (int64, error) {
 
 // changeOf finds change id and checks the principal may write its channel.
 func (s *Server) changeOf(c echo.Context, g Governance, id int64) (resolver.ScheduledChange, error) {
-	cs, err := g.Changes(c.Request().Context(), "", maxChangesListed)
+	ch, err := g.Change(c.Request().Context(), id)
 	if err != nil {
-		return resolver.ScheduledChange{}, err
+		return ch, badParam("id", err)
 	}
-	for _, ch := range cs {
-		if ch.ID == id {
-			return ch, mayReach(principal(c), reachChannel, ch.Channel)
-		}
-	}
-	return resolver.ScheduledChange{}, badParam("id", fmt.Errorf("%w: no change %d among the newest %d", resolver.ErrNotFound, id, maxChangesListed))
+	return ch, mayReach(principal(c), reachChannel, ch.Channel)
 }
 
 // changeRequest reads a request about change {id}: the store, the id

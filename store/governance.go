@@ -84,6 +84,18 @@ func (s *Store) Changes(ctx context.Context, state string, limit int) ([]resolve
 	return out, err
 }
 
+// Change reads one change with its approvals; ErrNotFound when none.
+func (s *Store) Change(ctx context.Context, id int64) (resolver.ScheduledChange, error) {
+	cs, err := s.queryChanges(ctx, fmt.Sprintf("read change %d", id), `where id = $1`, id)
+	if err != nil {
+		return resolver.ScheduledChange{}, err
+	}
+	if len(cs) == 0 {
+		return resolver.ScheduledChange{}, fmt.Errorf("%w: no change %d", resolver.ErrNotFound, id)
+	}
+	return cs[0], nil
+}
+
 // queryChanges reads the changes where says, with their approvals.
 func (s *Store) queryChanges(ctx context.Context, op, where string, args ...any) ([]resolver.ScheduledChange, error) {
 	var out []resolver.ScheduledChange
