@@ -68,7 +68,7 @@ func startOIDCProvider(t *testing.T, callback string) *oidcProvider {
 		storage.WebClient("other-app", "other", callback),
 	)
 	st := &groupStorage{Storage: storage.NewStorage(storage.NewUserStore(issuer)),
-		groups: map[string][]string{"id1": {"release-engineers"}, "id2": {"viewers"}},
+		groups: map[string][]string{"id1": {"release-engineers", "everyone"}, "id2": {"viewers"}},
 		emails: map[string]string{"id1": "release.engineer@example.com"}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	router := exampleop.SetupServer(issuer, st, logger, false)
@@ -160,6 +160,9 @@ func startSignInWith(t *testing.T, edit func(*signin.Config)) *signInEnv {
 		ExternalURL: base, Roles: []signin.Role{
 			{Group: "release-engineers", Scope: ScopePromote, Channels: []string{"v1.*"}},
 			{Group: "viewers", Scope: ScopeRead},
+			// A read role without channels must not lift the promote
+			// role's channel limit.
+			{Group: "everyone", Scope: ScopeRead},
 		}}
 	logs := &testutil.LockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))

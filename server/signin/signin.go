@@ -456,7 +456,10 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 		groups = []string{g}
 	}
 	p := resolver.Principal{Name: name}
-	unlimited := false
+	// Channel limits are about channel writes: only roles that give one
+	// (promote, admin) limit or lift them. A read or scan role without
+	// channels must not lift a promote role's limit.
+	unlimited, writer := false, false
 	for _, r := range s.cfg.Roles {
 		if !slices.Contains(groups, r.Group) {
 			continue
@@ -464,6 +467,10 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 		if !slices.Contains(p.Scopes, r.Scope) {
 			p.Scopes = append(p.Scopes, r.Scope)
 		}
+		if r.Scope != "promote" && r.Scope != "admin" {
+			continue
+		}
+		writer = true
 		if len(r.Channels) == 0 {
 			unlimited = true
 		}
@@ -473,7 +480,7 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 			}
 		}
 	}
-	if unlimited {
+	if unlimited || !writer {
 		p.Channels = nil
 	}
 	return p, nil
