@@ -36,7 +36,6 @@ func (s *Snapshot) Graph(channel, cluster string) (Graph, error) {
 	if err != nil {
 		return Graph{}, err
 	}
-	nodes = newestBuilds(nodes)
 	a := &s.answers[s.byChannel[channel]]
 	idx := s.bySource[a.Channel.Source]
 	g := Graph{Channel: channel, Image: a.Channel.Source, Nodes: nodes}
@@ -100,26 +99,6 @@ func (s *Snapshot) Graph(channel, cluster string) (Graph, error) {
 		}
 	}
 	return g, nil
-}
-
-// newestBuilds keeps, of versions semver counts as equal (they differ in
-// build metadata only, as v1.33.6+k3s1 and +k3s2 do), the newest: a
-// Cincinnati client finds its node by semver equality, which ignores
-// build metadata, so two such nodes would be one node to it.
-func newestBuilds(vs []VersionView) []VersionView {
-	out := vs[:0:0]
-	for i := range vs {
-		if i+1 < len(vs) && withoutBuild(vs[i+1].Version) == withoutBuild(vs[i].Version) {
-			continue
-		}
-		out = append(out, vs[i])
-	}
-	return out
-}
-
-func withoutBuild(v Version) string {
-	s, _, _ := strings.Cut(SemverString(v), "+")
-	return s
 }
 
 // minorEnds maps each node to one past the last node of its minor.
