@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -398,5 +399,39 @@ func TestSessionRefresh(t *testing.T) {
 	res.Body.Close()
 	if strings.Contains(string(body), "release.engineer@example.com") || !strings.Contains(e.logs.String(), "session refresh refused") {
 		t.Errorf("a refused refresh kept the session")
+	}
+}
+
+// TestSignInSurvivesALoginFlood: 10,001 sign-ins started and abandoned
+// (the bound on those in progress, and one past it) do not lock a person
+// out: the oldest make room, and a real sign-in completes.
+func TestSignInSurvivesALoginFlood(t *testing.T) {
+	e := startSignIn(t, nil)
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	flood := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var wg sync.WaitGroup
+	work := make(chan struct{})
+	for range 16 {
+		wg.Go(func() {
+			for range work {
+				res, err := flood.Get(e.base + "/ui/login")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				res.Body.Close()
+				if res.StatusCode != http.StatusFound {
+					t.Errorf("login %d", res.StatusCode)
+				}
+			}
+		})
+	}
+	for range 10_001 {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
+	if _, body := e.op.login(t, browserClient(), e.base+"/ui/login?back=/ui/", "test-user@127.0.0.1"); !strings.Contains(body, "release.engineer@example.com") {
+		t.Errorf("after a flood of abandoned sign-ins, a person cannot sign in:\n%.300s", body)
 	}
 }
