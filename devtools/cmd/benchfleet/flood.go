@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/server"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // The flood mode (issue 24): random cluster IDs and reported versions at
@@ -33,57 +30,20 @@ import (
 
 // floodChild is the replica: recording on, admission limits as shipped.
 func floodChild(ctx context.Context) error {
-	st, err := store.Open(ctx, os.Getenv("DATABASE_URL"), nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	base, stop, err := serveWith(ctx, st, server.FleetOptions{ActiveWindow: 10 * time.Second})
-	if err != nil {
-		return err
-	}
-	fmt.Println(base)
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	stop()
-	return nil
+	return serveChild(ctx, server.FleetOptions{ActiveWindow: 10 * time.Second}, nil)
 }
 
 func runFlood(ctx context.Context, n int, limit time.Duration) error {
-	db := os.Getenv("DATABASE_URL")
-	if db == "" {
-		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-fleet")
-	}
-	st, err := store.Open(ctx, db, nil)
+	st, db, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	self, err := os.Executable()
+	cmd, stdin, base, err := startReplica("flood")
 	if err != nil {
-		return err
-	}
-	cmd := exec.Command(self, "-serve", "flood")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
 		return err
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("replica process did not start")
-	}
-	base := strings.TrimSpace(line)
 	u := base + "/v1-release/channels/stable"
 	fmt.Printf("flood: %d random cluster IDs a phase (at most %s), default admission limits (60 new clusters/min per address, 100000 per channel), 2-core loopback\n", n, limit)
 	fmt.Printf("%-22s %10s %9s %9s %9s %8s %10s %9s %s\n", "phase", "answered", "req/s", "admitted", "dropped", "series", "/metrics", "peak RSS", "legitimate record p50 / max")

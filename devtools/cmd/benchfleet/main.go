@@ -83,18 +83,11 @@ func main() {
 }
 
 func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds int) error {
-	db := os.Getenv("DATABASE_URL")
-	if db == "" {
-		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-fleet")
-	}
-	st, err := store.Open(ctx, db, nil)
+	st, db, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	seedTime, err := seed(ctx, db, records)
 	if err != nil {
 		return err

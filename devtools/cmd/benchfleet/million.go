@@ -31,35 +31,15 @@ import (
 // Postgres bytes per record, and the fleet API's latency at that size.
 
 func millionChild(ctx context.Context) error {
-	st, err := store.Open(ctx, os.Getenv("DATABASE_URL"), nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	base, stop, err := serveWithProxies(ctx, st, server.FleetOptions{MaxClusters: 2_000_000},
-		[]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
-	if err != nil {
-		return err
-	}
-	fmt.Println(base)
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	stop()
-	return nil
+	return serveChild(ctx, server.FleetOptions{MaxClusters: 2_000_000}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 }
 
 func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
-	db := os.Getenv("DATABASE_URL")
-	if db == "" {
-		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-fleet")
-	}
-	st, err := store.Open(ctx, db, nil)
+	st, db, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	seedTime, err := seed(ctx, db, records)
 	if err != nil {
 		return err
@@ -71,23 +51,11 @@ func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
 	fmt.Printf("benchfleet -million: %d records seeded in %s; %d new clusters a second for %s, each from its own X-Forwarded-For address\n",
 		records, seedTime.Round(time.Millisecond), rate, d)
 
-	self, err := os.Executable()
+	cmd, stdin, base, err := startReplica("million")
 	if err != nil {
-		return err
-	}
-	cmd := exec.Command(self, "-serve", "million")
-	cmd.Stderr = os.Stderr
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	base := strings.TrimSpace(line)
 	cpu0 := procCPU(cmd.Process.Pid)
 
 	conn, err := pgx.Connect(ctx, db)
@@ -257,4 +225,67 @@ func timePage(ctx context.Context, u, token string, n int) (stats, error) {
 	}
 	slices.Sort(ds)
 	return stats{n: len(ds), p50: ds[len(ds)/2], p99: ds[len(ds)-1]}, nil
+}
+
+// openStore opens and migrates DATABASE_URL's store.
+func openStore(ctx context.Context) (*store.Store, string, error) {
+	db := os.Getenv("DATABASE_URL")
+	if db == "" {
+		return nil, "", fmt.Errorf("set DATABASE_URL or run via scripts/bench-fleet")
+	}
+	st, err := store.Open(ctx, db, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, db, nil
+}
+
+// startReplica runs this program as a replica (-serve mode) and reads the
+// address it serves on; closing stdin stops it.
+func startReplica(mode string) (cmd *exec.Cmd, stdin io.WriteCloser, base string, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cmd = exec.Command(self, "-serve", mode)
+	cmd.Stderr = os.Stderr
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, "", err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, nil, "", fmt.Errorf("replica process did not start")
+	}
+	return cmd, stdin, strings.TrimSpace(line), nil
+}
+
+// serveChild is a -serve replica recording into DATABASE_URL's fleet with
+// fo and proxies: it prints its address and runs until stdin closes.
+func serveChild(ctx context.Context, fo server.FleetOptions, proxies []netip.Prefix) error {
+	st, err := store.Open(ctx, os.Getenv("DATABASE_URL"), nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	base, stop, err := serveWithProxies(ctx, st, fo, proxies)
+	if err != nil {
+		return err
+	}
+	fmt.Println(base)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop()
+	return nil
 }
