@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -353,7 +352,6 @@ func TestIDTokensAsBearerTokens(t *testing.T) {
 	if res, body := send(t, http.MethodGet, e2.base+"/ui/login", "", ""); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "OpenID provider") {
 		t.Errorf("sign-in with the provider down: %d %.300s", res.StatusCode, body)
 	}
-	_ = fmt.Sprint
 }
 
 // TestSessionRefresh: the session cookie is encrypted (it holds the
