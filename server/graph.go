@@ -84,6 +84,31 @@ func acceptsGzip(r *http.Request) bool {
 type graphCache struct {
 	mu sync.Mutex
 	m  map[string]*cachedGraph
+	// plain are the graphs every cluster sees (no cluster-limited risk),
+	// by channel, for the console's drawing.
+	plain map[string]*resolver.Graph
+}
+
+// graph is channel's graph as a cluster without an ID sees it, computed
+// once per snapshot (a channel of 10,000 versions takes ~100 ms).
+func (gc *graphCache) graph(snap *resolver.Snapshot, channel string) (*resolver.Graph, error) {
+	gc.mu.Lock()
+	g, ok := gc.plain[channel]
+	gc.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	built, err := snap.Graph(channel, "")
+	if err != nil {
+		return nil, err
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.plain == nil || len(gc.plain) >= maxCachedGraphs {
+		gc.plain = map[string]*resolver.Graph{}
+	}
+	gc.plain[channel] = &built
+	return &built, nil
 }
 
 // cachedGraph is one encoded graph, and its gzip form once asked for.

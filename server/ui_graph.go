@@ -59,10 +59,10 @@ type uiGraphRisk struct {
 	Names    []string
 }
 
-// graphOf lays out channel's graph; counts are clusters reporting each
-// version (nil: no fleet).
-func graphOf(snap *resolver.Snapshot, channel, served string, counts map[string]int) *uiGraph {
-	g, err := snap.Graph(channel, "")
+// graphOf lays out channel's graph (from the view's cache); counts are
+// clusters reporting each version (nil: no fleet).
+func graphOf(v *view, channel, served string, counts map[string]int) *uiGraph {
+	g, err := v.graphs.graph(v.snap, channel)
 	if err != nil || len(g.Nodes) == 0 {
 		return nil
 	}

@@ -236,7 +236,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 			counts[r.Version] = r.Reported
 		}
 	}
-	b.Graph = graphOf(v.snap, ch.Name, str0(b.Row.Version), counts)
+	b.Graph = graphOf(v, ch.Name, str0(b.Row.Version), counts)
 	b.Risks = uiRisks(v.snap, ch.Source, baseURL(s.opts.ExternalURL, c.Request()))
 	if u, err := url.Parse(baseURL(s.opts.ExternalURL, c.Request())); err == nil {
 		b.ViewRepo = u.Host + "/channels/" + ch.Name
