@@ -49,7 +49,12 @@ func (s *Store) LoadSources(ctx context.Context, sources []resolver.Source) ([]r
 // LoadStates reads every channel's database state (pins, revisions).
 func (s *Store) LoadStates(ctx context.Context) (map[string]resolver.ChannelState, error) {
 	states := make(map[string]resolver.ChannelState)
-	err := s.inTxOpts(ctx, "load channel states", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	// One snapshot of the database for every statement: under read
+	// committed a pin landing between the channel_state and the rollouts
+	// queries gave a state with the old pin and the new rollout, and the
+	// leader then "rolled out" the old pin again.
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := s.inTxOpts(ctx, "load channel states", opts, func(tx pgx.Tx) error {
 		return loadStates(ctx, tx, states)
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,51 @@ func TestPinStartsItsRolloutInTheSameTransaction(t *testing.T) {
 	r2 := latestOf(t, st, "stable")
 	if r2.To != "1.5.0" || r2.From != "1.0.0" || len(r2.Carried) != 1 || r2.Carried[0] != (resolver.Layer{Version: "2.0.0", Percent: 10}) {
 		t.Fatalf("rollout after an unpin mid-rollout = %+v", r2)
+	}
+}
+
+// LoadStates must read a pin and its rollout from one snapshot: a state
+// with the old pin and the new rollout made the indexing leader start a
+// rollout back to the old pin (seen in CI as a rollout "complete" right
+// after a pin).
+func TestLoadStatesSeesAPinAndItsRolloutTogether(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	pol := testPolicy
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(done)
+		from := ""
+		for i := range 300 {
+			v := fmt.Sprintf("1.%d.0", i)
+			if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: v, Actor: "alice",
+				IfRevision: resolver.AnyRevision, From: from, Rollout: &pol}); err != nil {
+				t.Error(err)
+				return
+			}
+			from = v
+		}
+	})
+	loads, torn := 0, 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		states, err := st.LoadStates(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads++
+		if s, ok := states["stable"]; ok && s.Rollout != nil && s.Pin != s.Rollout.To {
+			torn++
+		}
+	}
+	wg.Wait()
+	if torn > 0 {
+		t.Fatalf("%d of %d loads saw a pin and another pin's rollout", torn, loads)
 	}
 }
 
