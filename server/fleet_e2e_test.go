@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
@@ -48,7 +49,7 @@ func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	ch := resolver.Channel{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: fleetSettle,
 		Redirect: "https://github.com/k3s-io/k3s/releases/tag/"}
 	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
-		Fleet: FleetOptions{Store: st, FlushEvery: 100 * time.Millisecond}})
+		Fleet: fleet.Options{Store: st, FlushEvery: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -19,7 +20,7 @@ import (
 // fleetTrustServer runs a replica with one stepwise channel ("latest") and
 // one plain one ("stable") on a real database, with fleet options fo and
 // trusted proxies; it returns the base URL and the store.
-func fleetTrustServer(t *testing.T, fo FleetOptions, trusted []netip.Prefix) (string, *store.Store) {
+func fleetTrustServer(t *testing.T, fo fleet.Options, trusted []netip.Prefix) (string, *store.Store) {
 	t.Helper()
 	st, src := fleetStore(t)
 	fo.Store = st
@@ -85,7 +86,7 @@ func countClusters(t *testing.T, st *store.Store, channel string) int {
 // of them are recorded; the rest are counted as reason="rate", and made-up
 // versions are one "other" series (issue 24 item 2).
 func TestAFloodOfClusterIDsFromOneAddressIsBounded(t *testing.T) {
-	base, st := fleetTrustServer(t, FleetOptions{NewClustersPerMinute: 20, ActiveWindow: 2 * time.Second}, nil)
+	base, st := fleetTrustServer(t, fleet.Options{NewClustersPerMinute: 20, ActiveWindow: 2 * time.Second}, nil)
 	const flood = 500
 	var wg sync.WaitGroup
 	for w := range 10 {
@@ -131,7 +132,7 @@ func TestAFloodOfClusterIDsFromOneAddressIsBounded(t *testing.T) {
 // TestTheClusterCapHoldsAcrossAddresses: ten addresses behind a trusted
 // proxy, each admitted on its own, stop at max_clusters (reason="cap").
 func TestTheClusterCapHoldsAcrossAddresses(t *testing.T) {
-	base, st := fleetTrustServer(t, FleetOptions{MaxClusters: 5}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	base, st := fleetTrustServer(t, fleet.Options{MaxClusters: 5}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 	for i := range 10 {
 		// The client's own X-Forwarded-For claim (left of the real hop) is
 		// ignored; the rightmost untrusted hop is the client.
@@ -154,7 +155,7 @@ func TestTheClusterCapHoldsAcrossAddresses(t *testing.T) {
 // X-SUC-Latest-Version counts as absent, and the records flushed with it
 // are all written (issue 24 item 3).
 func TestALongReportedVersionPoisonsNoBatch(t *testing.T) {
-	base, st := fleetTrustServer(t, FleetOptions{FlushEvery: 300 * time.Millisecond}, nil)
+	base, st := fleetTrustServer(t, fleet.Options{FlushEvery: 300 * time.Millisecond}, nil)
 	long := "v1.33.6-" + strings.Repeat("a", 3000)
 	pollAs(t, base, "stable", "poison", long, "")
 	for i := range 5 {

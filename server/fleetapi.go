@@ -69,7 +69,7 @@ func (s *Server) fleetSummary(c echo.Context) error {
 // fleetSummaryOf is channel's fleet summary as the API answers it and the
 // console charts it. The caller has checked that there is a fleet store.
 func (s *Server) fleetSummaryOf(ctx context.Context, v *view, channel string) (openapi.FleetSummary, error) {
-	sum, err := s.opts.Fleet.Store.FleetSummary(ctx, channel, time.Now().Add(-s.fleet.opts.ActiveWindow))
+	sum, err := s.opts.Fleet.Store.FleetSummary(ctx, channel, time.Now().Add(-s.fleet.ActiveWindow()))
 	if err != nil {
 		return openapi.FleetSummary{}, err
 	}
@@ -87,7 +87,7 @@ func (s *Server) fleetClusters(c echo.Context) error {
 		return err
 	}
 	q := resolver.ClusterQuery{Channel: name, Limit: defaultFleetLimit, After: c.QueryParam("after"),
-		Since: time.Now().Add(-s.fleet.opts.ActiveWindow)}
+		Since: time.Now().Add(-s.fleet.ActiveWindow())}
 	if ver := c.QueryParam("version"); ver != "" {
 		// Records keep canonical versions; a tag asks for its version.
 		q.Version = ver

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -35,7 +36,7 @@ func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch
 	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
 		// A thousand clusters from one loopback address: admission's rate per
 		// address would refuse most of them.
-		Fleet:    FleetOptions{Store: st, FlushEvery: 100 * time.Millisecond, NewClustersPerMinute: 1 << 20},
+		Fleet:    fleet.Options{Store: st, FlushEvery: 100 * time.Millisecond, NewClustersPerMinute: 1 << 20},
 		Rollouts: RolloutOptions{Store: st, Leading: func() bool { return leading }, Every: 50 * time.Millisecond, CountEvery: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -95,8 +96,8 @@ type Options struct {
 	// answers costs a request this much and a 503. 0: 5s.
 	DBTimeout time.Duration
 	// Fleet records the clusters that ask channel URLs and serves the
-	// fleet routes (fleet.go); recording runs under Run.
-	Fleet FleetOptions
+	// fleet routes (fleetapi.go); internal/fleet records, under Run.
+	Fleet fleet.Options
 	// Rollouts keeps and advances staged rollouts (rollouts.go).
 	Rollouts RolloutOptions
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
@@ -149,7 +150,7 @@ type Server struct {
 	pending   resolver.Changes
 	soaks     soakTimer // rebuilds the snapshot when a soak ends
 	kick      chan struct{}
-	fleet     *recorder
+	fleet     *fleet.Recorder
 	uiFleet   fleetCountsCache // the console's fleet counts per channel
 	// rolloutKick wakes the rollout leader after a snapshot change;
 	// governKick the governor after a freeze changes.
@@ -203,7 +204,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if s.fleet, err = newRecorder(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
+	if s.fleet, err = fleet.New(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
 	if err := opts.Metrics.Register(newRolloutCollector(s.cur.Load)); err != nil {

@@ -106,8 +106,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, ro RunOptions) error 
 	var fwg sync.WaitGroup
 	if s.opts.Fleet.Store != nil {
 		warn := func(msg string, args ...any) { s.log.Warn(msg, args...) }
-		fwg.Go(func() { s.fleet.run(fctx, warn) })
-		run(func() { s.fleet.maintain(ctx, warn) })
+		fwg.Go(func() { s.fleet.Run(fctx, warn) })
+		run(func() { s.fleet.Maintain(ctx, warn) })
 	}
 	defer s.stopSoaks()
 	err := s.Serve(ctx, ln)

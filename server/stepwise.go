@@ -33,13 +33,13 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 	}
 	// An ID over the admission limits is answered as any request is, but
 	// neither recorded nor given a settle clock (memory stays bounded).
-	admitted := id != "" && s.fleet.admitted(ch.Name, id, s.clientAddr(r), now)
+	admitted := id != "" && s.fleet.Admitted(ch.Name, id, s.clientAddr(r), now)
 	ans, err := s.answerFor(v, e, id, admitted, reported, ok, now)
 	if admitted {
 		if ans != nil {
 			sighting.Served = ans.version
 		}
-		s.fleet.record(sighting)
+		s.fleet.Record(sighting)
 	}
 	return ans, err
 }
@@ -56,7 +56,7 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, r
 	q := resolver.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
 	if ok && resolver.Settles(ch, id) {
 		if q.Unsettled = !admitted; admitted {
-			q.Since = s.fleet.since(ch.Name, id, reported.String(), now)
+			q.Since = s.fleet.Since(ch.Name, id, reported.String(), now)
 		}
 	}
 	tag, held, err := v.snap.ClusterAnswer(ch.Name, q)

@@ -51,7 +51,7 @@ func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.Fl
 	defer c.mu.Unlock()
 	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= uiFleetTTL {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.DBTimeout)
-		c.counts, c.err = fs.FleetCounts(ctx, now.Add(-s.fleet.opts.ActiveWindow))
+		c.counts, c.err = fs.FleetCounts(ctx, now.Add(-s.fleet.ActiveWindow()))
 		cancel()
 		c.at = time.Now()
 		if c.err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestConsoleShowsFleetCounts(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	seedFleet(t, env)
-	_, ts, _ := env.serve(env.st, Options{Fleet: FleetOptions{Store: env.st}})
+	_, ts, _ := env.serve(env.st, Options{Fleet: fleet.Options{Store: env.st}})
 
 	for _, tc := range []struct {
 		name, path string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -23,7 +24,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	gateK3s(t, env)
 	seedFleet(t, env)
-	env.srv, env.ts, env.logs = env.serve(env.st, Options{Fleet: FleetOptions{Store: env.st}})
+	env.srv, env.ts, env.logs = env.serve(env.st, Options{Fleet: fleet.Options{Store: env.st}})
 	rollTo := seedRollout(t, env)
 	serveRollouts(t, env, true)
 	b := newBrowser(t)

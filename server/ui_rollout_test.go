@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -34,7 +35,7 @@ func rolloutChannels() []resolver.Channel {
 // what a test records starts or steps a rollout.
 func serveRollouts(t *testing.T, env *pgEnv, withStore bool) {
 	t.Helper()
-	opts := Options{Data: env.st, Sources: []resolver.Source{env.src}, Channels: rolloutChannels(), Fleet: FleetOptions{Store: env.st}}
+	opts := Options{Data: env.st, Sources: []resolver.Source{env.src}, Channels: rolloutChannels(), Fleet: fleet.Options{Store: env.st}}
 	if withStore {
 		opts.Rollouts = RolloutOptions{Store: env.st}
 	}

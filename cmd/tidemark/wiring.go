@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
@@ -43,7 +44,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Data:            st,
 		Sources:         sources,
 		Channels:        cfg.Channels,
-		Fleet: server.FleetOptions{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
+		Fleet: fleet.Options{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
 			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
 		ClusterAPI:     cfg.ClusterAPISources(),

@@ -28,7 +28,7 @@ func child(ctx context.Context, record bool) error {
 			return err
 		}
 		defer st.Close()
-		fleet = &countingFleet{FleetStore: st}
+		fleet = &countingFleet{Store: st}
 	}
 	var base string
 	var stop func()

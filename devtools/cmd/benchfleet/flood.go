@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 )
 
 // The flood mode (issue 24): random cluster IDs and reported versions at
@@ -30,7 +30,7 @@ import (
 
 // floodChild is the replica: recording on, admission limits as shipped.
 func floodChild(ctx context.Context) error {
-	return serveChild(ctx, server.FleetOptions{ActiveWindow: 10 * time.Second}, nil)
+	return serveChild(ctx, fleet.Options{ActiveWindow: 10 * time.Second}, nil)
 }
 
 func runFlood(ctx context.Context, n int, limit time.Duration) error {

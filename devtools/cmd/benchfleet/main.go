@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
@@ -98,7 +99,7 @@ func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds i
 		return err
 	}
 
-	counting := &countingFleet{FleetStore: st}
+	counting := &countingFleet{Store: st}
 	base, stop, err := serve(ctx, counting)
 	if err != nil {
 		return err
@@ -207,19 +208,19 @@ func explain(ctx context.Context, db string) (string, error) {
 }
 
 // serve runs a replica on loopback, recording into fleet (nil: off).
-func serve(ctx context.Context, fleet server.FleetStore) (string, func(), error) {
+func serve(ctx context.Context, fs fleet.Store) (string, func(), error) {
 	// The load comes from one loopback address: admission limits are
 	// raised so that the bench measures recording, not refusal.
-	return serveWith(ctx, fleet, server.FleetOptions{NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30})
+	return serveWith(ctx, fs, fleet.Options{NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30})
 }
 
 // serveWith is serve with fleet options fo (their Store is fleet).
-func serveWith(ctx context.Context, fleet server.FleetStore, fo server.FleetOptions) (string, func(), error) {
-	return serveWithProxies(ctx, fleet, fo, nil)
+func serveWith(ctx context.Context, fs fleet.Store, fo fleet.Options) (string, func(), error) {
+	return serveWithProxies(ctx, fs, fo, nil)
 }
 
 // serveWithProxies is serveWith trusting X-Forwarded-For from proxies.
-func serveWithProxies(ctx context.Context, fleet server.FleetStore, fo server.FleetOptions, proxies []netip.Prefix) (string, func(), error) {
+func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, proxies []netip.Prefix) (string, func(), error) {
 	snap := snapshot()
 	opts := server.Options{
 		TrustedProxies: proxies,
@@ -227,12 +228,12 @@ func serveWithProxies(ctx context.Context, fleet server.FleetStore, fo server.Fl
 		Log:            slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Load:           func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
 	}
-	if fleet != nil {
-		fo.Store = fleet
+	if fs != nil {
+		fo.Store = fs
 		opts.Fleet = fo
-		switch st := fleet.(type) {
+		switch st := fs.(type) {
 		case *countingFleet:
-			opts.Store = st.FleetStore.(*store.Store)
+			opts.Store = st.Store.(*store.Store)
 		case *store.Store:
 			opts.Store = st
 		}
@@ -308,7 +309,7 @@ type pacedResult struct {
 
 // countingFleet records the size of every batch the flusher writes.
 type countingFleet struct {
-	server.FleetStore
+	fleet.Store
 	mu      sync.Mutex
 	batches []int
 	took    []time.Duration // each batch's write
@@ -316,7 +317,7 @@ type countingFleet struct {
 
 func (c *countingFleet) RecordFleet(ctx context.Context, s []resolver.Sighting) ([]resolver.ClusterRecord, error) {
 	start := time.Now()
-	recs, err := c.FleetStore.RecordFleet(ctx, s)
+	recs, err := c.Store.RecordFleet(ctx, s)
 	c.mu.Lock()
 	c.batches = append(c.batches, len(s))
 	c.took = append(c.took, time.Since(start))

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -31,7 +31,7 @@ import (
 // Postgres bytes per record, and the fleet API's latency at that size.
 
 func millionChild(ctx context.Context) error {
-	return serveChild(ctx, server.FleetOptions{MaxClusters: 2_000_000}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	return serveChild(ctx, fleet.Options{MaxClusters: 2_000_000}, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 }
 
 func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
@@ -274,7 +274,7 @@ func startReplica(mode string) (cmd *exec.Cmd, stdin io.WriteCloser, base string
 
 // serveChild is a -serve replica recording into DATABASE_URL's fleet with
 // fo and proxies: it prints its address and runs until stdin closes.
-func serveChild(ctx context.Context, fo server.FleetOptions, proxies []netip.Prefix) error {
+func serveChild(ctx context.Context, fo fleet.Options, proxies []netip.Prefix) error {
 	st, err := store.Open(ctx, os.Getenv("DATABASE_URL"), nil)
 	if err != nil {
 		return err

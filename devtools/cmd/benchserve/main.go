@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 )
@@ -55,13 +56,13 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		return err
 	}
 	var loads atomic.Int64
-	fleet := &discardFleet{}
+	discard := &discardFleet{}
 	s, err := server.New(server.Options{
 		// Fleet recording on: every sighting goes through the buffer and
 		// the flusher; the store takes batches at once (no database here).
 		// Every load generator's request comes from loopback: admission
 		// limits are raised so that they measure recording, not refusal.
-		Fleet:       server.FleetOptions{Store: fleet, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30},
+		Fleet:       fleet.Options{Store: discard, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30},
 		ExternalURL: "https://tidemark.example.com",
 		// A real JSON access log line per request, thrown away: its cost is
 		// part of what is measured.
@@ -151,7 +152,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	fmt.Printf("v1.33 without clusters/floor: %.2fx requests/s, p99 %.2fx\n", plain.rps/floorR.rps, float64(plain.p99)/float64(floorR.p99))
 	step := stepR.rps / plain.rps
 	fmt.Printf("stepwise/plain: %.2fx (goal >= 0.80x); p99 %s; fleet records written: %d; snapshot loads during the run: %d (no database)\n",
-		step, stepR.p99, fleet.rows.Load(), loads.Load()-loadsBefore)
+		step, stepR.p99, discard.rows.Load(), loads.Load()-loadsBefore)
 	if ratio < 0.85 || p99 > 1.3 || step < 0.8 {
 		fmt.Println("GOAL MISSED")
 	}

@@ -1,8 +1,11 @@
-package server
+// Package fleet records the clusters that ask channel URLs (CONTRACT
+// section 5) off the request path: a request hands a sighting to a
+// bounded queue and never waits; one goroutine coalesces and writes them
+// in batches; maintenance purges, counts and learns who is known.
+package fleet
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +16,8 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// FleetStore keeps the fleet (*store.Store).
-type FleetStore interface {
+// Store keeps the fleet (*store.Store).
+type Store interface {
 	RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error)
 	FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error)
 	FleetClusters(ctx context.Context, q resolver.ClusterQuery) ([]resolver.ClusterRecord, string, error)
@@ -26,12 +29,12 @@ type FleetStore interface {
 	FleetMembers(ctx context.Context, fn func(channel, cluster string)) error
 }
 
-// FleetOptions configure fleet recording (CONTRACT section 5).
-type FleetOptions struct {
+// Options configure fleet recording (CONTRACT section 5).
+type Options struct {
 	// Store keeps the records. nil: nothing is recorded and the fleet
 	// routes answer 503; stepwise channels still answer, settling on this
 	// replica's own clock.
-	Store FleetStore
+	Store Store
 	// Retention is how long a record outlives its last sighting. 0: 30 days.
 	Retention time.Duration
 	// ActiveWindow: a cluster seen within it is active. 0: 1h.
@@ -59,14 +62,14 @@ const (
 	fleetWriteMax = 5 * time.Second  // one flush's deadline
 )
 
-// recorder takes sightings off the request path: a request appends to a
+// Recorder takes sightings off the request path: a request appends to a
 // bounded queue and never waits (a full queue drops and counts; see
 // fleetqueue.go); one goroutine takes the queue every 50 ms, coalesces the
 // sightings per (channel, cluster) and writes a batch every FlushEvery. While the database is down a flush fails after its deadline,
 // its batch is dropped and counted, and the buffer fills and drops too, so
 // memory stays bounded and no request notices.
-type recorder struct {
-	opts  FleetOptions
+type Recorder struct {
+	opts  Options
 	in    *sightingQueue
 	admit *admission
 	// indexed says whether version is one channel's source indexes: only
@@ -90,7 +93,7 @@ type settling struct {
 
 func settleKey(channel, cluster string) string { return channel + "\x00" + cluster }
 
-func newRecorder(opts FleetOptions, reg *prometheus.Registry, indexed func(channel, version string) bool) (*recorder, error) {
+func New(opts Options, reg *prometheus.Registry, indexed func(channel, version string) bool) (*Recorder, error) {
 	if opts.Retention <= 0 {
 		opts.Retention = config.DefaultRetention
 	}
@@ -109,7 +112,7 @@ func newRecorder(opts FleetOptions, reg *prometheus.Registry, indexed func(chann
 	if opts.MaxClusters <= 0 {
 		opts.MaxClusters = config.DefaultMaxClusters
 	}
-	r := &recorder{
+	r := &Recorder{
 		opts:    opts,
 		in:      &sightingQueue{max: opts.Buffer},
 		admit:   newAdmission(opts.NewClustersPerMinute, opts.MaxClusters),
@@ -150,10 +153,10 @@ const (
 	dropDatabase = "database"
 )
 
-// admitted says whether a sighting of cluster on channel from addr may be
+// Admitted says whether a sighting of cluster on channel from addr may be
 // kept (in the database and in the settle clocks); a refused one is
 // counted by reason.
-func (r *recorder) admitted(channel, cluster, addr string, now time.Time) bool {
+func (r *Recorder) Admitted(channel, cluster, addr string, now time.Time) bool {
 	ok, reason := r.admit.admit(channel, cluster, addr, now)
 	if !ok {
 		r.dropped.WithLabelValues(reason).Inc()
@@ -161,8 +164,8 @@ func (r *recorder) admitted(channel, cluster, addr string, now time.Time) bool {
 	return ok
 }
 
-// record queues s; it never blocks.
-func (r *recorder) record(s resolver.Sighting) {
+// Record queues s; it never blocks.
+func (r *Recorder) Record(s resolver.Sighting) {
 	if r.opts.Store == nil {
 		return
 	}
@@ -171,13 +174,13 @@ func (r *recorder) record(s resolver.Sighting) {
 	}
 }
 
-// since is when this replica first saw cluster report reported on channel,
+// Since is when this replica first saw cluster report reported on channel,
 // or, once a flush has come back, when any replica did (the database's
 // reported_since, which is earlier or equal). Before that write returns it
 // is this replica's own first sighting: a lower bound on how long the
 // cluster has run its version, so settle can only hold a cluster longer
 // than the fleet says, never move it early.
-func (r *recorder) since(channel, cluster, reported string, now time.Time) time.Time {
+func (r *Recorder) Since(channel, cluster, reported string, now time.Time) time.Time {
 	key := settleKey(channel, cluster)
 	if v, ok := r.settle.Load(key); ok {
 		st := v.(*settling)
@@ -194,7 +197,7 @@ func (r *recorder) since(channel, cluster, reported string, now time.Time) time.
 }
 
 // adopt takes the database's reported_since for the settle clocks.
-func (r *recorder) adopt(recs []resolver.ClusterRecord) {
+func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 	for _, c := range recs {
 		if c.ReportedSince.IsZero() {
 			continue
@@ -216,7 +219,7 @@ func (r *recorder) adopt(recs []resolver.ClusterRecord) {
 // sweep forgets settle clocks of clusters not seen within the active
 // window; one that comes back is corrected by the database at its first
 // flush.
-func (r *recorder) sweep(now time.Time) {
+func (r *Recorder) sweep(now time.Time) {
 	cutoff := now.Add(-r.opts.ActiveWindow).UnixNano()
 	r.settle.Range(func(k, v any) bool {
 		if v.(*settling).seen.Load() < cutoff {
@@ -228,9 +231,9 @@ func (r *recorder) sweep(now time.Time) {
 
 type fleetKey struct{ channel, cluster string }
 
-// run flushes every FlushEvery until ctx ends, then drains what is queued
+// Run flushes every FlushEvery until ctx ends, then drains what is queued
 // and flushes once more.
-func (r *recorder) run(ctx context.Context, log func(msg string, args ...any)) {
+func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 	flush := time.NewTicker(r.opts.FlushEvery)
 	defer flush.Stop()
 	drain := time.NewTicker(drainEvery)
@@ -262,7 +265,7 @@ func (r *recorder) run(ctx context.Context, log func(msg string, args ...any)) {
 
 // merge coalesces s into the pending batch: the latest sighting, with the
 // earliest time its reported version was seen.
-func (r *recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sighting) {
+func (r *Recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sighting) {
 	k := fleetKey{s.Channel, s.Cluster}
 	p, ok := pending[k]
 	if !ok {
@@ -286,7 +289,7 @@ func (r *recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sigh
 	pending[k] = p
 }
 
-func (r *recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sighting, log func(msg string, args ...any)) {
+func (r *Recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sighting, log func(msg string, args ...any)) {
 	if len(pending) == 0 {
 		return
 	}
@@ -307,9 +310,9 @@ func (r *recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sigh
 	}
 }
 
-// maintain purges records past retention, refreshes the active-clusters
+// Maintain purges records past retention, refreshes the active-clusters
 // gauge and sweeps settle clocks, until ctx ends.
-func (r *recorder) maintain(ctx context.Context, log func(msg string, args ...any)) {
+func (r *Recorder) Maintain(ctx context.Context, log func(msg string, args ...any)) {
 	// The gauge is refreshed at least twice per active window, so a short
 	// window (20 s) is not outlived by its own gauge.
 	gauge := time.NewTicker(min(fleetGaugeGap, r.opts.ActiveWindow/2))
@@ -337,7 +340,7 @@ func (r *recorder) maintain(ctx context.Context, log func(msg string, args ...an
 	}
 }
 
-func (r *recorder) refreshGauge(ctx context.Context, log func(msg string, args ...any)) {
+func (r *Recorder) refreshGauge(ctx context.Context, log func(msg string, args ...any)) {
 	active, err := r.opts.Store.FleetActive(ctx, time.Now().Add(-r.opts.ActiveWindow))
 	if err != nil {
 		if ctx.Err() == nil {
@@ -372,7 +375,7 @@ func (r *recorder) refreshGauge(ctx context.Context, log func(msg string, args .
 }
 
 // learn marks the clusters already recorded as known to admission.
-func (r *recorder) learn(ctx context.Context, log func(msg string, args ...any)) {
+func (r *Recorder) learn(ctx context.Context, log func(msg string, args ...any)) {
 	members := map[string][]string{}
 	err := r.opts.Store.FleetMembers(ctx, func(channel, cluster string) {
 		if len(members[channel]) < r.opts.MaxClusters {
@@ -388,23 +391,6 @@ func (r *recorder) learn(ctx context.Context, log func(msg string, args ...any))
 	r.admit.learn(members)
 }
 
-// clusterID is the request's X-SUC-Cluster-ID when it is one (1-128 of
-// [A-Za-z0-9._:-]); anything else counts as absent.
-func clusterID(r *http.Request) string {
-	v := r.Header["X-Suc-Cluster-Id"]
-	if len(v) == 0 {
-		return ""
-	}
-	id := v[0]
-	if len(id) == 0 || len(id) > 128 {
-		return ""
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
-		default:
-			return ""
-		}
-	}
-	return id
-}
+// ActiveWindow is how recently a cluster must have been seen to count as
+// active.
+func (r *Recorder) ActiveWindow() time.Duration { return r.opts.ActiveWindow }
