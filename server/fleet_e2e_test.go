@@ -53,7 +53,7 @@ func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := runOnLoopback(t, srv, RunOptions{})
+	base := runOnLoopback(t, srv, runOpts{})
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	poll := func(id, reported string) (int, string, string) {

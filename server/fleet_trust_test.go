@@ -35,7 +35,7 @@ func fleetTrustServer(t *testing.T, fo fleet.Options, trusted []netip.Prefix) (s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runOnLoopback(t, srv, RunOptions{}), st
+	return runOnLoopback(t, srv, runOpts{}), st
 }
 
 func pollAs(t *testing.T, base, channel, id, reported, forwardedFor string) int {

@@ -73,7 +73,7 @@ func TestReleaseGatesEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, RunOptions{}) }()
+	go func() { done <- runService(ctx, srv, ln, runOpts{}) }()
 	defer func() { cancel(); <-done }()
 	ts := httptest.NewServer(validating(t, srv.Handler()))
 	defer ts.Close()

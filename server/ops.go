@@ -22,8 +22,8 @@ func (s *Server) readyz(c echo.Context) error {
 	if s.cur.Load() == nil {
 		return c.String(http.StatusServiceUnavailable, "not ready: no snapshot loaded yet\n")
 	}
-	if why := s.degraded.Load(); why != nil {
-		return c.String(http.StatusOK, "degraded: "+*why+"\n")
+	if why := s.snaps.Degraded(); why != "" {
+		return c.String(http.StatusOK, "degraded: "+why+"\n")
 	}
 	return c.String(http.StatusOK, "ok\n")
 }

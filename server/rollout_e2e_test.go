@@ -37,11 +37,12 @@ func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch
 		// A thousand clusters from one loopback address: admission's rate per
 		// address would refuse most of them.
 		Fleet:    fleet.Options{Store: st, FlushEvery: 100 * time.Millisecond, NewClustersPerMinute: 1 << 20},
-		Rollouts: RolloutOptions{Store: st, Leading: func() bool { return leading }, Every: 50 * time.Millisecond, CountEvery: 100 * time.Millisecond}})
+		Rollouts: RolloutOptions{Store: st}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rolloutReplica{name: name, base: runOnLoopback(t, srv, RunOptions{Changes: st.ListenChanges})}
+	return rolloutReplica{name: name, base: runOnLoopback(t, srv, runOpts{Changes: st.ListenChanges,
+		Leading: func() bool { return leading }, Every: 50 * time.Millisecond, CountEvery: 100 * time.Millisecond})}
 }
 
 var rolloutClient = &http.Client{

@@ -8,45 +8,33 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // RolloutStore keeps staged rollouts (*store.Store).
 type RolloutStore interface {
-	// StartRollout records st unless another replica recorded the change
-	// first (started false).
-	StartRollout(ctx context.Context, st resolver.RolloutStart) (started bool, err error)
+	rollouts.Store
 	// RolloutControl applies a pause, resume, advance or halt: ErrNotFound
 	// when the channel never rolled out, ErrState when its state refuses.
 	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
 	// RolloutRollback halts as a rollback: clusters already on the
 	// rollout's version go back to its from too.
 	RolloutRollback(ctx context.Context, channel, actor, reason string) (resolver.Rollout, error)
-	// RecordRolloutStep audits the steps r passed up to step, once.
-	RecordRolloutStep(ctx context.Context, r resolver.Rollout, step int) (bool, error)
 	// RolloutClusters counts the fleet's clusters last served to and from.
 	RolloutClusters(ctx context.Context, channel, from, to string) (onTo, onFrom int, err error)
-	// ServedCounts counts the clusters last served each channel's version,
-	// for many at once (the channel objects' counts, rolloutcounts.go).
-	ServedCounts(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]int, error)
 }
 
-// RolloutOptions configures staged rollouts (CONTRACT section 7).
+// RolloutOptions configures staged rollouts (CONTRACT section 7). The
+// loops that record and count them are internal/rollouts'.
 type RolloutOptions struct {
-	// Store keeps them; nil: the rollout routes answer 503 and nothing
-	// starts (rollouts already recorded are still served).
+	// Store keeps them; nil: the rollout routes answer 503 (rollouts
+	// already recorded are still served).
 	Store RolloutStore
-	// Leading reports whether this replica holds the indexer lock: the
-	// leader records the rollouts that indexing starts (a new version
-	// moves a channel with no request to hang it on) and the steps as
-	// they pass. nil: never.
-	Leading func() bool
-	// Every is how often the leader looks. 0: 1s.
-	Every time.Duration
-	// CountEvery is how often every replica counts its rollouts' clusters
-	// for the channel object. 0: 15s.
-	CountEvery time.Duration
+	// Counts are the rollouts' cluster counts the channel object shows,
+	// filled by the rollout loops. nil: none are shown.
+	Counts *rollouts.Counts
 }
 
 // rolloutActions are the controls of POST .../rollout/{action}.
@@ -170,7 +158,7 @@ func (s *Server) controlRollout(c echo.Context) error {
 		return fmt.Errorf("%w: rollout of %q: %s done, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, action, err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), s.rolloutCounts.of(&r)))
+	return c.JSON(http.StatusOK, rolloutJSON(&r, r.At(time.Now()), s.opts.Rollouts.Counts.Of(&r)))
 }
 
 // rolloutChanged logs a rollout event. The outside hears of it through

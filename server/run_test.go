@@ -4,12 +4,42 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
+	"github.com/tidemark-dev/tidemark/internal/service"
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// runOnLoopback reloads srv and runs it (Run: the HTTP server and every
-// leader loop) on a fresh loopback port until the test ends; it returns the
-// base URL. The one server-start helper of the end-to-end tests.
-func runOnLoopback(t *testing.T, srv *Server, ro RunOptions) string {
+// runOpts are what a test's replica runs besides HTTP, as cmd/tidemark
+// wires it: all optional.
+type runOpts struct {
+	Changes   func(ctx context.Context, fn func(resolver.Change)) error
+	Ping      func(ctx context.Context) error
+	PingEvery time.Duration
+	// Leading, Every and CountEvery are the rollout loops' (internal/rollouts).
+	Leading           func() bool
+	Every, CountEvery time.Duration
+}
+
+// runService runs srv as a replica (service.Run: the HTTP server and every
+// loop beside it) on ln until ctx ends.
+func runService(ctx context.Context, srv *Server, ln net.Listener, ro runOpts) error {
+	o := service.Options{Log: srv.log, HTTP: srv, Listener: ln, Snapshots: srv.Snapshots(),
+		Changes: ro.Changes, Ping: ro.Ping, PingEvery: ro.PingEvery, Fleet: srv.Fleet(), Governor: srv.Governor()}
+	if st := srv.opts.Rollouts.Store; st != nil {
+		o.Rollouts = rollouts.New(rollouts.Options{Store: st, Snapshot: srv.Snapshots().Current, Notify: srv.Notify,
+			Leading: ro.Leading, Every: ro.Every, CountEvery: ro.CountEvery, DBTimeout: srv.opts.DBTimeout,
+			Counts: srv.opts.Rollouts.Counts, Log: srv.log})
+		srv.Snapshots().Subscribe(o.Rollouts.Swapped)
+	}
+	return service.Run(ctx, o)
+}
+
+// runOnLoopback reloads srv and runs it (runService) on a fresh loopback
+// port until the test ends; it returns the base URL. The one server-start
+// helper of the end-to-end tests.
+func runOnLoopback(t *testing.T, srv *Server, ro runOpts) string {
 	t.Helper()
 	if err := srv.Reload(context.Background()); err != nil {
 		t.Fatal(err)
@@ -20,7 +50,7 @@ func runOnLoopback(t *testing.T, srv *Server, ro RunOptions) string {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(ctx, ln, ro) }()
+	go func() { ran <- runService(ctx, srv, ln, ro) }()
 	t.Cleanup(func() { stop(); <-ran })
 	return "http://" + ln.Addr().String()
 }

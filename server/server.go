@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +29,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/governor"
+	"github.com/tidemark-dev/tidemark/internal/live"
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -48,13 +50,14 @@ type Options struct {
 	// Metrics is where the server registers its collectors; /metrics serves
 	// this registry, so cmd can share one with the indexer. nil: a private one.
 	Metrics *prometheus.Registry
-	// Data, Sources and Channels are where snapshots come from: with Data
-	// set, a change rebuilds only the part it touched (Notify). Without it,
-	// Load builds every snapshot whole (tests, benchmarks).
-	Data     Data
-	Sources  []resolver.Source
-	Channels []resolver.Channel
-	Load     func(ctx context.Context) (*resolver.Snapshot, error)
+	// Snapshots keeps the snapshot the server answers from current
+	// (internal/live). nil: the server makes one from Data, Sources,
+	// Channels and Load, the same fields as live.Options.
+	Snapshots *live.Snapshots
+	Data      live.Data
+	Sources   []resolver.Source
+	Channels  []resolver.Channel
+	Load      func(ctx context.Context) (*resolver.Snapshot, error)
 	// ShutdownTimeout bounds how long Serve drains in-flight requests after
 	// its context ends. 0: 15s.
 	ShutdownTimeout time.Duration
@@ -74,10 +77,6 @@ type Options struct {
 	// GitHubSecret and DockerHubSecret read the secrets of those webhooks;
 	// nil: that webhook is not configured (404).
 	GitHubSecret, DockerHubSecret SecretFunc
-	// OnSnapshot is called with the previous and the new snapshot after
-	// each swap, in order (notify.Deliverer.SnapshotChanged); it must not
-	// block. prev is nil for the first.
-	OnSnapshot func(prev, next *resolver.Snapshot)
 	// Notifications lists outbound events for GET /api/v1/notifications;
 	// nil: that route answers 503.
 	Notifications NotificationsFunc
@@ -95,8 +94,8 @@ type Options struct {
 	// tokens, history): a database that accepts connections but never
 	// answers costs a request this much and a 503. 0: 5s.
 	DBTimeout time.Duration
-	// Fleet records the clusters that ask channel URLs and serves the
-	// fleet routes (fleetapi.go); internal/fleet records, under Run.
+	// Fleet records the clusters that ask channel URLs (internal/fleet,
+	// flushed under service.Run) and serves the fleet routes (fleetapi.go).
 	Fleet fleet.Options
 	// Rollouts keeps and advances staged rollouts (rollouts.go).
 	Rollouts RolloutOptions
@@ -130,43 +129,27 @@ const (
 
 // Server answers HTTP requests from the current snapshot.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	echo     *echo.Echo
-	metrics  *metrics
-	access   *accessLog
-	cur      atomic.Pointer[view]
-	degraded atomic.Pointer[string] // why the last reload failed; nil when it did not
-	limits   *limiters
+	opts    Options
+	log     *slog.Logger
+	echo    *echo.Echo
+	metrics *metrics
+	access  *accessLog
+	snaps   *live.Snapshots
+	cur     atomic.Pointer[view] // the current snapshot, ready to serve
+	limits  *limiters
 	// authFails counts failed authentications per client address.
 	authFails *authFailures
-	// reloadMu orders reloads: a write reloads before answering while a
-	// notification may reload too, and an older load must never be swapped
-	// in after a newer one.
-	reloadMu sync.Mutex
-	channels atomic.Pointer[[]resolver.Channel] // the configured ones (SetChannels)
-	// pending collects Notify's changes until the reload loop takes them.
-	pendingMu sync.Mutex
-	pending   resolver.Changes
-	soaks     soakTimer // rebuilds the snapshot when a soak ends
-	kick      chan struct{}
 	fleet     *fleet.Recorder
 	uiFleet   fleetCountsCache // the console's fleet counts per channel
-	// rolloutKick wakes the rollout leader after a snapshot change;
-	// governKick the governor after a freeze changes.
-	rolloutKick chan struct{}
-	governKick  chan struct{}
-	// rolloutCounts are the channel object's rollout cluster counts,
-	// refreshed off the request path; countKick asks for a refresh.
-	rolloutCounts rolloutCounts
-	countKick     chan struct{}
+	// governKick wakes the governor after a freeze changes.
+	governKick chan struct{}
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
 // routes 503 until the first successful Reload.
 func New(opts Options) (*Server, error) {
-	if opts.Load == nil && opts.Data == nil {
-		return nil, fmt.Errorf("%w: server options: Data or Load is required", resolver.ErrInvalid)
+	if opts.Load == nil && opts.Data == nil && opts.Snapshots == nil {
+		return nil, fmt.Errorf("%w: server options: Snapshots, Data or Load is required", resolver.ErrInvalid)
 	}
 	opts.ExternalURL = strings.TrimRight(opts.ExternalURL, "/")
 	if opts.Log == nil {
@@ -192,12 +175,11 @@ func New(opts Options) (*Server, error) {
 		opts.DBTimeout = config.DefaultDatabaseTimeout
 	}
 	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(authFailLimit, authFailWindow), kick: make(chan struct{}, 1), rolloutKick: make(chan struct{}, 1),
-		governKick: make(chan struct{}, 1),
-		countKick:  make(chan struct{}, 1)}
-	s.channels.Store(&opts.Channels)
-	if opts.Data != nil && opts.Load == nil {
-		s.opts.Load = s.loadAll
+		authFails: newAuthFailures(authFailLimit, authFailWindow), governKick: make(chan struct{}, 1)}
+	if s.snaps = opts.Snapshots; s.snaps == nil {
+		if s.snaps, err = live.New(live.Options{Data: opts.Data, Sources: opts.Sources, Channels: opts.Channels, Load: opts.Load, Log: opts.Log}); err != nil {
+			return nil, fmt.Errorf("server options: %w", err)
+		}
 	}
 	m, err := newMetrics(opts.Metrics, s.snapshotAge)
 	if err != nil {
@@ -207,9 +189,14 @@ func New(opts Options) (*Server, error) {
 	if s.fleet, err = fleet.New(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
-	if err := opts.Metrics.Register(newRolloutCollector(s.cur.Load)); err != nil {
+	if err := opts.Metrics.Register(rollouts.NewCollector(s.snaps.Current)); err != nil {
 		return nil, fmt.Errorf("register rollout metrics: %w", err)
 	}
+	if s.opts.Rollouts.Counts == nil {
+		s.opts.Rollouts.Counts = &rollouts.Counts{}
+	}
+	s.snaps.Subscribe(s.swapped)
+	s.snaps.OnFailure(func(error) { s.metrics.reloadFailures.Inc() })
 	s.echo = s.routes()
 	return s, nil
 }
@@ -231,78 +218,53 @@ func (s *Server) indexedOn(channel, version string) bool {
 // Handler is the whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Reload loads a snapshot and swaps it in. On failure the previous snapshot
-// keeps being served and /readyz reports degraded until a reload succeeds.
-func (s *Server) Reload(ctx context.Context) error {
-	return s.update(ctx, resolver.Changes{All: true})
+// Reload loads a snapshot whole and swaps it in. On failure the previous
+// snapshot keeps being served and /readyz reports degraded until a reload
+// succeeds.
+func (s *Server) Reload(ctx context.Context) error { return s.snaps.Reload(ctx) }
+
+// Notify announces a change to the snapshot holder; it never blocks.
+func (s *Server) Notify(c resolver.Change) { s.snaps.Notify(c) }
+
+// SetChannels replaces the configured channels (a configuration reload).
+func (s *Server) SetChannels(chs []resolver.Channel) { s.snaps.SetChannels(chs) }
+
+// Degrade marks the server degraded for a reason found outside a reload.
+func (s *Server) Degrade(reason error) { s.snaps.Degrade(reason) }
+
+// Snapshots is the holder the server answers from, for service.Run.
+func (s *Server) Snapshots() *live.Snapshots { return s.snaps }
+
+// Fleet is the recorder of the clusters that ask, for service.Run; nil
+// when nothing is recorded (no fleet store).
+func (s *Server) Fleet() *fleet.Recorder {
+	if s.opts.Fleet.Store == nil {
+		return nil
+	}
+	return s.fleet
 }
 
-// update rebuilds the snapshot for cs: only the parts it names when the
-// server has Data and a snapshot to start from, everything otherwise.
+// Governor is what the governor needs from this server, for service.Run:
+// the store, the snapshot, the reload after a change, the outcome metric
+// and the kick after a freeze changes. nil when there is no governance.
+func (s *Server) Governor() *governor.Options {
+	if s.opts.Governance == nil {
+		return nil
+	}
+	return &governor.Options{Store: s.opts.Governance, Log: s.log, Kick: s.governKick,
+		Snapshot: s.snaps.Current, Applied: s.snaps.Notify, Observe: s.metrics.governance}
+}
+
+// update rebuilds the snapshot for cs before a write answers.
 func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	start := time.Now()
-	var snap *resolver.Snapshot
-	var err error
-	read := time.Duration(-1) // unknown: a whole load reads and builds at once
-	if prev := s.cur.Load(); prev != nil && !cs.All && s.opts.Data != nil {
-		snap, read, err = s.loadDelta(ctx, prev.snap, cs)
-	} else {
-		snap, err = s.opts.Load(ctx)
-	}
-	if err == nil && snap == nil {
-		err = fmt.Errorf("%w: load returned no snapshot", resolver.ErrUnavailable)
-	}
-	if err != nil {
-		reason := err.Error()
-		s.degraded.Store(&reason)
-		s.metrics.reloadFailures.Inc()
-		s.log.ErrorContext(ctx, "snapshot reload failed; serving the previous snapshot", "err", err)
-		return fmt.Errorf("reload snapshot: %w", err)
-	}
-	var prev *resolver.Snapshot
-	if v := s.cur.Load(); v != nil {
-		prev = v.snap
-	}
-	s.swap(snap, start, read)
-	s.degraded.Store(nil)
-	if s.opts.OnSnapshot != nil {
-		s.opts.OnSnapshot(prev, snap)
-	}
-	return nil
+	return s.snaps.Update(ctx, cs)
 }
 
-// Degrade marks the server degraded for a reason found outside a reload
-// (the database stopped answering a health check). Reads keep being served
-// from the snapshot; the next successful Reload clears it.
-func (s *Server) Degrade(reason error) {
-	why := reason.Error()
-	s.degraded.Store(&why)
-}
-
-// swap installs snap. Everything the hot path needs per channel is computed
-// here once instead of per request.
-func (s *Server) swap(snap *resolver.Snapshot, start time.Time, read time.Duration) {
-	old := s.cur.Load()
-	v := newView(snap, old, s.opts.ExternalURL, &s.rolloutCounts)
-	s.cur.Store(v)
-	s.kickRollouts()
-	s.kickRolloutCounts()
-	var prev *resolver.Snapshot
-	if old != nil {
-		prev = old.snap
-	}
-	s.metrics.observeSnapshot(prev, snap)
-	s.scheduleSoaks(snap)
-	// took, read and rebuilt, is what a change costs before it is served;
-	// read is the database's part of it, when a delta was read.
-	took := time.Since(start)
-	if read >= 0 {
-		s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", took, "read", read)
-	} else {
-		s.log.Info("snapshot loaded", "channels", len(v.list), "loaded_at", snap.LoadedAt, "took", took)
-	}
+// swapped installs next (live.Swap): everything the hot path needs per
+// channel is computed here once instead of per request.
+func (s *Server) swapped(prev, next *resolver.Snapshot) {
+	s.cur.Store(newView(next, s.cur.Load(), s.opts.ExternalURL, s.opts.Rollouts.Counts))
+	s.metrics.observeSnapshot(prev, next)
 }
 
 func (s *Server) snapshotAge() float64 {

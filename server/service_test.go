@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -48,7 +49,7 @@ func TestDatabaseOutageDegradesReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, RunOptions{Ping: st.Ping, PingEvery: 20 * time.Millisecond}) }()
+	go func() { done <- runService(ctx, srv, ln, runOpts{Ping: st.Ping, PingEvery: 20 * time.Millisecond}) }()
 	defer func() { cancel(); <-done }()
 
 	admin, err := pgx.Connect(ctx, storetest.AdminURL(t))
@@ -99,7 +100,7 @@ func mustURLPath(t *testing.T, s string) string {
 
 // countingData counts each kind of read a server makes of its Data.
 type countingData struct {
-	Data
+	live.Data
 	mu                  sync.Mutex
 	all, sources, state int
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -39,16 +40,16 @@ type channelEntry struct {
 	// steps are a stepwise channel's per-cluster answers by the canonical
 	// version they serve (stepEntries); nil for other channels.
 	steps map[string]*channelEntry
-	// counts are the server's last counts of rollouts' clusters, shared
-	// by every entry of every view (rolloutcounts.go).
-	counts *rolloutCounts
+	// counts are the last counts of rollouts' clusters, shared by every
+	// entry of every view (internal/rollouts counts them).
+	counts *rollouts.Counts
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
 // carried unchanged (resolver.Snapshot.SameAnswer) is kept as it is: a
 // reload after one source changed rebuilds that source's channels, not all.
 // externalURL and counts are the server's, the same for every view.
-func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *rolloutCounts) *view {
+func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *rollouts.Counts) *view {
 	answers := snap.Channels()
 	v := &view{graphs: &graphCache{}, snap: snap, channels: make(map[string]*channelEntry, len(answers)), list: make([]*channelEntry, 0, len(answers))}
 	for _, a := range answers {
@@ -229,6 +230,16 @@ func (e *channelEntry) etagWith(now time.Time, cc *openapi.RolloutClusters) stri
 		tag += ".c" + strconv.Itoa(cc.To) + "." + strconv.Itoa(cc.From)
 	}
 	return tag + `"`
+}
+
+// clusters is the counts of e's rollout; nil when it has none (or only a
+// baseline) or none was taken yet.
+func (e *channelEntry) clusters() *openapi.RolloutClusters {
+	rv := e.ans.Rollout
+	if rv == nil || rv.Baseline {
+		return nil
+	}
+	return e.counts.Of(&rv.Rollout)
 }
 
 // baseURL is the external URL, or the one the client used to reach us.

@@ -66,8 +66,8 @@ func TestClientHangupDoesNotFailReload(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Errorf("%s with the client gone after the commit: %d %s, want 200", w.name, rec.Code, rec.Body)
 			}
-			if why := srv.degraded.Load(); why != nil {
-				t.Errorf("replica degraded by a client hang-up: %s", *why)
+			if why := srv.Snapshots().Degraded(); why != "" {
+				t.Errorf("replica degraded by a client hang-up: %s", why)
 			}
 			if deadline <= 0 || deadline > writeReloadTimeout {
 				t.Errorf("reload after a write had %v left, want a deadline within %v", deadline, writeReloadTimeout)

@@ -42,7 +42,7 @@ func listen(t *testing.T, env *pgEnv, st *store.Store, srv *Server) {
 			srv.Notify(c)
 		})
 	}()
-	go func() { defer func() { done <- struct{}{} }(); srv.applyChanges(ctx) }()
+	go func() { defer func() { done <- struct{}{} }(); srv.Snapshots().Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	conn, err := pgx.Connect(ctx, env.url)
 	if err != nil {

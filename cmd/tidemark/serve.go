@@ -17,6 +17,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/live"
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
+	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
@@ -110,13 +113,22 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(serverOptions(cfg, log, st, reg, sources, scan, gate, push, dl, func() bool { return ix != nil && ix.Leading() }))
+	snaps, err := live.New(live.Options{Data: st, Sources: sources, Channels: cfg.Channels, Log: log})
 	if err != nil {
 		return err
 	}
+	counts := &rollouts.Counts{}
+	srv, err := server.New(serverOptions(cfg, log, st, reg, snaps, scan, gate, push, dl, counts))
+	if err != nil {
+		return err
+	}
+	snaps.Subscribe(dl.SnapshotChanged)
+	// The indexing leader records the rollouts indexing starts; ix is set
+	// below, before the loops start asking.
+	loops := rolloutLoops(cfg, log, st, snaps, counts, func() bool { return ix != nil && ix.Leading() })
 	// Start-up needs Postgres (the first snapshot comes from it), never the
 	// registry: indexing starts after the server answers.
-	if err := srv.Reload(startCtx); err != nil {
+	if err := snaps.Reload(startCtx); err != nil {
 		return startErr(err)
 	}
 	started()
@@ -132,7 +144,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Metrics:    reg,
 		RateLimits: cfg.RateLimits(),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
-		OnChange:   func(source string) { srv.Notify(resolver.Change{Source: source}) },
+		OnChange:   func(source string) { snaps.Notify(resolver.Change{Source: source}) },
 		MaxPending: cfg.Webhooks.MaxPending,
 	})
 	if err != nil {
@@ -153,7 +165,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		ready(ln.Addr())
 	}
 
-	ro := server.RunOptions{
+	ro := service.Options{
+		Log: log, HTTP: srv, Listener: ln, Snapshots: snaps,
+		Fleet: srv.Fleet(), Rollouts: loops, Governor: srv.Governor(),
 		// Changes made through other replicas (pins, blocks, their scans)
 		// arrive as notifications. The first comes once it listens, so a
 		// change made since the Reload above is picked up rather than lost.
@@ -173,7 +187,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	// ix.Run returns only after every scan in flight, and Run waits for it,
 	// so the deferred st.Close never runs under one.
-	err = srv.Run(ctx, ln, ro)
+	err = service.Run(ctx, ro)
 	log.Info("tidemark stopped")
 	return err
 }

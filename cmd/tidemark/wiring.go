@@ -9,7 +9,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
+	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -24,8 +26,8 @@ import (
 // interface the server asks for, and the indexer's hooks (nil on a
 // --no-index replica). leading reports whether this replica holds the
 // indexer lock.
-func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *prometheus.Registry, sources []resolver.Source,
-	scan server.ScanFunc, gate server.GateFunc, push server.PushFunc, dl *notify.Deliverer, leading func() bool) server.Options {
+func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *prometheus.Registry, snaps *live.Snapshots,
+	scan server.ScanFunc, gate server.GateFunc, push server.PushFunc, dl *notify.Deliverer, counts *rollouts.Counts) server.Options {
 	return server.Options{
 		ExternalURL:     cfg.ExternalURL,
 		Log:             log,
@@ -40,10 +42,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		GitHubSecret:    secretFunc(cfg.Webhooks.GitHubSecretFile),
 		DockerHubSecret: secretFunc(cfg.Webhooks.DockerHubSecretFile),
 		Notifications:   dl.Status,
-		OnSnapshot:      dl.SnapshotChanged,
-		Data:            st,
-		Sources:         sources,
-		Channels:        cfg.Channels,
+		Snapshots:       snaps,
 		Fleet: fleet.Options{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
 			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
@@ -51,10 +50,19 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		RegistryView:   registryView(cfg),
 		Governance:     st,
 		SignIn:         signIn(cfg, log),
-		// The indexing leader records the rollouts indexing starts; ix is
-		// set below, before Run starts asking.
-		Rollouts: server.RolloutOptions{Store: st, Leading: leading},
+		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
 	}
+}
+
+// rolloutLoops are the rollout loops of this replica: the indexing
+// leader records the rollouts indexing starts (leading reports whether
+// this replica is it), and every replica counts its rollouts' clusters
+// into counts, which the server's channel objects show.
+func rolloutLoops(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, counts *rollouts.Counts, leading func() bool) *rollouts.Loops {
+	loops := rollouts.New(rollouts.Options{Store: st, Snapshot: snaps.Current, Notify: snaps.Notify, Leading: leading,
+		DBTimeout: cfg.DatabaseTimeout, Counts: counts, Log: log})
+	snaps.Subscribe(loops.Swapped)
+	return loops
 }
 
 // reconfigure re-reads the configuration file on SIGHUP and applies its

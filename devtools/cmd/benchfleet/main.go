@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
@@ -251,7 +252,9 @@ func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, pro
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- s.Run(rctx, ln, server.RunOptions{}) }()
+	go func() {
+		done <- service.Run(rctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
+	}()
 	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server"
 )
@@ -92,7 +93,9 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	}
 	ctx, stopTM := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx, ln, server.RunOptions{}) }()
+	go func() {
+		ran <- service.Run(ctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
+	}()
 	defer func() { stopTM(); <-ran }()
 	tmURL := "http://" + ln.Addr().String() + "/v1-release/channels/v1.33"
 	if err := check(tmURL); err != nil {

@@ -1,4 +1,4 @@
-package server
+package live
 
 import (
 	"sync"
@@ -21,7 +21,7 @@ type soakTimer struct {
 // the one armed for the previous snapshot. When it fires, the sources
 // whose soak ended are read again (Change{Source}), which re-evaluates their
 // gates and every channel's answer.
-func (s *Server) scheduleSoaks(snap *resolver.Snapshot) {
+func (s *Snapshots) scheduleSoaks(snap *resolver.Snapshot) {
 	ends := snap.SoakEnds()
 	t := &s.soaks
 	t.mu.Lock()
@@ -51,15 +51,15 @@ func (s *Server) scheduleSoaks(snap *resolver.Snapshot) {
 		if due == 0 {
 			// The wall clock disagreed with the timer's monotonic one:
 			// look again from the snapshot being served.
-			if v := s.cur.Load(); v != nil {
-				s.scheduleSoaks(v.snap)
+			if snap := s.cur.Load(); snap != nil {
+				s.scheduleSoaks(snap)
 			}
 		}
 	})
 }
 
 // stopSoaks stops the timer for good (Run is returning).
-func (s *Server) stopSoaks() {
+func (s *Snapshots) stopSoaks() {
 	t := &s.soaks
 	t.mu.Lock()
 	defer t.mu.Unlock()
