@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidemark-dev/tidemark/internal/logtext"
 )
 
 // Access log modes (the access_log setting).
@@ -110,7 +111,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs,
-			slog.String("method", cut(req.Method, 16)),
+			slog.String("method", logtext.Cut(req.Method, 16)),
 			slog.String("path", logPath(req)),
 			slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size),
@@ -118,13 +119,13 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("remote", req.RemoteAddr),
 		)
 		if ua := req.UserAgent(); ua != "" {
-			attrs = append(attrs, slog.String("user_agent", cut(ua, maxLogUserAgent)))
+			attrs = append(attrs, slog.String("user_agent", logtext.Cut(ua, maxLogUserAgent)))
 		}
 		if id := req.Header.Get("X-SUC-Cluster-ID"); id != "" {
-			attrs = append(attrs, slog.String("suc_cluster_id", cut(id, maxLogHeader)))
+			attrs = append(attrs, slog.String("suc_cluster_id", logtext.Cut(id, maxLogHeader)))
 		}
 		if v := req.Header.Get("X-SUC-Latest-Version"); v != "" {
-			attrs = append(attrs, slog.String("suc_latest_version", cut(v, maxLogHeader)))
+			attrs = append(attrs, slog.String("suc_latest_version", logtext.Cut(v, maxLogHeader)))
 		}
 		if sample > 1 {
 			attrs = append(attrs, slog.Int("sample", sample))
@@ -147,19 +148,11 @@ const (
 	maxLogHeader    = 128
 )
 
-// cut keeps at most n bytes of s, marking a cut with "…".
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
-
 // logPath is the request's path and query as a log may show them: a
 // Docker Hub webhook's secret path segment and an access_token query value
 // are replaced by ***, and the whole is cut to maxLogPath.
 func logPath(r *http.Request) string {
-	return cut(redactedURI(r), maxLogPath)
+	return logtext.Cut(redactedURI(r), maxLogPath)
 }
 
 func redactedURI(r *http.Request) string {

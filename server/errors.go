@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/internal/logtext"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -95,9 +96,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		r := c.Request()
 		switch he.Code {
 		case http.StatusNotFound:
-			p.Detail = fmt.Sprintf("no route %s %s; every route is in /openapi.yaml", cut(r.Method, 16), cut(r.URL.Path, maxLogPath))
+			p.Detail = fmt.Sprintf("no route %s %s; every route is in /openapi.yaml", logtext.Cut(r.Method, 16), logtext.Cut(r.URL.Path, maxLogPath))
 		case http.StatusMethodNotAllowed:
-			p.Detail = fmt.Sprintf("%s is not allowed on %s; every route is in /openapi.yaml", cut(r.Method, 16), cut(r.URL.Path, maxLogPath))
+			p.Detail = fmt.Sprintf("%s is not allowed on %s; every route is in /openapi.yaml", logtext.Cut(r.Method, 16), logtext.Cut(r.URL.Path, maxLogPath))
 		}
 	}
 	if p.Status >= 500 {

@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
+	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
 // Options configures a Server.
@@ -76,7 +77,7 @@ type Options struct {
 	Push PushFunc
 	// GitHubSecret and DockerHubSecret read the secrets of those webhooks;
 	// nil: that webhook is not configured (404).
-	GitHubSecret, DockerHubSecret SecretFunc
+	GitHubSecret, DockerHubSecret webhooks.SecretFunc
 	// Notifications lists outbound events for GET /api/v1/notifications;
 	// nil: that route answers 503.
 	Notifications NotificationsFunc

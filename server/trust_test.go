@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
 // TestWebhooksCheckCredentialsBeforeReadingTheBody: an unauthenticated
@@ -187,7 +188,7 @@ func TestGitHubOwnersWithCapitalsMatch(t *testing.T) {
 	body := `{"action":"published","package":{"name":"hello-world","namespace":"Codertocat","package_type":"CONTAINER",
 		"owner":{"login":"Codertocat"},"package_version":{"package_url":"ghcr.io/Codertocat/hello-world:6.0.0",
 		"container_metadata":{"tag":{"name":"6.0.0"}}}}}`
-	evs, err := parseWebhook("github", []byte(body))
+	evs, err := webhooks.Parse("github", []byte(body))
 	if err != nil || len(evs) != 1 || evs[0].Host != "ghcr.io" || evs[0].Repository != "codertocat/hello-world" || evs[0].Tag != "6.0.0" {
 		t.Errorf("events %+v (%v), want ghcr.io codertocat/hello-world 6.0.0", evs, err)
 	}

@@ -2,10 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,17 +13,14 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
 // PushFunc queues ev's tag for indexing on every source whose image is its
 // repository and returns how many there are (0: the repository is not
 // indexed here); err wraps ErrRateLimited when a source's queue is full.
 // It must not tie the work to ctx beyond queueing it.
-type PushFunc func(ctx context.Context, ev PushEvent, received time.Time) (sources int, err error)
-
-// SecretFunc reads a webhook secret; it is called per request, so that a
-// rotated secret file applies at once.
-type SecretFunc func() ([]byte, error)
+type PushFunc func(ctx context.Context, ev webhooks.PushEvent, received time.Time) (sources int, err error)
 
 // maxWebhookBody bounds a webhook payload (CONTRACT section 12): Docker
 // Hub's carries the Dockerfile and README, a distribution envelope up to
@@ -79,7 +72,7 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 			// ping, or an event this hook was subscribed to by mistake.
 			return c.JSON(http.StatusAccepted, openapi.WebhookResult{})
 		}
-		evs, err := parseWebhook(kind, body)
+		evs, err := webhooks.Parse(kind, body)
 		if err != nil {
 			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
 			return err
@@ -119,9 +112,9 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) error {
 	switch kind {
 	case "github":
-		return s.credentialFailed(c, checkGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
+		return s.credentialFailed(c, webhooks.CheckGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
 	case "dockerhub":
-		return s.credentialFailed(c, checkPathSecret(s.opts.DockerHubSecret, c.Param("secret")))
+		return s.credentialFailed(c, webhooks.CheckPathSecret(s.opts.DockerHubSecret, c.Param("secret")))
 	}
 	p, err := s.authenticate(c, true)
 	if err != nil {
@@ -136,53 +129,5 @@ func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) e
 		return err
 	}
 	c.Set(actorKey, p.Name)
-	return nil
-}
-
-func readSecret(kind, key string, read SecretFunc) ([]byte, error) {
-	if read == nil {
-		return nil, fmt.Errorf("%w: %s webhooks are not configured (set webhooks.%s)", resolver.ErrNotFound, kind, key)
-	}
-	secret, err := read()
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading the %s webhook secret: %w", resolver.ErrUnavailable, kind, err)
-	}
-	if len(secret) == 0 {
-		return nil, fmt.Errorf("%w: the %s webhook secret is empty", resolver.ErrUnavailable, kind)
-	}
-	return secret, nil
-}
-
-// checkGitHubSignature verifies X-Hub-Signature-256: sha256=<hex HMAC-SHA256
-// of the body with the hook's secret>, in constant time.
-func checkGitHubSignature(read SecretFunc, header string, body []byte) error {
-	secret, err := readSecret("github", "github_secret_file", read)
-	if err != nil {
-		return err
-	}
-	hexSig, ok := strings.CutPrefix(header, "sha256=")
-	got, derr := hex.DecodeString(hexSig)
-	if !ok || derr != nil {
-		return fmt.Errorf("%w: X-Hub-Signature-256 is missing or not sha256=<hex>", resolver.ErrUnauthorized)
-	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return fmt.Errorf("%w: X-Hub-Signature-256 does not match the body signed with webhooks.github_secret_file", resolver.ErrUnauthorized)
-	}
-	return nil
-}
-
-// checkPathSecret compares Docker Hub's path secret in constant time (of
-// the secrets' hashes, so the length leaks nothing either).
-func checkPathSecret(read SecretFunc, got string) error {
-	secret, err := readSecret("dockerhub", "dockerhub_secret_file", read)
-	if err != nil {
-		return err
-	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256(secret)
-	if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-		return fmt.Errorf("%w: the Docker Hub webhook URL's secret is wrong", resolver.ErrForbidden)
-	}
 	return nil
 }

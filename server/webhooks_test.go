@@ -14,61 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
-
-func TestParseWebhookPayloads(t *testing.T) {
-	k3s := func(host string, del bool, tag string) PushEvent {
-		return PushEvent{Host: host, Repository: "rancher/k3s-upgrade", Tag: tag, Delete: del}
-	}
-	tests := []struct {
-		kind, file string
-		want       []PushEvent
-	}{
-		{"distribution", "distribution.json", []PushEvent{k3s("127.0.0.1:5000", false, "v1.33.6-k3s1"), k3s("127.0.0.1:5000", true, "v1.33.5-k3s1")}},
-		{"harbor", "harbor.json", []PushEvent{k3s("harbor.example.com", false, "v1.33.6-k3s1")}},
-		{"quay", "quay.json", []PushEvent{k3s("quay.io", false, "v1.33.6-k3s1")}},
-		{"quay", "quay-old.json", []PushEvent{k3s("quay.io", false, "v1.33.6-k3s1")}},
-		{"github", "github.json", []PushEvent{k3s("ghcr.io", false, "v1.33.6-k3s1")}},
-		{"dockerhub", "dockerhub.json", []PushEvent{k3s("docker.io", false, "v1.33.6-k3s1")}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file+" names its tags", func(t *testing.T) {
-			body, err := os.ReadFile(filepath.Join("testdata", "webhooks", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := parseWebhook(tt.kind, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("events (-want +got):\n%s", d)
-			}
-		})
-	}
-	t.Run("not JSON is an error naming the kind", func(t *testing.T) {
-		if _, err := parseWebhook("harbor", []byte("<html>")); err == nil || !strings.Contains(err.Error(), "harbor webhook payload") {
-			t.Errorf("err = %v", err)
-		}
-	})
-	t.Run("a Harbor pull is no event", func(t *testing.T) {
-		if got, err := parseWebhook("harbor", []byte(`{"type":"PULL_ARTIFACT","event_data":{"resources":[{"tag":"x"}],"repository":{"repo_full_name":"a/b"}}}`)); err != nil || len(got) != 0 {
-			t.Errorf("got %v, %v", got, err)
-		}
-	})
-}
 
 // pushRecorder stands for the indexer: it records events and indexes only
 // rancher/k3s-upgrade.
 type pushRecorder struct {
 	mu  sync.Mutex
-	evs []PushEvent
+	evs []webhooks.PushEvent
 }
 
-func (p *pushRecorder) push(_ context.Context, ev PushEvent, _ time.Time) (int, error) {
+func (p *pushRecorder) push(_ context.Context, ev webhooks.PushEvent, _ time.Time) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.evs = append(p.evs, ev)
@@ -78,11 +35,13 @@ func (p *pushRecorder) push(_ context.Context, ev PushEvent, _ time.Time) (int, 
 	return 0, nil
 }
 
-func secretFunc(s string) SecretFunc { return func() ([]byte, error) { return []byte(s), nil } }
+func secretFunc(s string) webhooks.SecretFunc {
+	return func() ([]byte, error) { return []byte(s), nil }
+}
 
 func readPayload(t *testing.T, file string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "webhooks", file))
+	b, err := os.ReadFile(filepath.Join("webhooks", "testdata", "payloads", file))
 	if err != nil {
 		t.Fatal(err)
 	}

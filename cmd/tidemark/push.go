@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/server/webhooks"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -44,7 +45,7 @@ func newDeliverer(cfg *config.Config, st *store.Store, log *slog.Logger, reg pro
 // pushFunc hands webhook events to the indexer. The work belongs to the
 // service (ctx), not to the request that brought the event.
 func pushFunc(ctx context.Context, ix **indexer.Indexer) server.PushFunc {
-	return func(_ context.Context, ev server.PushEvent, received time.Time) (int, error) {
+	return func(_ context.Context, ev webhooks.PushEvent, received time.Time) (int, error) {
 		matched, err := (*ix).Push(ctx, indexer.PushEvent{
 			Host: ev.Host, Repository: ev.Repository, Tag: ev.Tag, Delete: ev.Delete, Received: received,
 		})
@@ -85,7 +86,7 @@ func secretFile(path string) func() ([]byte, error) {
 }
 
 // secretFunc is secretFile as the server takes it (nil when unset).
-func secretFunc(path string) server.SecretFunc {
+func secretFunc(path string) webhooks.SecretFunc {
 	if f := secretFile(path); f != nil {
 		return f
 	}

@@ -29,6 +29,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
+	"github.com/tidemark-dev/tidemark/internal/logtext"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -230,7 +231,7 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (string, error
 	c, cerr := r.Cookie("tidemark_state")
 	switch {
 	case q.Get("error") != "":
-		return "", fmt.Errorf("%w: the provider said %s", ErrSignIn, cut(q.Get("error"), 64))
+		return "", fmt.Errorf("%w: the provider said %s", ErrSignIn, logtext.Cut(q.Get("error"), 64))
 	case !ok || s.cfg.Now().Sub(p.at) > stateTTL:
 		return "", fmt.Errorf("%w: unknown or used state", ErrSignIn)
 	case cerr != nil || !hmac.Equal([]byte(c.Value), []byte(state)):
@@ -292,7 +293,7 @@ func (s *SignIn) Bearer(ctx context.Context, raw string) (resolver.Principal, er
 	}
 	idt, err := verifier.Verify(oidc.ClientContext(ctx, s.cfg.Client), raw)
 	if err != nil {
-		return resolver.Principal{}, fmt.Errorf("%w: the ID token does not verify: %s", resolver.ErrUnauthorized, cut(err.Error(), 200))
+		return resolver.Principal{}, fmt.Errorf("%w: the ID token does not verify: %s", resolver.ErrUnauthorized, logtext.Cut(err.Error(), 200))
 	}
 	return s.principal(idt)
 }
@@ -348,13 +349,6 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 		p.Channels = nil
 	}
 	return p, nil
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // ValidRoleChannels reports whether every glob of r is usable.

@@ -1,4 +1,9 @@
-package server
+// Package webhooks reads what registries send when a tag is pushed or
+// deleted (distribution, Harbor, Quay, GitHub Packages, Docker Hub) and
+// checks the secrets those that cannot send a token use. It holds no
+// route: server/webhooks.go authenticates, calls Parse and queues the
+// events for the indexer.
+package webhooks
 
 import (
 	"encoding/json"
@@ -6,12 +11,13 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tidemark-dev/tidemark/internal/logtext"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // The registries' own payloads, reduced to what Tidemark needs: which
 // repository, which tag, pushed or deleted. Sample payloads of each are in
-// testdata/webhooks. Anything else in a payload (pulls, blob pushes,
+// testdata/payloads. Anything else in a payload (pulls, blob pushes,
 // pushes by digest only) yields no event.
 
 // PushEvent is one tag a registry webhook names.
@@ -22,10 +28,10 @@ type PushEvent struct {
 	Delete     bool
 }
 
-// parseWebhook turns a payload of kind into events. An error is a payload
+// Parse turns a payload of kind into events. An error is a payload
 // that is not that registry's JSON at all (400); a payload about something
 // else (a pull, a ping) is no error and no event.
-func parseWebhook(kind string, body []byte) ([]PushEvent, error) {
+func Parse(kind string, body []byte) ([]PushEvent, error) {
 	var (
 		evs []PushEvent
 		err error
@@ -49,10 +55,10 @@ func parseWebhook(kind string, body []byte) ([]PushEvent, error) {
 	}
 	for i, ev := range evs {
 		if !validTag.MatchString(ev.Tag) {
-			return nil, fmt.Errorf("%w: %s webhook payload: event %d: tag %q is not a tag name ([A-Za-z0-9_][A-Za-z0-9._-]{0,127})", resolver.ErrInvalid, kind, i, cut(ev.Tag, 256))
+			return nil, fmt.Errorf("%w: %s webhook payload: event %d: tag %q is not a tag name ([A-Za-z0-9_][A-Za-z0-9._-]{0,127})", resolver.ErrInvalid, kind, i, logtext.Cut(ev.Tag, 256))
 		}
 		if !validRepository.MatchString(ev.Repository) || len(ev.Repository) > 255 {
-			return nil, fmt.Errorf("%w: %s webhook payload: event %d: repository %q is not an OCI repository name", resolver.ErrInvalid, kind, i, cut(ev.Repository, 256))
+			return nil, fmt.Errorf("%w: %s webhook payload: event %d: repository %q is not an OCI repository name", resolver.ErrInvalid, kind, i, logtext.Cut(ev.Repository, 256))
 		}
 	}
 	return evs, nil
