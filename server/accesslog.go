@@ -170,3 +170,7 @@ func redactedURI(r *http.Request) string {
 	}
 	return p + "?" + r.URL.RawQuery
 }
+
+// dockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
+// logs show it as ***.
+const dockerHubWebhookPrefix = "/api/v1/webhooks/dockerhub/"

@@ -13,11 +13,6 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// Channel answers change on a pin or a block, and a block must reach
-// upgrade controllers at their next poll, so no cache may serve a channel
-// answer without asking again; the ETag keeps asking again cheap.
-const channelCacheControl = "no-cache"
-
 var (
 	hdrNoCache = []string{channelCacheControl}
 	hdrHTML    = []string{"text/html; charset=utf-8"}
@@ -119,48 +114,12 @@ func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
 	return c.JSON(http.StatusOK, body)
 }
 
-// channelParam is the current view and the channel its :name path
-// parameter names, taken from that one view.
-func (s *Server) channelParam(c echo.Context) (*view, *channelEntry, error) {
-	v, err := s.view()
-	if err != nil {
-		return nil, nil, err
-	}
-	e, err := v.channel(pathParam(c, "name"))
-	if err != nil {
-		return nil, nil, err
-	}
-	return v, e, nil
-}
-
-func (v *view) channel(name string) (*channelEntry, error) {
-	e, ok := v.channels[name]
-	if !ok {
-		return nil, badParam("name", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
-	}
-	return e, nil
-}
-
 // wantsJSON reports whether a channel URL client asked for the channel
 // object instead of the redirect.
 func wantsJSON(r *http.Request) bool {
 	// Media types are case-insensitive (RFC 9110 8.3.1).
 	a := r.Header.Get("Accept")
 	return a != "" && strings.Contains(strings.ToLower(a), "application/json")
-}
-
-// pathParam returns a path parameter decoded. Echo routes on the raw path
-// when the client escaped something (a version's "+" sent as %2B), and then
-// leaves the parameter escaped.
-func pathParam(c echo.Context, name string) string {
-	p := c.Param(name)
-	if strings.IndexByte(p, '%') < 0 {
-		return p
-	}
-	if u, err := url.PathUnescape(p); err == nil {
-		return u
-	}
-	return p
 }
 
 // noAnswer is the 404 of a channel that serves nothing, saying why when the

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -66,21 +65,6 @@ func (s *Server) fleetSummary(c echo.Context) error {
 	return c.JSON(http.StatusOK, sum)
 }
 
-// fleetSummaryOf is channel's fleet summary as the API answers it and the
-// console charts it. The caller has checked that there is a fleet store.
-func (s *Server) fleetSummaryOf(ctx context.Context, v *view, channel string) (openapi.FleetSummary, error) {
-	sum, err := s.opts.Fleet.Store.FleetSummary(ctx, channel, time.Now().Add(-s.fleet.ActiveWindow()))
-	if err != nil {
-		return openapi.FleetSummary{}, err
-	}
-	v.snap.SortNewestFirst(channel, sum.Versions)
-	v.snap.SortNewestFirst(channel, sum.Served)
-	return openapi.FleetSummary{
-		Channel: sum.Channel, Clusters: sum.Clusters, Active: sum.Active,
-		Versions: countsJSON(sum.Versions), Served: countsJSON(sum.Served),
-	}, nil
-}
-
 func (s *Server) fleetClusters(c echo.Context) error {
 	v, name, err := s.fleetChannel(c)
 	if err != nil {
@@ -124,14 +108,6 @@ func (s *Server) fleetCluster(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, openapi.FleetClusterChannels{ID: id, Channels: clustersJSON(recs)})
-}
-
-func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
-	out := make([]openapi.VersionCount, len(cs))
-	for i, c := range cs {
-		out[i] = openapi.VersionCount{Version: c.Version, Clusters: c.Clusters}
-	}
-	return out
 }
 
 func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {

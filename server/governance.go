@@ -17,19 +17,6 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// Governance is what the governance routes and the governor need of the
-// database (*store.Store): CONTRACT section 15.
-type Governance interface {
-	governor.Store
-	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
-	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
-	Change(ctx context.Context, id int64) (resolver.ScheduledChange, error)
-	CancelChange(ctx context.Context, id int64, actor, reason string) (resolver.ScheduledChange, error)
-	DecideChange(ctx context.Context, id int64, identity string, approve bool, reason string) (resolver.ScheduledChange, error)
-	CreateFreeze(ctx context.Context, f resolver.Freeze) (resolver.Freeze, error)
-	CancelFreeze(ctx context.Context, id int64, actor string) (resolver.Freeze, error)
-}
-
 // DefaultApprovalTTL is how long a pending change waits for approvals.
 const DefaultApprovalTTL = 24 * time.Hour
 
@@ -47,13 +34,6 @@ func (s *Server) registerGovernance(e *echo.Echo) {
 	e.POST("/api/v1/freezes", s.createFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
 	s.get(e, "/api/v1/freezes", s.listFreezes, s.dbDeadline)
 	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
-}
-
-func (s *Server) governance() (Governance, error) {
-	if s.opts.Governance == nil {
-		return nil, fmt.Errorf("%w: scheduled changes, approvals and freezes need the database, which this server was started without", resolver.ErrUnavailable)
-	}
-	return s.opts.Governance, nil
 }
 
 // scheduleChange is POST /api/v1/channels/{name}/changes.
@@ -235,17 +215,6 @@ func (s *Server) decideChange(c echo.Context, approve bool) error {
 	return c.JSON(http.StatusOK, changeJSON(ch))
 }
 
-func changeJSON(c resolver.ScheduledChange) openapi.Change {
-	j := openapi.Change{ID: c.ID, Channel: c.Channel, Action: c.Action, Version: strOrNil(c.Version), Reason: c.Reason,
-		At: openapi.TimeOrNil(c.At), State: c.State, RequestedBy: c.RequestedBy, CreatedAt: c.CreatedAt.UTC(),
-		ApprovalsNeeded: c.ApprovalsNeeded, Approvals: []openapi.ChangeApproval{}, ExpiresAt: openapi.TimeOrNil(c.ExpiresAt),
-		DecidedAt: openapi.TimeOrNil(c.DecidedAt), Outcome: c.Outcome}
-	for _, a := range c.Approvals {
-		j.Approvals = append(j.Approvals, openapi.ChangeApproval{Identity: a.Identity, Approve: a.Approve, At: a.At.UTC(), Reason: a.Reason})
-	}
-	return j
-}
-
 // maxFreezeChannels bounds a freeze's channel globs.
 const maxFreezeChannels = 100
 
@@ -324,11 +293,6 @@ func (s *Server) cancelFreeze(c echo.Context) error {
 	}
 	s.kickGovernor()
 	return c.JSON(http.StatusOK, freezeJSON(f, time.Now()))
-}
-
-func freezeJSON(f resolver.Freeze, now time.Time) openapi.Freeze {
-	return openapi.Freeze{ID: f.ID, Channels: f.Channels, From: f.From.UTC(), Until: f.Until.UTC(), Reason: f.Reason,
-		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.UTC(), Active: f.CancelledAt.IsZero() && !now.Before(f.From) && now.Before(f.Until)}
 }
 
 // frozen is the freeze holding channel now, if any.

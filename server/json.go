@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
@@ -142,4 +143,70 @@ func strOrNil(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+func changeJSON(c resolver.ScheduledChange) openapi.Change {
+	j := openapi.Change{ID: c.ID, Channel: c.Channel, Action: c.Action, Version: strOrNil(c.Version), Reason: c.Reason,
+		At: openapi.TimeOrNil(c.At), State: c.State, RequestedBy: c.RequestedBy, CreatedAt: c.CreatedAt.UTC(),
+		ApprovalsNeeded: c.ApprovalsNeeded, Approvals: []openapi.ChangeApproval{}, ExpiresAt: openapi.TimeOrNil(c.ExpiresAt),
+		DecidedAt: openapi.TimeOrNil(c.DecidedAt), Outcome: c.Outcome}
+	for _, a := range c.Approvals {
+		j.Approvals = append(j.Approvals, openapi.ChangeApproval{Identity: a.Identity, Approve: a.Approve, At: a.At.UTC(), Reason: a.Reason})
+	}
+	return j
+}
+
+func freezeJSON(f resolver.Freeze, now time.Time) openapi.Freeze {
+	return openapi.Freeze{ID: f.ID, Channels: f.Channels, From: f.From.UTC(), Until: f.Until.UTC(), Reason: f.Reason,
+		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.UTC(), Active: f.CancelledAt.IsZero() && !now.Before(f.From) && now.Before(f.Until)}
+}
+
+// rolloutJSON is r with its progress p and the fleet's counts (nil when
+// none is known).
+func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
+	var next *time.Time
+	if !p.NextStepAt.IsZero() {
+		t := p.NextStepAt.UTC()
+		next = &t
+	}
+	return &openapi.Rollout{
+		Channel: r.Channel, From: r.From, To: r.To, State: string(p.State),
+		Percent: p.Percent, Step: p.Step + 1, Steps: r.Steps,
+		StartedAt: r.StartedAt.UTC(), NextStepAt: next, Clusters: clusters,
+	}
+}
+
+// channelRollout is the channel object's "rollout" at now, with the
+// counts cc.
+func channelRollout(rv *resolver.RolloutView, now time.Time, cc *openapi.RolloutClusters) *openapi.Rollout {
+	if rv == nil || rv.Baseline {
+		return nil
+	}
+	return rolloutJSON(&rv.Rollout, rv.Progress(now), cc)
+}
+
+func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
+	out := make([]openapi.VersionCount, len(cs))
+	for i, c := range cs {
+		out[i] = openapi.VersionCount{Version: c.Version, Clusters: c.Clusters}
+	}
+	return out
+}
+
+// riskURL is where a person reads about r: its own URL, else its API
+// resource (Cincinnati clients require one).
+func riskURL(r *resolver.Risk, base string) string {
+	if r.URL != "" {
+		return r.URL
+	}
+	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
+}
+
+func riskJSON(r *resolver.Risk, base string) openapi.Risk {
+	clusters := r.Clusters
+	if clusters == nil {
+		clusters = []string{}
+	}
+	return openapi.Risk{Source: r.Source, Name: r.Name, Message: r.Message, URL: riskURL(r, base),
+		From: r.From, To: r.To, Clusters: clusters, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }

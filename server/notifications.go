@@ -1,20 +1,14 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
-
-// NotificationsFunc lists the newest limit outbound events and each
-// endpoint's delivery state (notify.Deliverer.Status).
-type NotificationsFunc func(ctx context.Context, limit int) (openapi.Notifications, error)
 
 const defaultNotificationsLimit = 100
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -93,22 +92,4 @@ func (s *Server) deleteRisk(c echo.Context) error {
 		return fmt.Errorf("%w: risk %q of %q is removed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, source, err)
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// riskURL is where a person reads about r: its own URL, else its API
-// resource (Cincinnati clients require one).
-func riskURL(r *resolver.Risk, base string) string {
-	if r.URL != "" {
-		return r.URL
-	}
-	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
-}
-
-func riskJSON(r *resolver.Risk, base string) openapi.Risk {
-	clusters := r.Clusters
-	if clusters == nil {
-		clusters = []string{}
-	}
-	return openapi.Risk{Source: r.Source, Name: r.Name, Message: r.Message, URL: riskURL(r, base),
-		From: r.From, To: r.To, Clusters: clusters, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }

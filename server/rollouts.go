@@ -1,41 +1,15 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
-
-// RolloutStore keeps staged rollouts (*store.Store).
-type RolloutStore interface {
-	rollouts.Store
-	// RolloutControl applies a pause, resume, advance or halt: ErrNotFound
-	// when the channel never rolled out, ErrState when its state refuses.
-	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
-	// RolloutRollback halts as a rollback: clusters already on the
-	// rollout's version go back to its from too.
-	RolloutRollback(ctx context.Context, channel, actor, reason string) (resolver.Rollout, error)
-	// RolloutClusters counts the fleet's clusters last served to and from.
-	RolloutClusters(ctx context.Context, channel, from, to string) (onTo, onFrom int, err error)
-}
-
-// RolloutOptions configures staged rollouts (CONTRACT section 7). The
-// loops that record and count them are internal/rollouts'.
-type RolloutOptions struct {
-	// Store keeps them; nil: the rollout routes answer 503 (rollouts
-	// already recorded are still served).
-	Store RolloutStore
-	// Counts are the rollouts' cluster counts the channel object shows,
-	// filled by the rollout loops. nil: none are shown.
-	Counts *rollouts.Counts
-}
 
 // rolloutActions are the controls of POST .../rollout/{action}.
 var rolloutActions = map[string]bool{
@@ -49,30 +23,6 @@ func (s *Server) registerRollouts(e *echo.Echo) {
 	// Each alert names its channel: the handler ignores those a limited
 	// token may not write.
 	e.POST("/api/v1/alerts/alertmanager", s.alertmanager, s.dbDeadline, s.authorize(ScopePromote, true, reachHandler))
-}
-
-// rolloutJSON is r with its progress p and the fleet's counts (nil when
-// none is known).
-func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
-	var next *time.Time
-	if !p.NextStepAt.IsZero() {
-		t := p.NextStepAt.UTC()
-		next = &t
-	}
-	return &openapi.Rollout{
-		Channel: r.Channel, From: r.From, To: r.To, State: string(p.State),
-		Percent: p.Percent, Step: p.Step + 1, Steps: r.Steps,
-		StartedAt: r.StartedAt.UTC(), NextStepAt: next, Clusters: clusters,
-	}
-}
-
-// channelRollout is the channel object's "rollout" at now, with the
-// counts cc.
-func channelRollout(rv *resolver.RolloutView, now time.Time, cc *openapi.RolloutClusters) *openapi.Rollout {
-	if rv == nil || rv.Baseline {
-		return nil
-	}
-	return rolloutJSON(&rv.Rollout, rv.Progress(now), cc)
 }
 
 // rolloutEntry is the channel named by :name and its rollout; 404 when it
@@ -104,18 +54,6 @@ func (s *Server) getRollout(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, r)
-}
-
-// rolloutWithCounts is e's rollout with the fleet's counts, as the API
-// answers it and the console shows it. The caller has checked that there
-// is a rollout store and that e has rolled out.
-func (s *Server) rolloutWithCounts(ctx context.Context, e *channelEntry) (*openapi.Rollout, error) {
-	rv := e.ans.Rollout
-	onTo, onFrom, err := s.opts.Rollouts.Store.RolloutClusters(ctx, rv.Channel, rv.From, rv.To)
-	if err != nil {
-		return nil, fmt.Errorf("rollout of %q: %w", rv.Channel, err)
-	}
-	return rolloutJSON(&rv.Rollout, rv.Progress(time.Now()), &openapi.RolloutClusters{To: onTo, From: onFrom}), nil
 }
 
 // controlRollout pauses, resumes, advances or halts a rollout. The store

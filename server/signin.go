@@ -52,21 +52,3 @@ func (s *Server) uiLogout(c echo.Context) error {
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/")
 }
-
-// consoleHeader marks a write the console's own script sends with a
-// session cookie: another site's form cannot set a header, so a cookie
-// alone never writes (CSRF).
-const consoleHeader = "X-Tidemark-Console"
-
-// sessionPrincipal is the person signed in on the request's session
-// cookie, for a read, or a write that carries consoleHeader.
-func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
-	if s.opts.SignIn == nil {
-		return resolver.Principal{}, false
-	}
-	r := c.Request()
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(consoleHeader) != "1" {
-		return resolver.Principal{}, false
-	}
-	return s.opts.SignIn.Session(c.Response(), r)
-}

@@ -2,11 +2,7 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -122,89 +118,4 @@ func (s *Server) resolve(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", channelCacheControl)
 	return c.JSON(http.StatusOK, a)
-}
-
-// resolveQuery is the answer to a resolve query q, as the API answers it
-// and the console's resolve form shows it.
-// base prefixes the URL of a risk declared without one.
-func resolveQuery(v *view, q url.Values, base string) (openapi.ResolveAnswer, error) {
-	query := resolver.Query{
-		Source:  q.Get("source"),
-		Current: q.Get("current"),
-		Channel: q.Get("channel"),
-		Target:  q.Get("target"),
-		Cluster: q.Get("cluster"),
-	}
-	if len(query.Cluster) > 128 {
-		return openapi.ResolveAnswer{}, invalidParam("cluster", "%d bytes, at most 128", len(query.Cluster))
-	}
-	if ar := q.Get("accept_risks"); ar != "" {
-		if len(ar) > 4096 {
-			return openapi.ResolveAnswer{}, invalidParam("accept_risks", "%d bytes, at most 4096", len(ar))
-		}
-		query.AcceptRisks = strings.Split(ar, ",")
-	}
-	if query.Channel != "" {
-		// A channel names its source; asking for both is allowed but not needed.
-		e, err := v.channel(query.Channel)
-		if err != nil {
-			return openapi.ResolveAnswer{}, badParam("channel", err)
-		}
-		switch src := e.ans.Channel.Source; {
-		case query.Source == "":
-			query.Source = src
-		case query.Source != src:
-			return openapi.ResolveAnswer{}, invalidParam("channel", "channel %q follows source %q, not %q", query.Channel, src, query.Source)
-		}
-	}
-	if query.Source == "" {
-		return openapi.ResolveAnswer{}, invalidParam("source", "source is required (or a channel, which names its source)")
-	}
-	if _, err := v.snap.SourceInfo(query.Source); err != nil {
-		return openapi.ResolveAnswer{}, badParam("source", err)
-	}
-	if query.Current == "" {
-		return openapi.ResolveAnswer{}, invalidParam("current", "current is required")
-	}
-	if q.Get("stream") != "" {
-		if query.Channel != "" {
-			return openapi.ResolveAnswer{}, invalidParam("stream", "give stream or channel, not both")
-		}
-		st, err := resolver.ParseStream(q.Get("stream"))
-		if err != nil {
-			return openapi.ResolveAnswer{}, badParam("stream", err)
-		}
-		query.Stream = &st
-	}
-	if q.Get("builds") != "" {
-		b, err := strconv.ParseBool(q.Get("builds"))
-		if err != nil {
-			return openapi.ResolveAnswer{}, invalidParam("builds", "builds %q is not a boolean", q.Get("builds"))
-		}
-		query.Builds = b
-	}
-	a, err := v.snap.Resolve(query)
-	switch {
-	case err == nil:
-	case errors.Is(err, resolver.ErrNotFound): // source and channel are known: the target is not
-		return openapi.ResolveAnswer{}, badParam("target", err)
-	case errors.Is(err, resolver.ErrInvalid):
-		if strings.Contains(query.Current, " ") {
-			// A raw "+" in a query string decodes as a space.
-			err = fmt.Errorf("%w (send a \"+\" in a query string as %%2B, or use the tag spelling with \"-\")", err)
-		}
-		return openapi.ResolveAnswer{}, badParam("current", err)
-	default:
-		return openapi.ResolveAnswer{}, fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
-	}
-	return resolveJSON(a, base), nil
-}
-
-// paramIf names param in err when err is of kind sentinel: a not-found
-// source or version is about that path parameter.
-func paramIf(param string, sentinel, err error) error {
-	if errors.Is(err, sentinel) {
-		return badParam(param, err)
-	}
-	return err
 }

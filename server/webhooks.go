@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,20 +15,10 @@ import (
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
-// PushFunc queues ev's tag for indexing on every source whose image is its
-// repository and returns how many there are (0: the repository is not
-// indexed here); err wraps ErrRateLimited when a source's queue is full.
-// It must not tie the work to ctx beyond queueing it.
-type PushFunc func(ctx context.Context, ev webhooks.PushEvent, received time.Time) (sources int, err error)
-
 // maxWebhookBody bounds a webhook payload (CONTRACT section 12): Docker
 // Hub's carries the Dockerfile and README, a distribution envelope up to
 // its threshold of events.
 const maxWebhookBody = 1 << 20
-
-// dockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
-// logs show it as ***.
-const dockerHubWebhookPrefix = "/api/v1/webhooks/dockerhub/"
 
 // registerWebhooks adds the registry webhook routes. Each checks the
 // credentials its sender puts in headers or the path before it reads the

@@ -15,36 +15,6 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// Store is what the write routes need of the database (*store.Store). Each
-// write runs in one store transaction that also appends its audit event, so
-// a change never lands without its record or the other way round.
-type Store interface {
-	// Authenticate answers ErrUnauthorized for unknown and revoked tokens
-	// alike, so that the two look the same from outside.
-	Authenticate(ctx context.Context, token string) (resolver.Principal, error)
-	// Pin and Unpin check c.IfRevision (resolver.AnyRevision: no check) against
-	// the channel's revision inside the transaction: ErrConflict when it moved.
-	Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
-	Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
-	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
-	Unblock(ctx context.Context, source, version, actor, reason string) error
-	// PutRisk and DeleteRisk declare and remove a known risk of a source.
-	PutRisk(ctx context.Context, r resolver.Risk, actor string) (resolver.Risk, error)
-	DeleteRisk(ctx context.Context, source, name, actor, reason string) error
-	// ChannelHistory is a channel's audit events and its source's blocks
-	// and unblocks, newest first.
-	ChannelHistory(ctx context.Context, channel, source string) ([]resolver.AuditEvent, error)
-}
-
-// ScanFunc starts indexing source in the background and reports whether a
-// scan was already running (which then stands for the one asked). It must
-// not tie the scan to ctx beyond starting it: the request ends at once.
-type ScanFunc func(ctx context.Context, source string) (alreadyRunning bool, err error)
-
-// GateFunc checks the release gates of one tag of source now
-// (indexer.GateTag), for a pin of a version whose gates are still pending.
-type GateFunc func(ctx context.Context, source, tag string) error
-
 // writeReloadTimeout bounds the snapshot reload after a write.
 const writeReloadTimeout = 10 * time.Second
 
@@ -58,27 +28,6 @@ func (s *Server) registerWrites(e *echo.Echo) {
 	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
 	s.get(e, "/api/v1/channels/:name/history", s.history, s.dbDeadline)
 	s.registerRisks(e)
-}
-
-// dbDeadline bounds the database work of a request: a database that
-// accepts connections but never answers must cost a request DBTimeout and
-// a 503 (the store maps the expired deadline to ErrUnavailable), never a
-// hung client. The reload after a write has its own bound.
-func (s *Server) dbDeadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
-}
-
-func (s *Server) writeUnavailable(c echo.Context) error {
-	method := c.Request().Method
-	if method == http.MethodHead {
-		method = http.MethodGet // HEAD answers as GET does, to the byte count
-	}
-	return fmt.Errorf("%w: %s %s needs the database, which this server was started without", resolver.ErrUnavailable, method, c.Path())
 }
 
 // pin promotes (or rolls back) a channel to a version. The checks are on the
@@ -313,21 +262,6 @@ func (s *Server) history(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)
-}
-
-// channelHistory is e's audit history as the API answers it; the console
-// shows the same. The caller has checked that there is a store.
-func (s *Server) channelHistory(ctx context.Context, e *channelEntry) ([]openapi.AuditEvent, error) {
-	events, err := s.opts.Store.ChannelHistory(ctx, e.ans.Channel.Name, e.ans.Channel.Source)
-	if err != nil {
-		return nil, fmt.Errorf("history of %q: %w", e.ans.Channel.Name, err)
-	}
-	out := make([]openapi.AuditEvent, 0, len(events))
-	for _, ev := range events {
-		out = append(out, openapi.AuditEvent{At: ev.At.UTC(), Actor: ev.Actor, Action: ev.Action,
-			From: strOrNil(ev.From), To: strOrNil(ev.To), Reason: ev.Reason})
-	}
-	return out, nil
 }
 
 // ifMatchRevision reads If-Match as the channel state revision it was
