@@ -83,10 +83,10 @@ func (m *metrics) children(route, method, code string) *bound {
 	return b
 }
 
-// observe is the one middleware: metrics and the access log. The
+// Observe is the one middleware: metrics and the access log. The
 // system-upgrade-controller headers go into the log line so an operator can
 // see which cluster asked and what it runs.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
@@ -100,19 +100,19 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			route = "unmatched"
 		}
 		d := time.Since(start)
-		b := s.metrics.children(route, methodLabel(req.Method), statusText(res.Status))
+		b := s.Metrics.children(route, methodLabel(req.Method), statusText(res.Status))
 		b.requests.Inc()
 		b.latency.Observe(d.Seconds())
 
 		keep, sample := s.access.keep(req.Method, res.Status)
 		ctx := req.Context()
-		if !keep || !s.log.Enabled(ctx, slog.LevelInfo) {
+		if !keep || !s.Log.Enabled(ctx, slog.LevelInfo) {
 			return nil
 		}
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs,
 			slog.String("method", logtext.Cut(req.Method, 16)),
-			slog.String("path", logPath(req)),
+			slog.String("path", LogPath(req)),
 			slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size),
 			slog.Duration("duration", d),
@@ -135,7 +135,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		// fill a source location the access log never shows.
 		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 		r.AddAttrs(attrs...)
-		_ = s.log.Handler().Handle(ctx, r)
+		_ = s.Log.Handler().Handle(ctx, r)
 		return nil
 	}
 }
@@ -148,17 +148,17 @@ const (
 	maxLogHeader    = 128
 )
 
-// logPath is the request's path and query as a log may show them: a
+// LogPath is the request's path and query as a log may show them: a
 // Docker Hub webhook's secret path segment and an access_token query value
 // are replaced by ***, and the whole is cut to maxLogPath.
-func logPath(r *http.Request) string {
+func LogPath(r *http.Request) string {
 	return logtext.Cut(redactedURI(r), maxLogPath)
 }
 
 func redactedURI(r *http.Request) string {
 	p := r.URL.EscapedPath()
-	if rest, ok := strings.CutPrefix(p, dockerHubWebhookPrefix); ok && rest != "" {
-		p = dockerHubWebhookPrefix + "***"
+	if rest, ok := strings.CutPrefix(p, DockerHubWebhookPrefix); ok && rest != "" {
+		p = DockerHubWebhookPrefix + "***"
 	}
 	if r.URL.RawQuery == "" {
 		return p
@@ -171,6 +171,6 @@ func redactedURI(r *http.Request) string {
 	return p + "?" + r.URL.RawQuery
 }
 
-// dockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
+// DockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
 // logs show it as ***.
-const dockerHubWebhookPrefix = "/api/v1/webhooks/dockerhub/"
+const DockerHubWebhookPrefix = "/api/v1/webhooks/dockerhub/"

@@ -18,17 +18,17 @@ import (
 // non-2xx answer, so an alert that halts nothing (the rollout is already
 // halted or complete, the channel unknown) is reported, not refused.
 func (s *Server) alertmanager(c echo.Context) error {
-	if s.opts.Rollouts.Store == nil {
-		return s.writeUnavailable(c)
+	if s.Opts.Rollouts.Store == nil {
+		return s.WriteUnavailable(c)
 	}
 	var p openapi.AlertmanagerPayload
-	if err := decodeForeign(c, &p, maxAlertmanagerBody); err != nil {
+	if err := DecodeForeign(c, &p, MaxAlertmanagerBody); err != nil {
 		return err
 	}
 	if p.Version != "4" {
-		return invalidParam("version", "Alertmanager webhook payload version %q: want \"4\"", p.Version)
+		return InvalidParam("version", "Alertmanager webhook payload version %q: want \"4\"", p.Version)
 	}
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
@@ -44,15 +44,15 @@ func (s *Server) alertmanager(c echo.Context) error {
 		ignore := func(why string) {
 			out.Ignored = append(out.Ignored, openapi.IgnoredAlert{Alertname: h.Alertname, Channel: name, Reason: why})
 		}
-		if _, err := v.channel(name); err != nil {
+		if _, err := v.Channel(name); err != nil {
 			ignore(fmt.Sprintf("channel %q is not configured", name))
 			continue
 		}
-		if who := principal(c); !who.MayWriteChannel(name) {
+		if who := Principal(c); !who.MayWriteChannel(name) {
 			ignore(fmt.Sprintf("token %q is limited to channels [%s]", who.Name, strings.Join(who.Channels, ",")))
 			continue
 		}
-		r, err := s.opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, actor(c), h.Reason)
+		r, err := s.Opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, Actor(c), h.Reason)
 		switch {
 		case errors.Is(err, resolver.ErrNotFound), errors.Is(err, resolver.ErrState):
 			ignore(err.Error())
@@ -60,7 +60,7 @@ func (s *Server) alertmanager(c echo.Context) error {
 		case err != nil:
 			return fmt.Errorf("halt rollout of %q for alert %s: %w", name, h.Alertname, err)
 		}
-		s.rolloutChanged(r, resolver.RolloutHalt, actor(c), h.Reason)
+		s.rolloutChanged(r, resolver.RolloutHalt, Actor(c), h.Reason)
 		out.Halted = append(out.Halted, name)
 		changed = append(changed, name)
 	}

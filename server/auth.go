@@ -41,10 +41,10 @@ const (
 // full returns it; it does not belong in resolver.
 var ErrRateLimited = errors.New("rate limited")
 
-// actorKey is where the auth middleware leaves the token's name for the
+// ActorKey is where the auth middleware leaves the token's name for the
 // handler (the audit actor); principalKey the whole principal.
 const (
-	actorKey     = "tidemark.actor"
+	ActorKey     = "tidemark.actor"
 	principalKey = "tidemark.principal"
 )
 
@@ -54,13 +54,13 @@ const (
 type writeReach int
 
 const (
-	reachSource writeReach = iota
-	reachChannel
-	reachHandler
+	ReachSource writeReach = iota
+	ReachChannel
+	ReachHandler
 )
 
-// allows reports whether a token with scopes may do what needs.
-func allows(scopes []string, need string) bool {
+// Allows reports whether a token with scopes may do what needs.
+func Allows(scopes []string, need string) bool {
 	if slices.Contains(scopes, ScopeAdmin) || slices.Contains(scopes, need) {
 		return true
 	}
@@ -69,9 +69,9 @@ func allows(scopes []string, need string) bool {
 	return (need == ScopeScan || need == ScopeRead) && slices.Contains(scopes, ScopePromote)
 }
 
-// enough names every scope allows accepts for need, for a 403 to tell the
+// Enough names every scope allows accepts for need, for a 403 to tell the
 // caller, so nobody mints a token of a scope they already hold in promote.
-func enough(need string) string {
+func Enough(need string) string {
 	switch need {
 	case ScopeScan, ScopeRead:
 		return need + ", " + ScopePromote + " or " + ScopeAdmin
@@ -81,32 +81,32 @@ func enough(need string) string {
 	return need + " or " + ScopeAdmin
 }
 
-// requireScope authenticates the bearer token, rate-limits per token and
+// RequireScope authenticates the bearer token, rate-limits per token and
 // checks the scope, in that order: the limiter needs the token's name, and
 // a 403 still costs the caller budget so probing scopes is not free.
 // The token itself is never logged or echoed; errors name the token only by
 // the name it was created with. A token limited to channels may make no
 // source-wide write (block, scan).
-func (s *Server) requireScope(need string) echo.MiddlewareFunc {
-	return s.authorize(need, true, reachSource)
+func (s *Server) RequireScope(need string) echo.MiddlewareFunc {
+	return s.Authorize(need, true, ReachSource)
 }
 
-// requireChannelScope is requireScope for a write to the route's channel
+// RequireChannelScope is requireScope for a write to the route's channel
 // (:name): a token limited to channels must match it.
-func (s *Server) requireChannelScope(need string) echo.MiddlewareFunc {
-	return s.authorize(need, true, reachChannel)
+func (s *Server) RequireChannelScope(need string) echo.MiddlewareFunc {
+	return s.Authorize(need, true, ReachChannel)
 }
 
-// requireRead is requireScope for reads: the per-token budget is for
+// RequireRead is requireScope for reads: the per-token budget is for
 // writes, and a console or a script paging the fleet reads many times.
-func (s *Server) requireRead() echo.MiddlewareFunc {
-	return s.authorize(ScopeRead, false, reachHandler)
+func (s *Server) RequireRead() echo.MiddlewareFunc {
+	return s.Authorize(ScopeRead, false, ReachHandler)
 }
 
-func (s *Server) authorize(need string, limited bool, reach writeReach) echo.MiddlewareFunc {
+func (s *Server) Authorize(need string, limited bool, reach writeReach) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, err := s.authenticate(c, false)
+			p, err := s.Authenticate(c, false)
 			if err != nil {
 				return err
 			}
@@ -116,29 +116,29 @@ func (s *Server) authorize(need string, limited bool, reach writeReach) echo.Mid
 					return fmt.Errorf("%w: token %q: more than %g writes per second; retry in %ds", ErrRateLimited, p.Name, float64(s.limits.rate), wait)
 				}
 			}
-			if !allows(p.Scopes, need) {
-				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), enough(need))
+			if !Allows(p.Scopes, need) {
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), Enough(need))
 			}
-			if err := mayReach(p, reach, c.Param("name")); err != nil {
+			if err := MayReach(p, reach, c.Param("name")); err != nil {
 				return err
 			}
-			c.Set(actorKey, p.Name)
+			c.Set(ActorKey, p.Name)
 			c.Set(principalKey, p)
 			return next(c)
 		}
 	}
 }
 
-// mayReach checks a channel-limited principal against what a write touches.
-func mayReach(p resolver.Principal, reach writeReach, channel string) error {
+// MayReach checks a channel-limited principal against what a write touches.
+func MayReach(p resolver.Principal, reach writeReach, channel string) error {
 	if !p.Limited() {
 		return nil
 	}
 	switch reach {
-	case reachSource:
+	case ReachSource:
 		return fmt.Errorf("%w: token %q is limited to channels [%s]; source-wide writes (block, risks, scan) need a token without --channels",
 			resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","))
-	case reachChannel:
+	case ReachChannel:
 		if !p.MayWriteChannel(channel) {
 			return fmt.Errorf("%w: token %q is limited to channels [%s]; channel %q is not one of them",
 				resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","), channel)
@@ -147,30 +147,30 @@ func mayReach(p resolver.Principal, reach writeReach, channel string) error {
 	return nil
 }
 
-// viewAuthenticate checks a registry view credential: a token of any
+// ViewAuthenticate checks a registry view credential: a token of any
 // scope reads, as every scope includes reading; refused credentials count
 // against the client's address like any other.
-func (s *Server) viewAuthenticate(c echo.Context, token string) error {
-	if s.opts.Store == nil {
-		return s.writeUnavailable(c)
+func (s *Server) ViewAuthenticate(c echo.Context, token string) error {
+	if s.Opts.Store == nil {
+		return s.WriteUnavailable(c)
 	}
-	_, err := s.opts.Store.Authenticate(c.Request().Context(), token)
-	return s.credentialFailed(c, err)
+	_, err := s.Opts.Store.Authenticate(c.Request().Context(), token)
+	return s.CredentialFailed(c, err)
 }
 
-// principal is the request's authenticated principal (after authorize).
-func principal(c echo.Context) resolver.Principal {
+// Principal is the request's authenticated principal (after authorize).
+func Principal(c echo.Context) resolver.Principal {
 	p, _ := c.Get(principalKey).(resolver.Principal)
 	return p
 }
 
-// authenticate finds the request's token in the store, and counts a
+// Authenticate finds the request's token in the store, and counts a
 // failure against the client's address (refusing it while that address
 // has failed too often). queryToken also accepts ?access_token= (RFC 6750),
 // for webhook senders that cannot set a header.
-func (s *Server) authenticate(c echo.Context, queryToken bool) (resolver.Principal, error) {
-	if s.opts.Store == nil {
-		return resolver.Principal{}, s.writeUnavailable(c)
+func (s *Server) Authenticate(c echo.Context, queryToken bool) (resolver.Principal, error) {
+	if s.Opts.Store == nil {
+		return resolver.Principal{}, s.WriteUnavailable(c)
 	}
 	secret, err := bearer(c.Request())
 	if q := c.QueryParam("access_token"); err != nil && queryToken && q != "" {
@@ -184,25 +184,25 @@ func (s *Server) authenticate(c echo.Context, queryToken bool) (resolver.Princip
 	var p resolver.Principal
 	switch {
 	case err != nil:
-	case s.opts.SignIn != nil && signin.LooksLikeJWT(secret):
+	case s.Opts.SignIn != nil && signin.LooksLikeJWT(secret):
 		// A person's ID token from the provider (CONTRACT section 15).
-		if p, err = s.opts.SignIn.Bearer(c.Request().Context(), secret); err != nil {
-			s.log.Info("bearer ID token refused", "reason", err, "client", s.clientAddr(c.Request()))
+		if p, err = s.Opts.SignIn.Bearer(c.Request().Context(), secret); err != nil {
+			s.Log.Info("bearer ID token refused", "reason", err, "client", s.ClientAddr(c.Request()))
 		}
 	default:
-		p, err = s.opts.Store.Authenticate(c.Request().Context(), secret)
+		p, err = s.Opts.Store.Authenticate(c.Request().Context(), secret)
 	}
-	return p, s.credentialFailed(c, err) // the store's error already says "authenticate"
+	return p, s.CredentialFailed(c, err) // the store's error already says "authenticate"
 }
 
-// credentialFailed counts err against the client's address when it is a
+// CredentialFailed counts err against the client's address when it is a
 // refused credential, and turns it into a 429 once that address is past
 // its limit; any other err passes through.
-func (s *Server) credentialFailed(c echo.Context, err error) error {
+func (s *Server) CredentialFailed(c echo.Context, err error) error {
 	if !errors.Is(err, resolver.ErrUnauthorized) && !errors.Is(err, resolver.ErrForbidden) {
 		return err
 	}
-	addr := s.clientAddr(c.Request())
+	addr := s.ClientAddr(c.Request())
 	if wait, locked := s.authFails.failed(addr); locked {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", ErrRateLimited, addr, wait)
@@ -224,8 +224,8 @@ func bearer(r *http.Request) (string, error) {
 	return tok, nil
 }
 
-func actor(c echo.Context) string {
-	a, _ := c.Get(actorKey).(string)
+func Actor(c echo.Context) string {
+	a, _ := c.Get(ActorKey).(string)
 	return a
 }
 
@@ -276,12 +276,12 @@ const consoleHeader = "X-Tidemark-Console"
 // sessionPrincipal is the person signed in on the request's session
 // cookie, for a read, or a write that carries consoleHeader.
 func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
-	if s.opts.SignIn == nil {
+	if s.Opts.SignIn == nil {
 		return resolver.Principal{}, false
 	}
 	r := c.Request()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(consoleHeader) != "1" {
 		return resolver.Principal{}, false
 	}
-	return s.opts.SignIn.Session(c.Response(), r)
+	return s.Opts.SignIn.Session(c.Response(), r)
 }

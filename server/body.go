@@ -21,28 +21,28 @@ import (
 // does not retry a 4xx).
 const (
 	maxWriteBody        = 64 << 10
-	maxAlertmanagerBody = 8 << 20
+	MaxAlertmanagerBody = 8 << 20
 )
 
-// errBodyTooLarge and errNotJSON are the server's own additions to the
+// ErrBodyTooLarge and errNotJSON are the server's own additions to the
 // taxonomy, like ErrRateLimited: only decodeBody produces them.
 var (
-	errBodyTooLarge = errors.New("too large")
+	ErrBodyTooLarge = errors.New("too large")
 	errNotJSON      = errors.New("unsupported media type")
 )
 
-// decodeBody reads a JSON body into dst. Unknown fields are an error: in a
+// DecodeBody reads a JSON body into dst. Unknown fields are an error: in a
 // write, a misspelt "force" must not silently mean false. So is a body that
 // does not say it is JSON (415; curl -d sends a form type) and anything
 // after the JSON value (400): a body is one value, not a stream.
-func decodeBody(c echo.Context, dst any, required bool) error {
+func DecodeBody(c echo.Context, dst any, required bool) error {
 	return decode(c, dst, required, true, maxWriteBody)
 }
 
-// decodeForeign is decodeBody for a body another program defines (an
+// DecodeForeign is decodeBody for a body another program defines (an
 // Alertmanager webhook), up to limit bytes: fields it adds later are
 // ignored, not refused.
-func decodeForeign(c echo.Context, dst any, limit int64) error {
+func DecodeForeign(c echo.Context, dst any, limit int64) error {
 	return decode(c, dst, true, false, limit)
 }
 
@@ -67,7 +67,7 @@ func decode(c echo.Context, dst any, required, strict bool, limit int64) error {
 		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("%w: request body is over the limit of %d bytes", errBodyTooLarge, tooLarge.Limit)
+			return fmt.Errorf("%w: request body is over the limit of %d bytes", ErrBodyTooLarge, tooLarge.Limit)
 		}
 		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
 	}
@@ -83,11 +83,11 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// reasonOf takes the reason from the JSON body or, for clients that cannot
+// ReasonOf takes the reason from the JSON body or, for clients that cannot
 // send a body with DELETE, from ?reason=.
-func reasonOf(c echo.Context) (string, error) {
+func ReasonOf(c echo.Context) (string, error) {
 	var req openapi.ReasonRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := DecodeBody(c, &req, false); err != nil {
 		return "", err
 	}
 	if req.Reason == "" {

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	hdrNoCache = []string{channelCacheControl}
+	hdrNoCache = []string{ChannelCacheControl}
 	hdrHTML    = []string{"text/html; charset=utf-8"}
 )
 
@@ -22,7 +22,7 @@ var (
 // Location ends in the version, or 404. It is the hot path, so everything
 // it sends is precomputed in the view when it can be.
 func (s *Server) releaseChannel(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
@@ -35,10 +35,10 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	if wantsJSON(req) {
 		return s.sendChannel(c, e)
 	}
-	loc, body := e.location, e.body
+	loc, body := e.Location, e.Body
 	if loc == "" {
-		loc = baseURL(s.opts.ExternalURL, req) + e.suffix
-		body = redirectBody(loc)
+		loc = BaseURL(s.Opts.ExternalURL, req) + e.Suffix
+		body = RedirectBody(loc)
 	}
 	h["Location"] = []string{loc}
 	h["Content-Type"] = hdrHTML
@@ -49,25 +49,25 @@ func (s *Server) releaseChannel(c echo.Context) error {
 
 // releaseChannels is channelserver's collection, with latest resolved.
 func (s *Server) releaseChannels(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	base := baseURL(s.opts.ExternalURL, c.Request()) + "/v1-release/channels"
+	base := BaseURL(s.Opts.ExternalURL, c.Request()) + "/v1-release/channels"
 	out := openapi.ReleaseCollection{
 		Type:         "collection",
 		Links:        map[string]string{"self": base},
 		ResourceType: "channels",
-		Data:         make([]openapi.ReleaseChannel, 0, len(v.list)),
+		Data:         make([]openapi.ReleaseChannel, 0, len(v.List)),
 	}
-	for _, e := range v.list {
-		ch := e.ans.Channel
+	for _, e := range v.List {
+		ch := e.Ans.Channel
 		rc := openapi.ReleaseChannel{
 			ID:     ch.Name,
 			Type:   "channel",
 			Links:  map[string]string{"self": base + "/" + url.PathEscape(ch.Name)},
 			Name:   ch.Name,
-			Latest: e.version,
+			Latest: e.Version,
 		}
 		if ch.Include != nil {
 			rc.LatestRegexp = ch.Include.String()
@@ -77,38 +77,38 @@ func (s *Server) releaseChannels(c echo.Context) error {
 		}
 		out.Data = append(out.Data, rc)
 	}
-	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) listChannels(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	out := make([]openapi.Channel, 0, len(v.list))
-	for _, e := range v.list {
-		out = append(out, channelJSON(e))
+	out := make([]openapi.Channel, 0, len(v.List))
+	for _, e := range v.List {
+		out = append(out, ChannelJSON(e))
 	}
-	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) getChannel(c echo.Context) error {
-	_, e, err := s.channelParam(c)
+	_, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
 	return s.sendChannel(c, e)
 }
 
 // sendChannel sends the channel object with its ETag, or 304.
-func (s *Server) sendChannel(c echo.Context, e *channelEntry) error {
+func (s *Server) sendChannel(c echo.Context, e *Entry) error {
 	h := c.Response().Header()
-	body, etag := e.channelAt(time.Now())
+	body, etag := e.ChannelAt(time.Now())
 	h.Set("ETag", etag)
-	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+	if ETagMatches(c.Request().Header.Get("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, body)

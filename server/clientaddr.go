@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// clientAddr is the address a request comes from (CONTRACT section 12): the
+// ClientAddr is the address a request comes from (CONTRACT section 12): the
 // connection's peer, or, when the peer is a trusted proxy, the rightmost
 // X-Forwarded-For hop that is not one. Hops left of the first untrusted
 // one are the client's own words and are never believed.
-func (s *Server) clientAddr(r *http.Request) string {
-	return clientAddrOf(r, s.opts.TrustedProxies)
+func (s *Server) ClientAddr(r *http.Request) string {
+	return clientAddrOf(r, s.Opts.TrustedProxies)
 }
 
 func clientAddrOf(r *http.Request, trusted []netip.Prefix) string {

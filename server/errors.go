@@ -36,7 +36,7 @@ var errorTable = []problemKind{
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{ErrRateLimited, http.StatusTooManyRequests, "rate-limited"},
-	{errBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
+	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "too-large"},
 	{errNotJSON, http.StatusUnsupportedMediaType, "unsupported-media-type"},
 }
 
@@ -51,17 +51,17 @@ type paramError struct {
 func (e *paramError) Error() string { return e.err.Error() }
 func (e *paramError) Unwrap() error { return e.err }
 
-// badParam wraps err (which should wrap a taxonomy sentinel) with the name of
+// BadParam wraps err (which should wrap a taxonomy sentinel) with the name of
 // the parameter it is about.
-func badParam(param string, err error) error { return &paramError{param: param, err: err} }
+func BadParam(param string, err error) error { return &paramError{param: param, err: err} }
 
-// invalidParam is a 400 about one parameter.
-func invalidParam(param, format string, args ...any) error {
-	return badParam(param, fmt.Errorf("%w: "+format, append([]any{resolver.ErrInvalid}, args...)...))
+// InvalidParam is a 400 about one parameter.
+func InvalidParam(param, format string, args ...any) error {
+	return BadParam(param, fmt.Errorf("%w: "+format, append([]any{resolver.ErrInvalid}, args...)...))
 }
 
-// problemFor maps err through the table.
-func problemFor(err error) openapi.Problem {
+// ProblemFor maps err through the table.
+func ProblemFor(err error) openapi.Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		// Echo's own errors: unknown route (404), wrong method (405).
@@ -82,15 +82,15 @@ func problemFor(err error) openapi.Problem {
 	return p
 }
 
-// handleError is echo's single HTTPErrorHandler. /v1-release answers in
+// HandleError is echo's single HTTPErrorHandler. /v1-release answers in
 // channelserver's error shape so its clients see what they always saw;
 // everything else is application/problem+json. A HEAD answer gets the same
 // headers; net/http drops its body.
-func (s *Server) handleError(err error, c echo.Context) {
+func (s *Server) HandleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	p := problemFor(err)
+	p := ProblemFor(err)
 	if he := (*echo.HTTPError)(nil); errors.As(err, &he) {
 		// Echo's own "Not Found" says nothing a person can act on.
 		r := c.Request()
@@ -102,7 +102,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	}
 	if p.Status >= 500 {
-		s.log.ErrorContext(c.Request().Context(), "request failed", "path", logPath(c.Request()), "err", err)
+		s.Log.ErrorContext(c.Request().Context(), "request failed", "path", LogPath(c.Request()), "err", err)
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
@@ -114,7 +114,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if strings.HasPrefix(c.Request().URL.Path, "/v1-release/") {
 		// channelserver's shape, with the problem's title and detail beside
 		// its message; a problemAnswer says so in its content type too.
-		if pa := (*problemAnswer)(nil); !errors.As(err, &pa) {
+		if pa := (*ProblemAnswer)(nil); !errors.As(err, &pa) {
 			ctype = echo.MIMEApplicationJSON
 		}
 		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status,
@@ -138,14 +138,14 @@ type releaseError struct {
 	Detail  string   `json:"detail"`
 }
 
-// problemAnswer marks an error answered as application/problem+json even
+// ProblemAnswer marks an error answered as application/problem+json even
 // on /v1-release: a stepwise channel's 404 for a request that reports no
 // version, which the contract calls a problem detail. A
 // system-upgrade-controller reads only the status of any answer but a 302.
-type problemAnswer struct{ err error }
+type ProblemAnswer struct{ err error }
 
-func (e *problemAnswer) Error() string { return e.err.Error() }
-func (e *problemAnswer) Unwrap() error { return e.err }
+func (e *ProblemAnswer) Error() string { return e.err.Error() }
+func (e *ProblemAnswer) Unwrap() error { return e.err }
 
 func releaseCode(status int) string {
 	switch status {

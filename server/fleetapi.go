@@ -21,33 +21,33 @@ const (
 // registerFleet adds the fleet reads (CONTRACT section 5). They need a
 // token (scope read, promote or admin): cluster IDs are customer data.
 func (s *Server) registerFleet(e *echo.Echo) {
-	read := s.requireRead()
-	s.get(e, "/api/v1/fleet", s.fleetSummary, s.dbDeadline, s.fleetAvailable, read)
-	s.get(e, "/api/v1/fleet/clusters", s.fleetClusters, s.dbDeadline, s.fleetAvailable, read)
-	s.get(e, "/api/v1/fleet/clusters/:id", s.fleetCluster, s.dbDeadline, s.fleetAvailable, read)
+	read := s.RequireRead()
+	s.Get(e, "/api/v1/fleet", s.fleetSummary, s.DBDeadline, s.fleetAvailable, read)
+	s.Get(e, "/api/v1/fleet/clusters", s.fleetClusters, s.DBDeadline, s.fleetAvailable, read)
+	s.Get(e, "/api/v1/fleet/clusters/:id", s.fleetCluster, s.DBDeadline, s.fleetAvailable, read)
 }
 
 func (s *Server) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.opts.Fleet.Store == nil {
-			return s.writeUnavailable(c)
+		if s.Opts.Fleet.Store == nil {
+			return s.WriteUnavailable(c)
 		}
 		return next(c)
 	}
 }
 
 // fleetChannel is the ?channel= of a fleet read: required, and configured.
-func (s *Server) fleetChannel(c echo.Context) (*view, string, error) {
+func (s *Server) fleetChannel(c echo.Context) (*View, string, error) {
 	name := c.QueryParam("channel")
 	if name == "" {
-		return nil, "", invalidParam("channel", "channel is required: ?channel=<name>")
+		return nil, "", InvalidParam("channel", "channel is required: ?channel=<name>")
 	}
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := v.channel(name); err != nil {
-		return nil, "", badParam("channel", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
+	if _, err := v.Channel(name); err != nil {
+		return nil, "", BadParam("channel", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
 	}
 	return v, name, nil
 }
@@ -57,7 +57,7 @@ func (s *Server) fleetSummary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sum, err := s.fleetSummaryOf(c.Request().Context(), v, name)
+	sum, err := s.FleetSummaryOf(c.Request().Context(), v, name)
 	if err != nil {
 		return err
 	}
@@ -71,40 +71,40 @@ func (s *Server) fleetClusters(c echo.Context) error {
 		return err
 	}
 	q := resolver.ClusterQuery{Channel: name, Limit: defaultFleetLimit, After: c.QueryParam("after"),
-		Since: time.Now().Add(-s.fleet.ActiveWindow())}
+		Since: time.Now().Add(-s.FleetRec.ActiveWindow())}
 	if ver := c.QueryParam("version"); ver != "" {
 		// Records keep canonical versions; a tag asks for its version.
 		q.Version = ver
-		if rv, ok := v.snap.Reported(name, ver); ok {
+		if rv, ok := v.Snap.Reported(name, ver); ok {
 			q.Version = rv.String()
 		}
 	}
 	if st := c.QueryParam("stale"); st != "" {
 		if q.Stale, err = strconv.ParseBool(st); err != nil {
-			return invalidParam("stale", "stale %q: want true or false", st)
+			return InvalidParam("stale", "stale %q: want true or false", st)
 		}
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxFleetLimit {
-			return invalidParam("limit", "limit %q: want 1 to %d", l, maxFleetLimit)
+			return InvalidParam("limit", "limit %q: want 1 to %d", l, maxFleetLimit)
 		}
 		q.Limit = n
 	}
-	page, next, err := s.opts.Fleet.Store.FleetClusters(c.Request().Context(), q)
+	page, next, err := s.Opts.Fleet.Store.FleetClusters(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	out := openapi.FleetClusterPage{Clusters: clustersJSON(page), Next: strOrNil(next)}
+	out := openapi.FleetClusterPage{Clusters: clustersJSON(page), Next: StrOrNil(next)}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) fleetCluster(c echo.Context) error {
-	id := pathParam(c, "id")
-	recs, err := s.opts.Fleet.Store.FleetCluster(c.Request().Context(), id)
+	id := PathParam(c, "id")
+	recs, err := s.Opts.Fleet.Store.FleetCluster(c.Request().Context(), id)
 	if err != nil {
-		return badParam("id", err)
+		return BadParam("id", err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, openapi.FleetClusterChannels{ID: id, Channels: clustersJSON(recs)})
@@ -114,8 +114,8 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 	out := make([]openapi.FleetCluster, len(recs))
 	for i, r := range recs {
 		out[i] = openapi.FleetCluster{
-			ID: r.ID, Channel: r.Channel, Reported: strOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
-			Served: strOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
+			ID: r.ID, Channel: r.Channel, Reported: StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
+			Served: StrOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
 		}
 	}
 	return out

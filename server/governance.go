@@ -24,38 +24,38 @@ const DefaultApprovalTTL = 24 * time.Hour
 const maxChangesListed = 500
 
 func (s *Server) registerGovernance(e *echo.Echo) {
-	promote := s.requireChannelScope(ScopePromote)
-	e.POST("/api/v1/channels/:name/changes", s.scheduleChange, s.dbDeadline, promote)
+	promote := s.RequireChannelScope(ScopePromote)
+	e.POST("/api/v1/channels/:name/changes", s.scheduleChange, s.DBDeadline, promote)
 	// Read like a channel's history: no token.
-	s.get(e, "/api/v1/changes", s.listChanges, s.dbDeadline)
-	e.DELETE("/api/v1/changes/:id", s.cancelChange, s.dbDeadline, s.requireScope(ScopePromote))
-	e.POST("/api/v1/changes/:id/approve", s.approveChange, s.dbDeadline, s.requireScope(ScopePromote))
-	e.POST("/api/v1/changes/:id/reject", s.rejectChange, s.dbDeadline, s.requireScope(ScopePromote))
-	e.POST("/api/v1/freezes", s.createFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
-	s.get(e, "/api/v1/freezes", s.listFreezes, s.dbDeadline)
-	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.dbDeadline, s.requireScope(ScopeAdmin))
+	s.Get(e, "/api/v1/changes", s.listChanges, s.DBDeadline)
+	e.DELETE("/api/v1/changes/:id", s.cancelChange, s.DBDeadline, s.RequireScope(ScopePromote))
+	e.POST("/api/v1/changes/:id/approve", s.approveChange, s.DBDeadline, s.RequireScope(ScopePromote))
+	e.POST("/api/v1/changes/:id/reject", s.rejectChange, s.DBDeadline, s.RequireScope(ScopePromote))
+	e.POST("/api/v1/freezes", s.createFreeze, s.DBDeadline, s.RequireScope(ScopeAdmin))
+	s.Get(e, "/api/v1/freezes", s.listFreezes, s.DBDeadline)
+	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.DBDeadline, s.RequireScope(ScopeAdmin))
 }
 
 // scheduleChange is POST /api/v1/channels/{name}/changes.
 func (s *Server) scheduleChange(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
 	var req openapi.ChangeRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := DecodeBody(c, &req, true); err != nil {
 		return err
 	}
 	at, err := time.Parse(time.RFC3339, req.At)
 	switch {
 	case req.At == "":
-		return invalidParam("at", "at is required (RFC 3339, e.g. 2026-12-01T06:00:00Z)")
+		return InvalidParam("at", "at is required (RFC 3339, e.g. 2026-12-01T06:00:00Z)")
 	case err != nil:
-		return invalidParam("at", "%q is not an RFC 3339 time like 2026-12-01T06:00:00Z", req.At)
+		return InvalidParam("at", "%q is not an RFC 3339 time like 2026-12-01T06:00:00Z", req.At)
 	case !at.After(time.Now()):
-		return invalidParam("at", "%s is not in the future", req.At)
+		return InvalidParam("at", "%s is not in the future", req.At)
 	}
-	sc := resolver.ScheduledChange{Channel: e.ans.Channel.Name, Action: req.Action, Reason: req.Reason, At: at,
+	sc := resolver.ScheduledChange{Channel: e.Ans.Channel.Name, Action: req.Action, Reason: req.Reason, At: at,
 		Force: req.Force, Rollback: req.Rollback}
 	if err := s.checkChange(v, &sc, req.Version); err != nil {
 		return err
@@ -65,15 +65,15 @@ func (s *Server) scheduleChange(c echo.Context) error {
 
 // checkChange validates a change's action and version against the
 // snapshot now (it is checked again when it applies).
-func (s *Server) checkChange(v *view, sc *resolver.ScheduledChange, version string) error {
+func (s *Server) checkChange(v *View, sc *resolver.ScheduledChange, version string) error {
 	switch sc.Action {
 	case "pin":
 		if version == "" {
-			return invalidParam("version", "version is required to pin")
+			return InvalidParam("version", "version is required to pin")
 		}
-		cc, err := v.snap.PlanPin(sc.Channel, version, sc.Force)
+		cc, err := v.Snap.PlanPin(sc.Channel, version, sc.Force)
 		if err != nil && !errors.Is(err, resolver.ErrGatesPending) {
-			return badParam("version", err)
+			return BadParam("version", err)
 		}
 		sc.Version = cc.Version
 		if sc.Version == "" {
@@ -81,25 +81,25 @@ func (s *Server) checkChange(v *view, sc *resolver.ScheduledChange, version stri
 		}
 	case "unpin":
 		if version != "" {
-			return invalidParam("version", "an unpin takes no version")
+			return InvalidParam("version", "an unpin takes no version")
 		}
 	default:
-		return invalidParam("action", "action %q is neither pin nor unpin", sc.Action)
+		return InvalidParam("action", "action %q is neither pin nor unpin", sc.Action)
 	}
 	return nil
 }
 
 // recordChange stores sc for the requester: pending when the channel
 // needs approvals (202), else scheduled (201).
-func (s *Server) recordChange(c echo.Context, e *channelEntry, sc resolver.ScheduledChange) error {
-	g, err := s.governance()
+func (s *Server) recordChange(c echo.Context, e *Entry, sc resolver.ScheduledChange) error {
+	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
-	sc.RequestedBy, sc.State = actor(c), resolver.ChangeScheduled
+	sc.RequestedBy, sc.State = Actor(c), resolver.ChangeScheduled
 	status := http.StatusCreated
-	if n := e.ans.Channel.Approvals; n > 0 {
-		ttl := e.ans.Channel.ApprovalTTL
+	if n := e.Ans.Channel.Approvals; n > 0 {
+		ttl := e.Ans.Channel.ApprovalTTL
 		if ttl <= 0 {
 			ttl = DefaultApprovalTTL
 		}
@@ -110,18 +110,18 @@ func (s *Server) recordChange(c echo.Context, e *channelEntry, sc resolver.Sched
 	if err != nil {
 		return fmt.Errorf("change of channel %q: %w", sc.Channel, err)
 	}
-	s.metrics.governance("requested")
-	return c.JSON(status, changeJSON(sc))
+	s.Metrics.Governance("requested")
+	return c.JSON(status, ChangeJSON(sc))
 }
 
 func (s *Server) listChanges(c echo.Context) error {
-	g, err := s.governance()
+	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
 	state := c.QueryParam("state")
 	if state != "" && !slices.Contains(resolver.ChangeStates, state) {
-		return invalidParam("state", "state %q is not one of %s", state, strings.Join(resolver.ChangeStates, ", "))
+		return InvalidParam("state", "state %q is not one of %s", state, strings.Join(resolver.ChangeStates, ", "))
 	}
 	cs, err := g.Changes(c.Request().Context(), state, maxChangesListed)
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *Server) listChanges(c echo.Context) error {
 	}
 	out := openapi.ChangeList{Changes: make([]openapi.Change, len(cs))}
 	for i, ch := range cs {
-		out.Changes[i] = changeJSON(ch)
+		out.Changes[i] = ChangeJSON(ch)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -137,7 +137,7 @@ func (s *Server) listChanges(c echo.Context) error {
 func changeID(c echo.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, invalidParam("id", "%q is not a change id", c.Param("id"))
+		return 0, InvalidParam("id", "%q is not a change id", c.Param("id"))
 	}
 	return id, nil
 }
@@ -146,15 +146,15 @@ func changeID(c echo.Context) (int64, error) {
 func (s *Server) changeOf(c echo.Context, g Governance, id int64) (resolver.ScheduledChange, error) {
 	ch, err := g.Change(c.Request().Context(), id)
 	if err != nil {
-		return ch, badParam("id", err)
+		return ch, BadParam("id", err)
 	}
-	return ch, mayReach(principal(c), reachChannel, ch.Channel)
+	return ch, MayReach(Principal(c), ReachChannel, ch.Channel)
 }
 
 // changeRequest reads a request about change {id}: the store, the id
 // (checked against the principal's channels) and the reason.
 func (s *Server) changeRequest(c echo.Context) (g Governance, id int64, reason string, err error) {
-	if g, err = s.governance(); err != nil {
+	if g, err = s.GovernanceStore(); err != nil {
 		return nil, 0, "", err
 	}
 	if id, err = changeID(c); err != nil {
@@ -163,7 +163,7 @@ func (s *Server) changeRequest(c echo.Context) (g Governance, id int64, reason s
 	if _, err = s.changeOf(c, g, id); err != nil {
 		return nil, 0, "", err
 	}
-	reason, err = reasonOf(c)
+	reason, err = ReasonOf(c)
 	return g, id, reason, err
 }
 
@@ -172,12 +172,12 @@ func (s *Server) cancelChange(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := g.CancelChange(c.Request().Context(), id, actor(c), reason)
+	ch, err := g.CancelChange(c.Request().Context(), id, Actor(c), reason)
 	if err != nil {
-		return badParam("id", err)
+		return BadParam("id", err)
 	}
-	s.metrics.governance("cancelled")
-	return c.JSON(http.StatusOK, changeJSON(ch))
+	s.Metrics.Governance("cancelled")
+	return c.JSON(http.StatusOK, ChangeJSON(ch))
 }
 
 func (s *Server) approveChange(c echo.Context) error { return s.decideChange(c, true) }
@@ -191,78 +191,78 @@ func (s *Server) decideChange(c echo.Context, approve bool) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ch, err := g.DecideChange(ctx, id, actor(c), approve, reason)
+	ch, err := g.DecideChange(ctx, id, Actor(c), approve, reason)
 	if err != nil {
-		return badParam("id", err)
+		return BadParam("id", err)
 	}
 	if ch.State == resolver.ChangeScheduled && !ch.At.After(time.Now()) {
-		if v, err := s.view(); err == nil {
+		if v, err := s.View(); err == nil {
 			applied, ok, err := g.ApplyChange(ctx, id, func(sc resolver.ScheduledChange) (resolver.ChannelChange, error) {
-				return governor.Plan(v.snap, sc)
+				return governor.Plan(v.Snap, sc)
 			})
 			if err != nil {
 				// Scheduled and due: the governor applies it within a second.
-				s.log.Warn("could not apply an approved change now; the leader will", "change", id, "err", err)
+				s.Log.Warn("could not apply an approved change now; the leader will", "change", id, "err", err)
 			} else if ok {
 				ch = applied
 				if err := s.reloadAfterWrite(ctx, resolver.Change{Channel: ch.Channel}); err != nil {
-					s.log.Warn("applied an approved change; reload failed", "change", id, "err", err)
+					s.Log.Warn("applied an approved change; reload failed", "change", id, "err", err)
 				}
 			}
 		}
 	}
-	s.metrics.governance(map[bool]string{true: "approved", false: "rejected"}[approve])
-	return c.JSON(http.StatusOK, changeJSON(ch))
+	s.Metrics.Governance(map[bool]string{true: "approved", false: "rejected"}[approve])
+	return c.JSON(http.StatusOK, ChangeJSON(ch))
 }
 
 // maxFreezeChannels bounds a freeze's channel globs.
 const maxFreezeChannels = 100
 
 func (s *Server) createFreeze(c echo.Context) error {
-	g, err := s.governance()
+	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
 	var req openapi.FreezeRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := DecodeBody(c, &req, true); err != nil {
 		return err
 	}
-	f := resolver.Freeze{Channels: req.Channels, Reason: req.Reason, CreatedBy: actor(c)}
+	f := resolver.Freeze{Channels: req.Channels, Reason: req.Reason, CreatedBy: Actor(c)}
 	switch {
 	case len(req.Channels) == 0:
-		return invalidParam("channels", "channels is required: names or globs (\"v1.*\", \"*\")")
+		return InvalidParam("channels", "channels is required: names or globs (\"v1.*\", \"*\")")
 	case len(req.Channels) > maxFreezeChannels:
-		return invalidParam("channels", "%d entries, at most %d", len(req.Channels), maxFreezeChannels)
+		return InvalidParam("channels", "%d entries, at most %d", len(req.Channels), maxFreezeChannels)
 	case strings.TrimSpace(req.Reason) == "":
-		return invalidParam("reason", "a freeze needs a reason: it is what a refused pin says")
+		return InvalidParam("reason", "a freeze needs a reason: it is what a refused pin says")
 	}
 	for i, g := range req.Channels {
 		if !resolver.ValidChannelGlob(g) {
-			return invalidParam(fmt.Sprintf("channels[%d]", i), "%q is not a channel name or glob", g)
+			return InvalidParam(fmt.Sprintf("channels[%d]", i), "%q is not a channel name or glob", g)
 		}
 	}
 	if f.From, err = time.Parse(time.RFC3339, req.From); err != nil {
-		return invalidParam("from", "%q is not an RFC 3339 time like 2026-12-20T00:00:00Z", req.From)
+		return InvalidParam("from", "%q is not an RFC 3339 time like 2026-12-20T00:00:00Z", req.From)
 	}
 	if f.Until, err = time.Parse(time.RFC3339, req.Until); err != nil {
-		return invalidParam("until", "%q is not an RFC 3339 time like 2027-01-04T00:00:00Z", req.Until)
+		return InvalidParam("until", "%q is not an RFC 3339 time like 2027-01-04T00:00:00Z", req.Until)
 	}
 	switch {
 	case !f.Until.After(f.From):
-		return invalidParam("until", "until %s is not after from %s", req.Until, req.From)
+		return InvalidParam("until", "until %s is not after from %s", req.Until, req.From)
 	case !f.Until.After(time.Now()):
-		return invalidParam("until", "until %s has passed", req.Until)
+		return InvalidParam("until", "until %s has passed", req.Until)
 	}
 	if f, err = g.CreateFreeze(c.Request().Context(), f); err != nil {
 		return err
 	}
-	s.metrics.governance("freeze")
+	s.Metrics.Governance("freeze")
 	s.kickGovernor()
-	return c.JSON(http.StatusCreated, freezeJSON(f, time.Now()))
+	return c.JSON(http.StatusCreated, FreezeJSON(f, time.Now()))
 }
 
 func (s *Server) listFreezes(c echo.Context) error {
-	g, err := s.governance()
+	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
@@ -273,35 +273,35 @@ func (s *Server) listFreezes(c echo.Context) error {
 	}
 	out := openapi.FreezeList{Freezes: make([]openapi.Freeze, len(fs))}
 	for i, f := range fs {
-		out.Freezes[i] = freezeJSON(f, now)
+		out.Freezes[i] = FreezeJSON(f, now)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) cancelFreeze(c echo.Context) error {
-	g, err := s.governance()
+	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return invalidParam("id", "%q is not a freeze id", c.Param("id"))
+		return InvalidParam("id", "%q is not a freeze id", c.Param("id"))
 	}
-	f, err := g.CancelFreeze(c.Request().Context(), id, actor(c))
+	f, err := g.CancelFreeze(c.Request().Context(), id, Actor(c))
 	if err != nil {
-		return badParam("id", err)
+		return BadParam("id", err)
 	}
 	s.kickGovernor()
-	return c.JSON(http.StatusOK, freezeJSON(f, time.Now()))
+	return c.JSON(http.StatusOK, FreezeJSON(f, time.Now()))
 }
 
 // frozen is the freeze holding channel now, if any.
 func (s *Server) frozen(ctx context.Context, channel string) (*resolver.Freeze, error) {
-	if s.opts.Governance == nil {
+	if s.Opts.Governance == nil {
 		return nil, nil
 	}
 	now := time.Now()
-	fs, err := s.opts.Governance.Freezes(ctx, now)
+	fs, err := s.Opts.Governance.Freezes(ctx, now)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (s *Server) freezeGate(c echo.Context, channel string, override bool) (over
 	if err != nil || f == nil {
 		return false, err
 	}
-	if override && allows(principal(c).Scopes, ScopeAdmin) {
+	if override && Allows(Principal(c).Scopes, ScopeAdmin) {
 		return true, nil
 	}
 	advice := `; an admin may send "override_freeze": true`
@@ -334,7 +334,7 @@ func (s *Server) freezeGate(c echo.Context, channel string, override bool) (over
 // kickGovernor runs a governance round soon (a freeze made or lifted).
 func (s *Server) kickGovernor() {
 	select {
-	case s.governKick <- struct{}{}:
+	case s.GovernKick <- struct{}{}:
 	default:
 	}
 }

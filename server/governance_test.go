@@ -44,9 +44,9 @@ func (env *pgEnv) governed(st *store.Store) (*Server, *httptest.Server) {
 }
 
 func (s *Server) governorOpts() governor.Options {
-	return governor.Options{Store: s.opts.Governance, Applied: s.Notify, Log: s.log, Snapshot: func() *resolver.Snapshot {
-		if v := s.cur.Load(); v != nil {
-			return v.snap
+	return governor.Options{Store: s.Opts.Governance, Applied: s.Notify, Log: s.Log, Snapshot: func() *resolver.Snapshot {
+		if v := s.Cur.Load(); v != nil {
+			return v.Snap
 		}
 		return nil
 	}}

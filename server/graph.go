@@ -14,30 +14,30 @@ import (
 // client finds its own node (one that is not a node is the client's to
 // report). id= lets risks limited to some clusters cover edges.
 func (s *Server) graph(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
 	q := c.QueryParams()
 	channel := q.Get("channel")
 	if channel == "" {
-		return invalidParam("channel", "channel is required")
+		return InvalidParam("channel", "channel is required")
 	}
 	id := q.Get("id")
 	if len(id) > 128 {
-		return invalidParam("id", "%d bytes, at most 128", len(id))
+		return InvalidParam("id", "%d bytes, at most 128", len(id))
 	}
-	if _, err := v.channel(channel); err != nil {
-		return badParam("channel", err)
+	if _, err := v.Channel(channel); err != nil {
+		return BadParam("channel", err)
 	}
-	base := baseURL(s.opts.ExternalURL, c.Request())
+	base := BaseURL(s.Opts.ExternalURL, c.Request())
 	gz := acceptsGzip(c.Request())
-	body, err := v.graphs.get(v.snap, channel, id, base, gz)
+	body, err := v.Graphs.Get(v.Snap, channel, id, base, gz)
 	if err != nil {
 		return err
 	}
 	h := c.Response().Header()
-	h.Set("Cache-Control", channelCacheControl)
+	h.Set("Cache-Control", ChannelCacheControl)
 	h.Set("Vary", "Accept-Encoding")
 	if gz {
 		// A graph is megabytes of repetitive JSON; gzip makes it a tenth,

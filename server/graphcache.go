@@ -26,9 +26,9 @@ type graphCache struct {
 	plain map[string]*resolver.Graph
 }
 
-// graph is channel's graph as a cluster without an ID sees it, computed
+// Graph is channel's graph as a cluster without an ID sees it, computed
 // once per snapshot (a channel of 10,000 versions takes ~100 ms).
-func (gc *graphCache) graph(snap *resolver.Snapshot, channel string) (*resolver.Graph, error) {
+func (gc *graphCache) Graph(snap *resolver.Snapshot, channel string) (*resolver.Graph, error) {
 	gc.mu.Lock()
 	g, ok := gc.plain[channel]
 	gc.mu.Unlock()
@@ -68,7 +68,7 @@ func (g *cachedGraph) gzipped() []byte {
 
 const maxCachedGraphs = 64
 
-func (gc *graphCache) get(snap *resolver.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
+func (gc *graphCache) Get(snap *resolver.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
 	key := channel + "\x00" + base + "\x00" + appliedRisks(snap, channel, id)
 	gc.mu.Lock()
 	cg, ok := gc.m[key]

@@ -11,44 +11,44 @@ import (
 // Conversions from the snapshot to the wire types of package openapi; the
 // spec tests validate real responses against openapi.yaml.
 
-func channelJSON(e *channelEntry) openapi.Channel {
+func ChannelJSON(e *Entry) openapi.Channel {
 	return channelJSONWith(e, time.Now(), e.clusters())
 }
 
-// channelAt is e's channel object and its ETag at now, from one reading
+// ChannelAt is e's channel object and its ETag at now, from one reading
 // of the rollout counts, so the ETag always names the body sent with it.
-func (e *channelEntry) channelAt(now time.Time) (openapi.Channel, string) {
+func (e *Entry) ChannelAt(now time.Time) (openapi.Channel, string) {
 	cc := e.clusters()
 	return channelJSONWith(e, now, cc), e.etagWith(now, cc)
 }
 
 // channelJSONWith is e's channel object at now with the rollout counts cc.
-func channelJSONWith(e *channelEntry, now time.Time, cc *openapi.RolloutClusters) openapi.Channel {
-	a := e.ans
+func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) openapi.Channel {
+	a := e.Ans
 	j := openapi.Channel{
 		Name:       a.Channel.Name,
 		Source:     a.Channel.Source,
 		Stream:     a.Channel.Stream.String(),
-		Constraint: strOrNil(a.Channel.ConstraintText),
+		Constraint: StrOrNil(a.Channel.ConstraintText),
 		Pinned:     a.Pinned,
 		UpdatedAt:  openapi.TimeOrNil(a.State.UpdatedAt),
 	}
 	if a.Tag != nil {
-		j.Version = strOrNil(e.version)
-		j.Tag = strOrNil(a.Tag.Name)
-		j.Digest = strOrNil(e.digest)
+		j.Version = StrOrNil(e.Version)
+		j.Tag = StrOrNil(a.Tag.Name)
+		j.Digest = StrOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
 	switch h := a.State.Hold; {
-	case e.held != "":
-		j.Held = &openapi.Held{Reason: e.held}
+	case e.Held != "":
+		j.Held = &openapi.Held{Reason: e.Held}
 	case h != nil:
 		j.Held = &openapi.Held{Reason: h.Reason, Until: openapi.TimeOrNil(h.Until)}
 	}
 	return j
 }
 
-func versionJSON(v resolver.VersionView) openapi.Version {
+func VersionJSON(v resolver.VersionView) openapi.Version {
 	return openapi.Version{
 		Tag:            v.Name,
 		Version:        v.Version.String(),
@@ -59,11 +59,11 @@ func versionJSON(v resolver.VersionView) openapi.Version {
 		PreNumber:      v.Version.PreNumber,
 		Build:          v.Version.Build,
 		Stream:         v.Stream.String(),
-		Digest:         strOrNil(v.Digest),
+		Digest:         StrOrNil(v.Digest),
 		Blocked:        v.Blocked,
 		Servable:       v.Servable,
 		Gates:          gatesJSON(v.Gates),
-		PreviousDigest: strOrNil(v.PreviousDigest),
+		PreviousDigest: StrOrNil(v.PreviousDigest),
 	}
 }
 
@@ -74,7 +74,7 @@ func gatesJSON(g *resolver.GateState) *openapi.Gates {
 	return &openapi.Gates{Platforms: g.Platforms, Signature: g.Signature, Soak: g.Soak}
 }
 
-func sourceJSON(sv resolver.SourceView) openapi.Source {
+func SourceJSON(sv resolver.SourceView) openapi.Source {
 	j := openapi.Source{
 		Name:        sv.Source.Name,
 		Image:       sv.Source.Image,
@@ -101,7 +101,7 @@ func scanJSON(s *resolver.Scan) *openapi.Scan {
 		Started:  s.Started.UTC(),
 		Finished: openapi.TimeOrNil(s.Finished),
 		Outcome:  s.Outcome,
-		Error:    strOrNil(s.Error),
+		Error:    StrOrNil(s.Error),
 		Complete: s.Complete,
 		TagsSeen: s.TagsSeen,
 		TagsNew:  s.TagsNew,
@@ -114,7 +114,7 @@ func resolveJSON(a resolver.Answer, base string) openapi.ResolveAnswer {
 		Source:    a.Source,
 		Current:   a.Current.String(),
 		Stream:    a.Stream.String(),
-		Channel:   strOrNil(a.Channel),
+		Channel:   StrOrNil(a.Channel),
 		Available: canonicals(a.Available),
 		Path:      canonicals(a.Path),
 		Reason:    a.Reason,
@@ -124,8 +124,8 @@ func resolveJSON(a resolver.Answer, base string) openapi.ResolveAnswer {
 		j.Risks[i] = openapi.ResolveRisk{To: h.To.Version.String(), Name: h.Risk.Name, Message: h.Risk.Message, URL: riskURL(h.Risk, base), Accepted: h.Accepted}
 	}
 	if a.Target != nil {
-		j.Target = strOrNil(a.Target.Version.String())
-		j.TargetTag = strOrNil(a.Target.Name)
+		j.Target = StrOrNil(a.Target.Version.String())
+		j.TargetTag = StrOrNil(a.Target.Name)
 	}
 	return j
 }
@@ -138,15 +138,15 @@ func canonicals(tags []resolver.Tag) []string {
 	return out
 }
 
-func strOrNil(s string) *string {
+func StrOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-func changeJSON(c resolver.ScheduledChange) openapi.Change {
-	j := openapi.Change{ID: c.ID, Channel: c.Channel, Action: c.Action, Version: strOrNil(c.Version), Reason: c.Reason,
+func ChangeJSON(c resolver.ScheduledChange) openapi.Change {
+	j := openapi.Change{ID: c.ID, Channel: c.Channel, Action: c.Action, Version: StrOrNil(c.Version), Reason: c.Reason,
 		At: openapi.TimeOrNil(c.At), State: c.State, RequestedBy: c.RequestedBy, CreatedAt: c.CreatedAt.UTC(),
 		ApprovalsNeeded: c.ApprovalsNeeded, Approvals: []openapi.ChangeApproval{}, ExpiresAt: openapi.TimeOrNil(c.ExpiresAt),
 		DecidedAt: openapi.TimeOrNil(c.DecidedAt), Outcome: c.Outcome}
@@ -156,14 +156,14 @@ func changeJSON(c resolver.ScheduledChange) openapi.Change {
 	return j
 }
 
-func freezeJSON(f resolver.Freeze, now time.Time) openapi.Freeze {
+func FreezeJSON(f resolver.Freeze, now time.Time) openapi.Freeze {
 	return openapi.Freeze{ID: f.ID, Channels: f.Channels, From: f.From.UTC(), Until: f.Until.UTC(), Reason: f.Reason,
 		CreatedBy: f.CreatedBy, CreatedAt: f.CreatedAt.UTC(), Active: f.CancelledAt.IsZero() && !now.Before(f.From) && now.Before(f.Until)}
 }
 
-// rolloutJSON is r with its progress p and the fleet's counts (nil when
+// RolloutJSON is r with its progress p and the fleet's counts (nil when
 // none is known).
-func rolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
+func RolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.RolloutClusters) *openapi.Rollout {
 	var next *time.Time
 	if !p.NextStepAt.IsZero() {
 		t := p.NextStepAt.UTC()
@@ -182,7 +182,7 @@ func channelRollout(rv *resolver.RolloutView, now time.Time, cc *openapi.Rollout
 	if rv == nil || rv.Baseline {
 		return nil
 	}
-	return rolloutJSON(&rv.Rollout, rv.Progress(now), cc)
+	return RolloutJSON(&rv.Rollout, rv.Progress(now), cc)
 }
 
 func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
@@ -202,7 +202,7 @@ func riskURL(r *resolver.Risk, base string) string {
 	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
 }
 
-func riskJSON(r *resolver.Risk, base string) openapi.Risk {
+func RiskJSON(r *resolver.Risk, base string) openapi.Risk {
 	clusters := r.Clusters
 	if clusters == nil {
 		clusters = []string{}

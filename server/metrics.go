@@ -18,14 +18,14 @@ type metrics struct {
 	lastSuccess    *prometheus.GaugeVec
 	held           *prometheus.GaugeVec
 	reloadFailures prometheus.Counter
-	webhooks       *prometheus.CounterVec
+	Webhooks       *prometheus.CounterVec
 	heldAnswers    *prometheus.CounterVec // tidemark_answers_held_total
 	risks          *prometheus.GaugeVec   // tidemark_risks
 	capiPlans      *prometheus.CounterVec // tidemark_capi_upgrade_plans_total
 	viewCache      *prometheus.CounterVec // tidemark_registry_view_manifest_cache_total
 	viewUpstream   *prometheus.CounterVec // tidemark_registry_view_upstream_requests_total
 	governed       *prometheus.CounterVec // tidemark_governance_events_total
-	handler        http.Handler
+	Handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
 	observed map[string]bool
@@ -55,7 +55,7 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 			Name: "tidemark_snapshot_reload_failures_total",
 			Help: "Snapshot reloads that failed; the previous snapshot kept being served.",
 		}),
-		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tidemark_webhook_events_total",
 			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable, queue_full).",
 		}, []string{"kind", "outcome"}),
@@ -97,12 +97,12 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
 	}
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	m.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	return m, nil
 }
 
@@ -172,8 +172,8 @@ func statusText(code int) string {
 	return strconv.Itoa(code)
 }
 
-// registryView counts a registry view event (registryview.Options.Observe).
-func (m *metrics) registryView(kind, value string) {
+// RegistryView counts a registry view event (registryview.Options.Observe).
+func (m *metrics) RegistryView(kind, value string) {
 	switch kind {
 	case "cache":
 		m.viewCache.WithLabelValues(value).Inc()
@@ -182,16 +182,16 @@ func (m *metrics) registryView(kind, value string) {
 	}
 }
 
-// governance counts a governance event (a fixed set of names).
-func (m *metrics) governance(event string) { m.governed.WithLabelValues(event).Inc() }
+// Governance counts a governance event (a fixed set of names).
+func (m *metrics) Governance(event string) { m.governed.WithLabelValues(event).Inc() }
 
-// capiAnswer counts a GenerateUpgradePlan answer; sources are configured.
-func (m *metrics) capiAnswer(source, status string) {
+// CapiAnswer counts a GenerateUpgradePlan answer; sources are configured.
+func (m *metrics) CapiAnswer(source, status string) {
 	m.capiPlans.WithLabelValues(source, status).Inc()
 }
 
-// heldAnswer counts an answer that held a cluster where it is. Channels are
+// HeldAnswer counts an answer that held a cluster where it is. Channels are
 // configured, so the series are bounded by the configuration.
-func (m *metrics) heldAnswer(channel, reason string) {
+func (m *metrics) HeldAnswer(channel, reason string) {
 	m.heldAnswers.WithLabelValues(channel, reason).Inc()
 }

@@ -15,18 +15,18 @@ const defaultNotificationsLimit = 100
 // notifications answers GET /api/v1/notifications (scope read, promote or
 // admin: the events name channels and actors).
 func (s *Server) notifications(c echo.Context) error {
-	if s.opts.Notifications == nil {
+	if s.Opts.Notifications == nil {
 		return fmt.Errorf("%w: notifications need the database, which this server was started without", resolver.ErrUnavailable)
 	}
 	limit := defaultNotificationsLimit
 	if q := c.QueryParam("limit"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 || n > 1000 {
-			return invalidParam("limit", "limit %q: want a whole number from 1 to 1000", q)
+			return InvalidParam("limit", "limit %q: want a whole number from 1 to 1000", q)
 		}
 		limit = n
 	}
-	res, err := s.opts.Notifications(c.Request().Context(), limit)
+	res, err := s.Opts.Notifications(c.Request().Context(), limit)
 	if err != nil {
 		return fmt.Errorf("list notifications: %w", err)
 	}

@@ -8,18 +8,18 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 )
 
-// healthz says the process is up; it never looks at data or the database,
+// Healthz says the process is up; it never looks at data or the database,
 // so a database outage does not get healthy pods restarted.
-func (s *Server) healthz(c echo.Context) error {
+func (s *Server) Healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok\n")
 }
 
-// readyz is 503 until a snapshot is loaded. After that it stays 200, since
+// Readyz is 503 until a snapshot is loaded. After that it stays 200, since
 // the snapshot can answer every read; the body says "degraded" and why when
 // the last reload failed.
-func (s *Server) readyz(c echo.Context) error {
+func (s *Server) Readyz(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	if s.cur.Load() == nil {
+	if s.Cur.Load() == nil {
 		return c.String(http.StatusServiceUnavailable, "not ready: no snapshot loaded yet\n")
 	}
 	if why := s.snaps.Degraded(); why != "" {
@@ -28,6 +28,6 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok\n")
 }
 
-func (s *Server) spec(c echo.Context) error {
+func (s *Server) Spec(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", openapi.Spec)
 }

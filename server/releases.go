@@ -13,16 +13,16 @@ import (
 // version is the registry tag, releaseTimestamp when Tidemark first indexed
 // it, so Renovate's minimumReleaseAge waits for soak on any registry.
 func (s *Server) channelReleases(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
-	vs, err := v.snap.Servable(e.ans.Channel.Name)
+	vs, err := v.Snap.Servable(e.Ans.Channel.Name)
 	if err != nil {
 		return err
 	}
 	out := openapi.ChannelReleases{Releases: make([]openapi.ChannelRelease, 0, len(vs))}
-	if src, err := v.snap.SourceInfo(e.ans.Channel.Source); err == nil {
+	if src, err := v.Snap.SourceInfo(e.Ans.Channel.Source); err == nil {
 		out.SourceURL = "https://" + src.Source.Image
 	}
 	for _, vv := range vs {

@@ -15,78 +15,78 @@ import (
 // speaks for every channel of its source, so declaring one needs a token
 // not limited to channels, as a block does.
 func (s *Server) registerRisks(e *echo.Echo) {
-	promote := s.requireScope(ScopePromote)
-	s.get(e, "/api/v1/sources/:source/risks", s.listRisks)
-	e.PUT("/api/v1/sources/:source/risks/:risk", s.putRisk, s.dbDeadline, promote)
-	e.DELETE("/api/v1/sources/:source/risks/:risk", s.deleteRisk, s.dbDeadline, promote)
+	promote := s.RequireScope(ScopePromote)
+	s.Get(e, "/api/v1/sources/:source/risks", s.listRisks)
+	e.PUT("/api/v1/sources/:source/risks/:risk", s.putRisk, s.DBDeadline, promote)
+	e.DELETE("/api/v1/sources/:source/risks/:risk", s.deleteRisk, s.DBDeadline, promote)
 }
 
 func (s *Server) listRisks(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	risks, err := v.snap.Risks(pathParam(c, "source"))
+	risks, err := v.Snap.Risks(PathParam(c, "source"))
 	if err != nil {
-		return badParam("source", err)
+		return BadParam("source", err)
 	}
 	out := openapi.RiskList{Risks: make([]openapi.Risk, len(risks))}
-	base := baseURL(s.opts.ExternalURL, c.Request())
+	base := BaseURL(s.Opts.ExternalURL, c.Request())
 	for i := range risks {
-		out.Risks[i] = riskJSON(&risks[i], base)
+		out.Risks[i] = RiskJSON(&risks[i], base)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) putRisk(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	source := pathParam(c, "source")
-	if _, err := v.snap.SourceInfo(source); err != nil {
-		return badParam("source", err)
+	source := PathParam(c, "source")
+	if _, err := v.Snap.SourceInfo(source); err != nil {
+		return BadParam("source", err)
 	}
 	var req openapi.RiskRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := DecodeBody(c, &req, true); err != nil {
 		return err
 	}
-	r := resolver.Risk{Source: source, Name: pathParam(c, "risk"), Message: req.Message, URL: req.URL,
+	r := resolver.Risk{Source: source, Name: PathParam(c, "risk"), Message: req.Message, URL: req.URL,
 		From: req.From, To: req.To, Clusters: req.Clusters}
 	if err := r.Compile(); err != nil {
 		var fe *resolver.FieldError
 		if errors.As(err, &fe) {
-			return badParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
+			return BadParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
 		}
 		return err
 	}
 	ctx := c.Request().Context()
-	if r, err = s.opts.Store.PutRisk(ctx, r, actor(c)); err != nil {
+	if r, err = s.Opts.Store.PutRisk(ctx, r, Actor(c)); err != nil {
 		return fmt.Errorf("risk %q of %q: %w", r.Name, source, err)
 	}
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is declared, but this replica could not reload it yet: %w", resolver.ErrUnavailable, r.Name, source, err)
 	}
-	return c.JSON(http.StatusOK, riskJSON(&r, baseURL(s.opts.ExternalURL, c.Request())))
+	return c.JSON(http.StatusOK, RiskJSON(&r, BaseURL(s.Opts.ExternalURL, c.Request())))
 }
 
 func (s *Server) deleteRisk(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	source, name := pathParam(c, "source"), pathParam(c, "risk")
-	if _, err := v.snap.SourceInfo(source); err != nil {
-		return badParam("source", err)
+	source, name := PathParam(c, "source"), PathParam(c, "risk")
+	if _, err := v.Snap.SourceInfo(source); err != nil {
+		return BadParam("source", err)
 	}
-	reason, err := reasonOf(c)
+	reason, err := ReasonOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := s.opts.Store.DeleteRisk(ctx, source, name, actor(c), reason); err != nil {
-		return badParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
+	if err := s.Opts.Store.DeleteRisk(ctx, source, name, Actor(c), reason); err != nil {
+		return BadParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
 	}
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is removed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, source, err)

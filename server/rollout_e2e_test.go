@@ -278,7 +278,7 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), `"halted":["stable"]`) {
 		t.Fatalf("alertmanager: %d %.500s", code, body)
 	}
-	huge := `{"version":"4","alerts":[],"pad":"` + strings.Repeat("x", maxAlertmanagerBody) + `"}`
+	huge := `{"version":"4","alerts":[],"pad":"` + strings.Repeat("x", MaxAlertmanagerBody) + `"}`
 	if code, body := a.call(t, http.MethodPost, "/api/v1/alerts/alertmanager", token, huge); code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "8388608") {
 		t.Errorf("an alert group over 8 MiB: %d %.300s, want 413 naming 8388608", code, body)
 	}

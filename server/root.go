@@ -8,11 +8,11 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 )
 
-// root answers GET /, /v1-release and /api/v1 with the same links, so a
+// Root answers GET /, /v1-release and /api/v1 with the same links, so a
 // person or a client that starts at the server's address finds its way
 // (they were 404). It needs no snapshot: the links hold before one loads.
-func (s *Server) root(c echo.Context) error {
-	base := baseURL(s.opts.ExternalURL, c.Request())
+func (s *Server) Root(c echo.Context) error {
+	base := BaseURL(s.Opts.ExternalURL, c.Request())
 	return c.JSON(http.StatusOK, openapi.Root{Links: map[string]string{
 		"self":       base + c.Request().URL.Path,
 		"v1-release": base + "/v1-release/channels",

@@ -25,11 +25,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: min(maxHeaderWait, s.opts.ReadTimeout),
-		ReadTimeout:       s.opts.ReadTimeout,
-		WriteTimeout:      s.opts.WriteTimeout,
+		ReadHeaderTimeout: min(MaxHeaderWait, s.Opts.ReadTimeout),
+		ReadTimeout:       s.Opts.ReadTimeout,
+		WriteTimeout:      s.Opts.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
@@ -39,8 +39,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: draining in-flight requests", "timeout", s.opts.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	s.Log.Info("shutting down: draining in-flight requests", "timeout", s.Opts.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Opts.ShutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close()
@@ -58,44 +58,44 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe)
+	e.HTTPErrorHandler = s.HandleError
+	e.Use(s.Observe)
 
-	s.get(e, "/healthz", s.healthz)
-	s.get(e, "/readyz", s.readyz)
-	s.get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
-	s.get(e, "/openapi.yaml", s.spec)
+	s.Get(e, "/healthz", s.Healthz)
+	s.Get(e, "/readyz", s.Readyz)
+	s.Get(e, "/metrics", echo.WrapHandler(s.Metrics.Handler))
+	s.Get(e, "/openapi.yaml", s.Spec)
 
-	s.get(e, "/", s.rootOrConsole)
-	s.get(e, "/v1-release", s.root)
-	s.get(e, "/api/v1", s.root)
+	s.Get(e, "/", s.rootOrConsole)
+	s.Get(e, "/v1-release", s.Root)
+	s.Get(e, "/api/v1", s.Root)
 
-	s.get(e, "/v1-release/channels", s.releaseChannels)
-	s.get(e, "/v1-release/channels/:name", s.releaseChannel)
+	s.Get(e, "/v1-release/channels", s.releaseChannels)
+	s.Get(e, "/v1-release/channels/:name", s.releaseChannel)
 	// channelserver clients also ask for the singular.
-	s.get(e, "/v1-release/channel/:name", s.releaseChannel)
+	s.Get(e, "/v1-release/channel/:name", s.releaseChannel)
 
-	s.get(e, "/api/v1/channels", s.listChannels)
-	s.get(e, "/api/v1/channels/:name", s.getChannel)
-	s.get(e, "/api/v1/channels/:name/releases", s.channelReleases)
-	s.get(e, "/api/v1/sources", s.listSources)
-	s.get(e, "/api/v1/sources/:source", s.getSource)
-	s.get(e, "/api/v1/sources/:source/versions", s.listVersions)
-	s.get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
-	s.get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
-	s.get(e, "/api/v1/resolve", s.resolve)
-	s.get(e, "/api/upgrades_info/v1/graph", s.graph)
-	hooks := &capi.Hooks{Sources: s.opts.ClusterAPI, Answered: s.metrics.capiAnswer, Snapshot: func() *resolver.Snapshot {
-		if v := s.cur.Load(); v != nil {
-			return v.snap
+	s.Get(e, "/api/v1/channels", s.listChannels)
+	s.Get(e, "/api/v1/channels/:name", s.getChannel)
+	s.Get(e, "/api/v1/channels/:name/releases", s.channelReleases)
+	s.Get(e, "/api/v1/sources", s.listSources)
+	s.Get(e, "/api/v1/sources/:source", s.getSource)
+	s.Get(e, "/api/v1/sources/:source/versions", s.listVersions)
+	s.Get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
+	s.Get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
+	s.Get(e, "/api/v1/resolve", s.resolve)
+	s.Get(e, "/api/upgrades_info/v1/graph", s.graph)
+	hooks := &capi.Hooks{Sources: s.Opts.ClusterAPI, Answered: s.Metrics.CapiAnswer, Snapshot: func() *resolver.Snapshot {
+		if v := s.Cur.Load(); v != nil {
+			return v.Snap
 		}
 		return nil
 	}}
 	hooks.Register(e)
-	rv := s.opts.RegistryView
+	rv := s.Opts.RegistryView
 	rv.Snapshot = hooks.Snapshot
-	rv.Authenticate = s.viewAuthenticate
-	rv.Observe = s.metrics.registryView
+	rv.Authenticate = s.ViewAuthenticate
+	rv.Observe = s.Metrics.RegistryView
 	registryview.New(rv).Register(e)
 
 	s.registerWrites(e)

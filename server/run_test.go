@@ -25,12 +25,12 @@ type runOpts struct {
 // runService runs srv as a replica (service.Run: the HTTP server and every
 // loop beside it) on ln until ctx ends.
 func runService(ctx context.Context, srv *Server, ln net.Listener, ro runOpts) error {
-	o := service.Options{Log: srv.log, HTTP: srv, Listener: ln, Snapshots: srv.Snapshots(),
+	o := service.Options{Log: srv.Log, HTTP: srv, Listener: ln, Snapshots: srv.Snapshots(),
 		Changes: ro.Changes, Ping: ro.Ping, PingEvery: ro.PingEvery, Fleet: srv.Fleet(), Governor: srv.Governor()}
-	if st := srv.opts.Rollouts.Store; st != nil {
+	if st := srv.Opts.Rollouts.Store; st != nil {
 		o.Rollouts = rollouts.New(rollouts.Options{Store: st, Snapshot: srv.Snapshots().Current, Notify: srv.Notify,
-			Leading: ro.Leading, Every: ro.Every, CountEvery: ro.CountEvery, DBTimeout: srv.opts.DBTimeout,
-			Counts: srv.opts.Rollouts.Counts, Log: srv.log})
+			Leading: ro.Leading, Every: ro.Every, CountEvery: ro.CountEvery, DBTimeout: srv.Opts.DBTimeout,
+			Counts: srv.Opts.Rollouts.Counts, Log: srv.Log})
 		srv.Snapshots().Subscribe(o.Rollouts.Swapped)
 	}
 	return service.Run(ctx, o)

@@ -122,25 +122,25 @@ type Options struct {
 // Defaults of the HTTP hygiene contract.
 const (
 	defaultWriteTimeout = 60 * time.Second
-	maxHeaderWait       = 10 * time.Second
+	MaxHeaderWait       = 10 * time.Second
 )
 
 // Server answers HTTP requests from the current snapshot.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
+	Opts    Options
+	Log     *slog.Logger
 	echo    *echo.Echo
-	metrics *metrics
+	Metrics *metrics
 	access  *accessLog
 	snaps   *live.Snapshots
-	cur     atomic.Pointer[view] // the current snapshot, ready to serve
+	Cur     atomic.Pointer[View] // the current snapshot, ready to serve
 	limits  *limiters
 	// authFails counts failed authentications per client address.
 	authFails *authFailures
-	fleet     *fleet.Recorder
-	uiFleet   fleetCountsCache // the console's fleet counts per channel
-	// governKick wakes the governor after a freeze changes.
-	governKick chan struct{}
+	FleetRec  *fleet.Recorder
+	UIFleet   fleetCountsCache // the console's fleet counts per channel
+	// GovernKick wakes the governor after a freeze changes.
+	GovernKick chan struct{}
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -172,8 +172,8 @@ func New(opts Options) (*Server, error) {
 	if opts.DBTimeout <= 0 {
 		opts.DBTimeout = config.DefaultDatabaseTimeout
 	}
-	s := &Server{opts: opts, log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(authFailLimit, authFailWindow), governKick: make(chan struct{}, 1)}
+	s := &Server{Opts: opts, Log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
+		authFails: newAuthFailures(authFailLimit, authFailWindow), GovernKick: make(chan struct{}, 1)}
 	if s.snaps = opts.Snapshots; s.snaps == nil {
 		if s.snaps, err = live.New(live.Options{Data: opts.Data, Sources: opts.Sources, Channels: opts.Channels, Load: opts.Load, Log: opts.Log}); err != nil {
 			return nil, fmt.Errorf("server options: %w", err)
@@ -183,25 +183,25 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metrics = m
-	if s.fleet, err = fleet.New(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
+	s.Metrics = m
+	if s.FleetRec, err = fleet.New(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
 	if err := opts.Metrics.Register(rollouts.NewCollector(s.snaps.Current)); err != nil {
 		return nil, fmt.Errorf("register rollout metrics: %w", err)
 	}
-	if s.opts.Rollouts.Counts == nil {
-		s.opts.Rollouts.Counts = &rollouts.Counts{}
+	if s.Opts.Rollouts.Counts == nil {
+		s.Opts.Rollouts.Counts = &rollouts.Counts{}
 	}
 	s.snaps.Subscribe(s.swapped)
-	s.snaps.OnFailure(func(error) { s.metrics.reloadFailures.Inc() })
+	s.snaps.OnFailure(func(error) { s.Metrics.reloadFailures.Inc() })
 	s.echo = s.routes()
 	return s, nil
 }
 
 // indexedOn says whether version is indexed by channel's source.
 func (s *Server) indexedOn(channel, version string) bool {
-	v := s.cur.Load()
+	v := s.Cur.Load()
 	if v == nil {
 		return false
 	}
@@ -209,7 +209,7 @@ func (s *Server) indexedOn(channel, version string) bool {
 	if e == nil {
 		return false
 	}
-	_, err := v.snap.Version(e.ans.Channel.Source, version)
+	_, err := v.Snap.Version(e.Ans.Channel.Source, version)
 	return err == nil
 }
 
@@ -233,55 +233,55 @@ func (s *Server) Snapshots() *live.Snapshots { return s.snaps }
 // Fleet is the recorder of the clusters that ask, for service.Run; nil
 // when nothing is recorded (no fleet store).
 func (s *Server) Fleet() *fleet.Recorder {
-	if s.opts.Fleet.Store == nil {
+	if s.Opts.Fleet.Store == nil {
 		return nil
 	}
-	return s.fleet
+	return s.FleetRec
 }
 
 // Governor is what the governor needs from this server, for service.Run:
 // the store, the snapshot, the reload after a change, the outcome metric
 // and the kick after a freeze changes. nil when there is no governance.
 func (s *Server) Governor() *governor.Options {
-	if s.opts.Governance == nil {
+	if s.Opts.Governance == nil {
 		return nil
 	}
-	return &governor.Options{Store: s.opts.Governance, Log: s.log, Kick: s.governKick,
-		Snapshot: s.snaps.Current, Applied: s.snaps.Notify, Observe: s.metrics.governance}
+	return &governor.Options{Store: s.Opts.Governance, Log: s.Log, Kick: s.GovernKick,
+		Snapshot: s.snaps.Current, Applied: s.snaps.Notify, Observe: s.Metrics.Governance}
 }
 
-// update rebuilds the snapshot for cs before a write answers.
-func (s *Server) update(ctx context.Context, cs resolver.Changes) error {
+// Update rebuilds the snapshot for cs before a write answers.
+func (s *Server) Update(ctx context.Context, cs resolver.Changes) error {
 	return s.snaps.Update(ctx, cs)
 }
 
 // swapped installs next (live.Swap): everything the hot path needs per
 // channel is computed here once instead of per request.
 func (s *Server) swapped(prev, next *resolver.Snapshot) {
-	s.cur.Store(newView(next, s.cur.Load(), s.opts.ExternalURL, s.opts.Rollouts.Counts))
-	s.metrics.observeSnapshot(prev, next)
+	s.Cur.Store(newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts))
+	s.Metrics.observeSnapshot(prev, next)
 }
 
 func (s *Server) snapshotAge() float64 {
-	v := s.cur.Load()
+	v := s.Cur.Load()
 	if v == nil {
 		return 0
 	}
-	return time.Since(v.snap.LoadedAt).Seconds()
+	return time.Since(v.Snap.LoadedAt).Seconds()
 }
 
-// view returns the current view or ErrUnavailable before the first load.
-func (s *Server) view() (*view, error) {
-	v := s.cur.Load()
+// View returns the current View or ErrUnavailable before the first load.
+func (s *Server) View() (*View, error) {
+	v := s.Cur.Load()
 	if v == nil {
 		return nil, fmt.Errorf("%w: no snapshot loaded yet", resolver.ErrUnavailable)
 	}
 	return v, nil
 }
 
-// get registers a read for GET and HEAD: monitors and `curl -I` ask with
+// Get registers a read for GET and HEAD: monitors and `curl -I` ask with
 // HEAD, and net/http drops the body of a HEAD answer, so the status and
 // headers are exactly GET's.
-func (s *Server) get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+func (s *Server) Get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 	e.Match([]string{http.MethodGet, http.MethodHead}, path, h, m...)
 }

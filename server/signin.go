@@ -14,30 +14,30 @@ import (
 // Sign-in routes (CONTRACT section 15): the console's OpenID Connect
 // flow. Without `oidc:` they answer 404 saying so.
 func (s *Server) registerSignIn(e *echo.Echo) {
-	s.get(e, "/ui/login", s.uiLogin)
-	s.get(e, "/ui/callback", s.uiCallback)
+	s.Get(e, "/ui/login", s.uiLogin)
+	s.Get(e, "/ui/callback", s.uiCallback)
 	e.POST("/ui/logout", s.uiLogout)
 }
 
 var errNoSignIn = fmt.Errorf("%w: sign-in is not configured (oidc: in the configuration); use a token", resolver.ErrNotFound)
 
 func (s *Server) uiLogin(c echo.Context) error {
-	if s.opts.SignIn == nil {
+	if s.Opts.SignIn == nil {
 		return s.uiError(c, errNoSignIn)
 	}
-	if err := s.opts.SignIn.Login(c.Response(), c.Request()); err != nil {
+	if err := s.Opts.SignIn.Login(c.Response(), c.Request()); err != nil {
 		return s.uiError(c, err)
 	}
 	return nil
 }
 
 func (s *Server) uiCallback(c echo.Context) error {
-	if s.opts.SignIn == nil {
+	if s.Opts.SignIn == nil {
 		return s.uiError(c, errNoSignIn)
 	}
-	back, err := s.opts.SignIn.Callback(c.Response(), c.Request())
+	back, err := s.Opts.SignIn.Callback(c.Response(), c.Request())
 	if errors.Is(err, signin.ErrSignIn) {
-		s.log.Warn("sign-in refused", "reason", err, "client", s.clientAddr(c.Request()))
+		s.Log.Warn("sign-in refused", "reason", err, "client", s.ClientAddr(c.Request()))
 		return s.uiError(c, fmt.Errorf("%w: %v", resolver.ErrUnauthorized, err))
 	}
 	if err != nil {
@@ -47,8 +47,8 @@ func (s *Server) uiCallback(c echo.Context) error {
 }
 
 func (s *Server) uiLogout(c echo.Context) error {
-	if s.opts.SignIn != nil {
-		s.opts.SignIn.Logout(c.Response())
+	if s.Opts.SignIn != nil {
+		s.Opts.SignIn.Logout(c.Response())
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/")
 }

@@ -15,53 +15,53 @@ import (
 const listCacheControl = "public, max-age=15"
 
 func (s *Server) listSources(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	views := v.snap.Sources()
+	views := v.Snap.Sources()
 	out := make([]openapi.Source, 0, len(views))
 	for _, sv := range views {
-		out = append(out, sourceJSON(sv))
+		out = append(out, SourceJSON(sv))
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) getSource(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	sv, err := v.snap.SourceInfo(pathParam(c, "source"))
+	sv, err := v.Snap.SourceInfo(PathParam(c, "source"))
 	if err != nil {
-		return paramIf("source", resolver.ErrNotFound, err)
+		return ParamIf("source", resolver.ErrNotFound, err)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
-	return c.JSON(http.StatusOK, sourceJSON(sv))
+	return c.JSON(http.StatusOK, SourceJSON(sv))
 }
 
 // listUnparsed shows the tags kept but never served, with why, so that an
 // operator can fix a build pattern or an exclude.
 func (s *Server) listUnparsed(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	tags, err := v.snap.Unparsed(pathParam(c, "source"))
+	tags, err := v.Snap.Unparsed(PathParam(c, "source"))
 	if err != nil {
-		return paramIf("source", resolver.ErrNotFound, err)
+		return ParamIf("source", resolver.ErrNotFound, err)
 	}
 	out := make([]openapi.Unparsed, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) listVersions(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
@@ -71,20 +71,20 @@ func (s *Server) listVersions(c echo.Context) error {
 	// An empty value is no value: clients fill templates like ?stream=&constraint=.
 	if q.Get("stream") != "" {
 		if stream, err = resolver.ParseStream(q.Get("stream")); err != nil {
-			return badParam("stream", err)
+			return BadParam("stream", err)
 		}
 	}
-	source := pathParam(c, "source")
-	vs, err := v.snap.Versions(source, stream, q.Get("constraint"))
+	source := PathParam(c, "source")
+	vs, err := v.Snap.Versions(source, stream, q.Get("constraint"))
 	if err != nil {
 		if errors.Is(err, resolver.ErrInvalid) {
-			return badParam("constraint", err)
+			return BadParam("constraint", err)
 		}
-		return paramIf("source", resolver.ErrNotFound, err)
+		return ParamIf("source", resolver.ErrNotFound, err)
 	}
 	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
-		out = append(out, versionJSON(vv))
+		out = append(out, VersionJSON(vv))
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -93,29 +93,29 @@ func (s *Server) listVersions(c echo.Context) error {
 // getVersion accepts a canonical version or a raw tag, with "+" sent raw or
 // as %2B.
 func (s *Server) getVersion(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	vv, err := v.snap.Version(pathParam(c, "source"), pathParam(c, "version"))
+	vv, err := v.Snap.Version(PathParam(c, "source"), PathParam(c, "version"))
 	if err != nil {
-		return paramIf("version", resolver.ErrNotFound, err)
+		return ParamIf("version", resolver.ErrNotFound, err)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
-	return c.JSON(http.StatusOK, versionJSON(vv))
+	return c.JSON(http.StatusOK, VersionJSON(vv))
 }
 
 // resolve is the dry-run upgrade answer. Unknown query parameters are
 // ignored; a bad value of a known one is a 400 naming it.
 func (s *Server) resolve(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	a, err := resolveQuery(v, c.QueryParams(), baseURL(s.opts.ExternalURL, c.Request()))
+	a, err := ResolveQuery(v, c.QueryParams(), BaseURL(s.Opts.ExternalURL, c.Request()))
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Cache-Control", channelCacheControl)
+	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
 	return c.JSON(http.StatusOK, a)
 }

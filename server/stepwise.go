@@ -15,13 +15,13 @@ import (
 // the fleet on the way, off the request path. The work is bounded: header
 // reads, map lookups (the reported version in the index, its step in the
 // view), and a parse when the version was never indexed.
-func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*channelEntry, error) {
+func (s *Server) clusterAnswer(r *http.Request, v *View, e *Entry) (*Entry, error) {
 	id := clusterID(r)
-	ch := &e.ans.Channel
-	if id == "" && !ch.Stepwise && e.ans.Rollout == nil && !reportsVersion(r) {
+	ch := &e.Ans.Channel
+	if id == "" && !ch.Stepwise && e.Ans.Rollout == nil && !reportsVersion(r) {
 		// The plain hot path: nothing to read or record.
-		if e.ans.Tag == nil {
-			return nil, noAnswer(e.ans)
+		if e.Ans.Tag == nil {
+			return nil, noAnswer(e.Ans)
 		}
 		return e, nil
 	}
@@ -33,13 +33,13 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 	}
 	// An ID over the admission limits is answered as any request is, but
 	// neither recorded nor given a settle clock (memory stays bounded).
-	admitted := id != "" && s.fleet.Admitted(ch.Name, id, s.clientAddr(r), now)
+	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, s.ClientAddr(r), now)
 	ans, err := s.answerFor(v, e, id, admitted, reported, ok, now)
 	if admitted {
 		if ans != nil {
-			sighting.Served = ans.version
+			sighting.Served = ans.Version
 		}
-		s.fleet.Record(sighting)
+		s.FleetRec.Record(sighting)
 	}
 	return ans, err
 }
@@ -48,20 +48,20 @@ func (s *Server) clusterAnswer(r *http.Request, v *view, e *channelEntry) (*chan
 // (Snapshot.ClusterAnswer) into the entry to send. The settle clock is this
 // replica's fleet record of the cluster; one not admitted has none and is
 // held.
-func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*channelEntry, error) {
-	ch := &e.ans.Channel
-	if e.ans.Tag == nil {
-		return nil, noAnswer(e.ans)
+func (s *Server) answerFor(v *View, e *Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*Entry, error) {
+	ch := &e.Ans.Channel
+	if e.Ans.Tag == nil {
+		return nil, noAnswer(e.Ans)
 	}
 	q := resolver.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
 	if ok && resolver.Settles(ch, id) {
 		if q.Unsettled = !admitted; admitted {
-			q.Since = s.fleet.Since(ch.Name, id, reported.String(), now)
+			q.Since = s.FleetRec.Since(ch.Name, id, reported.String(), now)
 		}
 	}
-	tag, held, err := v.snap.ClusterAnswer(ch.Name, q)
+	tag, held, err := v.Snap.ClusterAnswer(ch.Name, q)
 	if errors.Is(err, resolver.ErrNoReportedVersion) {
-		return nil, &problemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
+		return nil, &ProblemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}
 	}
@@ -69,12 +69,12 @@ func (s *Server) answerFor(v *view, e *channelEntry, id string, admitted bool, r
 		return nil, err
 	}
 	if held != "" {
-		s.metrics.heldAnswer(ch.Name, held)
-		he := *e.entryFor(&tag, s.opts.ExternalURL)
-		he.held = held
+		s.Metrics.HeldAnswer(ch.Name, held)
+		he := *e.EntryFor(&tag, s.Opts.ExternalURL)
+		he.Held = held
 		return &he, nil
 	}
-	return e.entryFor(&tag, s.opts.ExternalURL), nil
+	return e.EntryFor(&tag, s.Opts.ExternalURL), nil
 }
 
 // reportsVersion says whether r reports the version its cluster runs: a
@@ -89,10 +89,10 @@ func reportsVersion(r *http.Request) bool {
 // reportedVersion is the version a request reports: X-SUC-Latest-Version,
 // else ?current=, read with the channel's source's scheme (a tag such as
 // v1.33.6-k3s1 works); ok is false when neither parses.
-func reportedVersion(r *http.Request, v *view, channel string) (resolver.Version, bool) {
+func reportedVersion(r *http.Request, v *View, channel string) (resolver.Version, bool) {
 	// Longer than 128 characters counts as absent (CONTRACT section 12).
 	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" && len(h[0]) <= 128 {
-		if rv, ok := v.snap.Reported(channel, h[0]); ok {
+		if rv, ok := v.Snap.Reported(channel, h[0]); ok {
 			return rv, true
 		}
 	}
@@ -103,5 +103,5 @@ func reportedVersion(r *http.Request, v *view, channel string) (resolver.Version
 	if len(current) > 128 {
 		return resolver.Version{}, false
 	}
-	return v.snap.Reported(channel, current)
+	return v.Snap.Reported(channel, current)
 }

@@ -62,23 +62,23 @@ func mustParseUI() map[string]*template.Template {
 func (s *Server) registerUI(e *echo.Echo) {
 	// Both spellings answer the page: the spec's router cannot tell them
 	// apart, and links in the pages are absolute, so neither breaks them.
-	s.get(e, "/ui", s.uiChannels)
-	s.get(e, "/ui/", s.uiChannels)
-	s.get(e, "/ui/live/channels", s.uiLiveChannels)
-	s.get(e, "/ui/channels/:name", s.uiChannel)
-	s.get(e, "/ui/sources/:source", s.uiSource)
-	s.get(e, "/ui/resolve", s.uiResolve)
-	s.get(e, "/ui/changes", s.uiChanges)
-	s.get(e, "/ui/assets/:file", s.uiAsset)
+	s.Get(e, "/ui", s.uiChannels)
+	s.Get(e, "/ui/", s.uiChannels)
+	s.Get(e, "/ui/live/channels", s.uiLiveChannels)
+	s.Get(e, "/ui/channels/:name", s.uiChannel)
+	s.Get(e, "/ui/sources/:source", s.uiSource)
+	s.Get(e, "/ui/resolve", s.uiResolve)
+	s.Get(e, "/ui/changes", s.uiChanges)
+	s.Get(e, "/ui/assets/:file", s.uiAsset)
 }
 
 // rootOrConsole sends a browser at the server's address to the console and
 // answers every other client with the API root's links, as before.
 func (s *Server) rootOrConsole(c echo.Context) error {
 	if c.Request().URL.Path == "/" && acceptsHTML(c.Request()) {
-		return c.Redirect(http.StatusFound, baseURL(s.opts.ExternalURL, c.Request())+"/ui/")
+		return c.Redirect(http.StatusFound, BaseURL(s.Opts.ExternalURL, c.Request())+"/ui/")
 	}
-	return s.root(c)
+	return s.Root(c)
 }
 
 // acceptsHTML: browsers put text/html in Accept on navigation; curl, Go and
@@ -95,13 +95,13 @@ func (s *Server) render(c echo.Context, status int, page string, p uiPage) error
 		return fmt.Errorf("console: no template %q", page)
 	}
 	if p.Snapshot.IsZero() {
-		if v := s.cur.Load(); v != nil {
-			p.Snapshot = v.snap.LoadedAt
+		if v := s.Cur.Load(); v != nil {
+			p.Snapshot = v.Snap.LoadedAt
 		}
 	}
-	if s.opts.SignIn != nil {
+	if s.Opts.SignIn != nil {
 		p.SignIn = true
-		if who, ok := s.opts.SignIn.Session(c.Response(), c.Request()); ok {
+		if who, ok := s.Opts.SignIn.Session(c.Response(), c.Request()); ok {
 			p.Who, p.Scopes = who.Name, who.Scopes
 		}
 	}
@@ -126,18 +126,18 @@ const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 
 // uiError renders err as the console's error page, with the status the
 // API's error table gives it.
 func (s *Server) uiError(c echo.Context, err error) error {
-	p := problemFor(err)
+	p := ProblemFor(err)
 	if p.Status >= 500 {
-		s.log.ErrorContext(c.Request().Context(), "console request failed", "path", logPath(c.Request()), "err", err)
+		s.Log.ErrorContext(c.Request().Context(), "console request failed", "path", LogPath(c.Request()), "err", err)
 	}
 	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: uiProblemOf(p)})
 }
 
 func (s *Server) uiAsset(c echo.Context) error {
-	name := pathParam(c, "file")
+	name := PathParam(c, "file")
 	b, err := uiFiles.ReadFile("ui/assets/" + name)
 	if err != nil || strings.Contains(name, "/") || assetTypes[path.Ext(name)] == "" {
-		return s.uiError(c, badParam("file", fmt.Errorf("%w: console asset %q", resolver.ErrNotFound, name)))
+		return s.uiError(c, BadParam("file", fmt.Errorf("%w: console asset %q", resolver.ErrNotFound, name)))
 	}
 	h := c.Response().Header()
 	// Assets change only with the binary; an hour keeps a deploy visible
@@ -172,7 +172,7 @@ func problemOf(err error) *uiProblem {
 	if err == nil {
 		return nil
 	}
-	return uiProblemOf(problemFor(err))
+	return uiProblemOf(ProblemFor(err))
 }
 
 // timeFormat formats a time.Time or *time.Time (as templates hold both) in

@@ -26,14 +26,14 @@ const maxUIChanges = 100
 
 func (s *Server) uiChanges(c echo.Context) error {
 	b := uiChangesBody{}
-	g, err := s.governance()
+	g, err := s.GovernanceStore()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
 		defer cancel()
 		var cs []resolver.ScheduledChange
 		if cs, err = g.Changes(ctx, "", maxUIChanges); err == nil {
 			for _, ch := range cs {
-				j := changeJSON(ch)
+				j := ChangeJSON(ch)
 				switch ch.State {
 				case resolver.ChangeScheduled:
 					b.Scheduled = append(b.Scheduled, j)
@@ -47,7 +47,7 @@ func (s *Server) uiChanges(c echo.Context) error {
 			var fs []resolver.Freeze
 			if fs, err = g.Freezes(ctx, now); err == nil {
 				for _, f := range fs {
-					b.Freezes = append(b.Freezes, freezeJSON(f, now))
+					b.Freezes = append(b.Freezes, FreezeJSON(f, now))
 				}
 			}
 		}
@@ -66,18 +66,18 @@ type uiChannelGovernance struct {
 	Next    *openapi.Change
 }
 
-func (s *Server) channelGovernance(ctx context.Context, e *channelEntry) uiChannelGovernance {
-	g := uiChannelGovernance{Hold: e.ans.State.Hold}
-	for _, w := range e.ans.Channel.Windows {
+func (s *Server) channelGovernance(ctx context.Context, e *Entry) uiChannelGovernance {
+	g := uiChannelGovernance{Hold: e.Ans.State.Hold}
+	for _, w := range e.Ans.Channel.Windows {
 		g.Windows = append(g.Windows, windowText(w))
 	}
-	if gs, err := s.governance(); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, s.opts.DBTimeout)
+	if gs, err := s.GovernanceStore(); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
 		defer cancel()
 		if cs, err := gs.Changes(ctx, resolver.ChangeScheduled, maxUIChanges); err == nil {
 			for i := len(cs) - 1; i >= 0; i-- { // oldest first: the next to apply
-				if cs[i].Channel == e.ans.Channel.Name && (g.Next == nil || cs[i].At.Before(*g.Next.At)) {
-					j := changeJSON(cs[i])
+				if cs[i].Channel == e.Ans.Channel.Name && (g.Next == nil || cs[i].At.Before(*g.Next.At)) {
+					j := ChangeJSON(cs[i])
 					g.Next = &j
 				}
 			}

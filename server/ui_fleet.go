@@ -42,20 +42,20 @@ type fleetCountsCache struct {
 // fleetCounts is every channel's fleet counts, at most uiFleetTTL old; on
 // is false when the server records no fleet.
 func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.FleetCount, on bool, err error) {
-	fs := s.opts.Fleet.Store
+	fs := s.Opts.Fleet.Store
 	if fs == nil {
 		return nil, false, nil
 	}
-	c := &s.uiFleet
+	c := &s.UIFleet
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= uiFleetTTL {
-		ctx, cancel := context.WithTimeout(ctx, s.opts.DBTimeout)
-		c.counts, c.err = fs.FleetCounts(ctx, now.Add(-s.fleet.ActiveWindow()))
+		ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
+		c.counts, c.err = fs.FleetCounts(ctx, now.Add(-s.FleetRec.ActiveWindow()))
 		cancel()
 		c.at = time.Now()
 		if c.err != nil {
-			s.log.WarnContext(ctx, "console: counting the fleet failed", "err", c.err)
+			s.Log.WarnContext(ctx, "console: counting the fleet failed", "err", c.err)
 		}
 	}
 	return c.counts, true, c.err
@@ -63,13 +63,13 @@ func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.Fl
 
 // channelRows are the channel list's rows, with fleet counts when the
 // server records a fleet.
-func (s *Server) channelRows(ctx context.Context, v *view) []uiChannelRow {
+func (s *Server) channelRows(ctx context.Context, v *View) []uiChannelRow {
 	counts, on, err := s.fleetCounts(ctx)
-	rows := make([]uiChannelRow, 0, len(v.list))
-	for _, e := range v.list {
-		r := uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why}
+	rows := make([]uiChannelRow, 0, len(v.List))
+	for _, e := range v.List {
+		r := uiChannelRow{Channel: ChannelJSON(e), Why: e.Ans.Why}
 		if on {
-			r.Fleet = &uiFleetCount{FleetCount: counts[e.ans.Channel.Name], Unknown: err != nil}
+			r.Fleet = &uiFleetCount{FleetCount: counts[e.Ans.Channel.Name], Unknown: err != nil}
 		}
 		rows = append(rows, r)
 	}
@@ -100,18 +100,18 @@ type uiFleetBar struct {
 // channelFleet reads the channel's fleet summary through the API's own
 // handler (auth is the route's middleware, not the handler's: counts are
 // what /metrics exports), and shapes it as the chart's rows.
-func (s *Server) channelFleet(c echo.Context, v *view, e *channelEntry) (*uiFleetChart, *uiProblem) {
-	if s.opts.Fleet.Store == nil {
+func (s *Server) channelFleet(c echo.Context, v *View, e *Entry) (*uiFleetChart, *uiProblem) {
+	if s.Opts.Fleet.Store == nil {
 		return nil, nil
 	}
-	name := e.ans.Channel.Name
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+	name := e.Ans.Channel.Name
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
 	defer cancel()
-	sum, err := s.fleetSummaryOf(ctx, v, name)
+	sum, err := s.FleetSummaryOf(ctx, v, name)
 	if err != nil {
 		return nil, problemOf(err)
 	}
-	ch := &uiFleetChart{FleetSummary: sum, Served: str0(channelJSON(e).Version), NoVersion: sum.Clusters}
+	ch := &uiFleetChart{FleetSummary: sum, Served: str0(ChannelJSON(e).Version), NoVersion: sum.Clusters}
 	by := map[string]*uiFleetBar{}
 	var union []resolver.VersionCount
 	add := func(ver string) *uiFleetBar {
@@ -131,7 +131,7 @@ func (s *Server) channelFleet(c echo.Context, v *view, e *channelEntry) (*uiFlee
 	for _, vc := range sum.Served {
 		add(vc.Version).Served = vc.Clusters
 	}
-	v.snap.SortNewestFirst(name, union)
+	v.Snap.SortNewestFirst(name, union)
 	for _, u := range union {
 		b := by[u.Version]
 		ch.MaxCount = max(ch.MaxCount, b.Reported, b.Served)

@@ -61,8 +61,8 @@ type uiGraphRisk struct {
 
 // graphOf lays out channel's graph (from the view's cache); counts are
 // clusters reporting each version (nil: no fleet).
-func graphOf(v *view, channel, served string, counts map[string]int) *uiGraph {
-	g, err := v.graphs.graph(v.snap, channel)
+func graphOf(v *View, channel, served string, counts map[string]int) *uiGraph {
+	g, err := v.Graphs.Graph(v.Snap, channel)
 	if err != nil || len(g.Nodes) == 0 {
 		return nil
 	}
@@ -174,7 +174,7 @@ func uiRisks(snap *resolver.Snapshot, source, base string) []openapi.Risk {
 	}
 	out := make([]openapi.Risk, len(risks))
 	for i := range risks {
-		out[i] = riskJSON(&risks[i], base)
+		out[i] = RiskJSON(&risks[i], base)
 	}
 	return out
 }

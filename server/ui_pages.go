@@ -44,7 +44,7 @@ func (p uiPage) May(scope string) bool {
 	if p.Who == "" {
 		return true
 	}
-	return allows(p.Scopes, scope)
+	return Allows(p.Scopes, scope)
 }
 
 type uiChannelsBody struct {
@@ -146,13 +146,13 @@ func (s *Server) uiChannels(c echo.Context) error {
 }
 
 func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return uiChannelsBody{}, err
 	}
-	b := uiChannelsBody{Rows: s.channelRows(ctx, v), Fleet: s.opts.Fleet.Store != nil}
-	for _, sv := range v.snap.Sources() {
-		b.Sources = append(b.Sources, sourceJSON(sv))
+	b := uiChannelsBody{Rows: s.channelRows(ctx, v), Fleet: s.Opts.Fleet.Store != nil}
+	for _, sv := range v.Snap.Sources() {
+		b.Sources = append(b.Sources, SourceJSON(sv))
 	}
 	rows, err := renderRows(b.Rows)
 	if err != nil {
@@ -167,7 +167,7 @@ func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
 // is of the rendered rows, so anything a row shows (a column added later
 // too) moves it.
 func (s *Server) uiLiveChannels(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err // the poller reads problem+json
 	}
@@ -178,7 +178,7 @@ func (s *Server) uiLiveChannels(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("ETag", rowsETag(html))
 	h.Set("Cache-Control", "no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), h.Get("ETag")) {
+	if ETagMatches(c.Request().Header.Get("If-None-Match"), h.Get("ETag")) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.HTMLBlob(http.StatusOK, html)
@@ -199,12 +199,12 @@ func rowsETag(html []byte) string {
 }
 
 func (s *Server) uiChannel(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return s.uiError(c, err)
 	}
-	ch := e.ans.Channel
-	b := uiChannelBody{Row: uiChannelRow{Channel: channelJSON(e), Why: e.ans.Why}, Latest: ch.Latest, ETag: e.etagAt(time.Now())}
+	ch := e.Ans.Channel
+	b := uiChannelBody{Row: uiChannelRow{Channel: ChannelJSON(e), Why: e.Ans.Why}, Latest: ch.Latest, ETag: e.ETagAt(time.Now())}
 	if ch.Include != nil {
 		b.Include = ch.Include.String()
 	}
@@ -220,12 +220,12 @@ func (s *Server) uiChannel(c echo.Context) error {
 	}
 	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
 	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, e, b.Row.Channel)
-	if vs, err := v.snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
+	if vs, err := v.Snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
 		for _, vv := range slices.Backward(vs) {
 			if len(b.Eligible) == maxEligible {
 				break
 			}
-			if _, err := v.snap.Eligible(ch.Name, vv.Version.String()); err == nil {
+			if _, err := v.Snap.Eligible(ch.Name, vv.Version.String()); err == nil {
 				b.Eligible = append(b.Eligible, vv.Version.String())
 			}
 		}
@@ -237,8 +237,8 @@ func (s *Server) uiChannel(c echo.Context) error {
 		}
 	}
 	b.Graph = graphOf(v, ch.Name, str0(b.Row.Version), counts)
-	b.Risks = uiRisks(v.snap, ch.Source, baseURL(s.opts.ExternalURL, c.Request()))
-	if u, err := url.Parse(baseURL(s.opts.ExternalURL, c.Request())); err == nil {
+	b.Risks = uiRisks(v.Snap, ch.Source, BaseURL(s.Opts.ExternalURL, c.Request()))
+	if u, err := url.Parse(BaseURL(s.Opts.ExternalURL, c.Request())); err == nil {
 		b.ViewRepo = u.Host + "/channels/" + ch.Name
 	}
 	b.Governance = s.channelGovernance(c.Request().Context(), e)
@@ -256,27 +256,27 @@ func (s *Server) uiChannel(c echo.Context) error {
 }
 
 func (s *Server) uiSource(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return s.uiError(c, err)
 	}
-	name := pathParam(c, "source")
-	sv, err := v.snap.SourceInfo(name)
+	name := PathParam(c, "source")
+	sv, err := v.Snap.SourceInfo(name)
 	if err != nil {
-		return s.uiError(c, paramIf("source", resolver.ErrNotFound, err))
+		return s.uiError(c, ParamIf("source", resolver.ErrNotFound, err))
 	}
-	b := uiSourceBody{Source: sourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.snap, name, baseURL(s.opts.ExternalURL, c.Request()))}
+	b := uiSourceBody{Source: SourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.Snap, name, BaseURL(s.Opts.ExternalURL, c.Request()))}
 	stream := resolver.Testing // every version
 	if q := c.QueryParam("stream"); q != "" {
 		if stream, err = resolver.ParseStream(q); err != nil {
-			return s.uiError(c, badParam("stream", err))
+			return s.uiError(c, BadParam("stream", err))
 		}
 		b.Stream = stream.String()
 	}
 	for st := resolver.Released; st <= resolver.Testing; st++ {
 		b.Streams = append(b.Streams, uiStreamCount{Name: st.String(), Count: sv.Streams[st]})
 	}
-	vs, err := v.snap.Versions(name, stream, "")
+	vs, err := v.Snap.Versions(name, stream, "")
 	if err != nil {
 		return s.uiError(c, err)
 	}
@@ -285,18 +285,18 @@ func (s *Server) uiSource(c echo.Context) error {
 		if b.Stream != "" && vv.Stream != stream {
 			continue // by stream: each version under its own stream only
 		}
-		b.Versions = append(b.Versions, uiVersionRow{Version: versionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
+		b.Versions = append(b.Versions, uiVersionRow{Version: VersionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
 	}
-	unparsed, err := v.snap.Unparsed(name)
+	unparsed, err := v.Snap.Unparsed(name)
 	if err != nil {
 		return s.uiError(c, err)
 	}
 	for _, t := range unparsed {
-		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: strOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
 	}
-	for _, e := range v.list {
-		if e.ans.Channel.Source == name {
-			b.Channels = append(b.Channels, e.ans.Channel.Name)
+	for _, e := range v.List {
+		if e.Ans.Channel.Source == name {
+			b.Channels = append(b.Channels, e.Ans.Channel.Name)
 		}
 	}
 	return s.render(c, http.StatusOK, "page_source.html", uiPage{Title: "Source " + name, Nav: "channels", Body: b})
@@ -305,24 +305,24 @@ func (s *Server) uiSource(c echo.Context) error {
 // uiResolve is the resolve form; with a query it also shows the API's
 // answer to it, or the API's error next to the field it names.
 func (s *Server) uiResolve(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return s.uiError(c, err)
 	}
 	q := c.QueryParams()
 	b := uiResolveBody{Query: q}
-	for _, sv := range v.snap.Sources() {
+	for _, sv := range v.Snap.Sources() {
 		b.Sources = append(b.Sources, sv.Source.Name)
 	}
-	for _, e := range v.list {
-		b.Channels = append(b.Channels, e.ans.Channel.Name)
+	for _, e := range v.List {
+		b.Channels = append(b.Channels, e.Ans.Channel.Name)
 	}
 	for st := resolver.Released; st <= resolver.Testing; st++ {
 		b.Streams = append(b.Streams, st.String())
 	}
 	status := http.StatusOK
 	if q.Get("current") != "" || q.Get("source") != "" || q.Get("channel") != "" {
-		ans, err := resolveQuery(v, q, baseURL(s.opts.ExternalURL, c.Request()))
+		ans, err := ResolveQuery(v, q, BaseURL(s.Opts.ExternalURL, c.Request()))
 		switch {
 		case err == nil:
 			b.Answer = &ans
@@ -339,11 +339,11 @@ func (s *Server) uiResolve(c echo.Context) error {
 
 // uiHistory is the channel's history as GET .../history answers it, read
 // with the same database deadline.
-func (s *Server) uiHistory(ctx context.Context, e *channelEntry) ([]openapi.AuditEvent, error) {
-	if s.opts.Store == nil {
-		return nil, fmt.Errorf("%w: GET /api/v1/channels/%s/history needs the database, which this server was started without", resolver.ErrUnavailable, e.ans.Channel.Name)
+func (s *Server) uiHistory(ctx context.Context, e *Entry) ([]openapi.AuditEvent, error) {
+	if s.Opts.Store == nil {
+		return nil, fmt.Errorf("%w: GET /api/v1/channels/%s/history needs the database, which this server was started without", resolver.ErrUnavailable, e.Ans.Channel.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.DBTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
 	defer cancel()
-	return s.channelHistory(ctx, e)
+	return s.ChannelHistory(ctx, e)
 }

@@ -20,19 +20,19 @@ import (
 // channelRolloutOf is the rollout section of ch's page: nil when ch never
 // rolled out. When the API cannot answer (no database), the section shows
 // the channel object's rollout, with the last cluster counts this replica knew (or none yet), and why.
-func (s *Server) channelRolloutOf(c echo.Context, e *channelEntry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
+func (s *Server) channelRolloutOf(c echo.Context, e *Entry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
 	if ch.Rollout == nil {
 		return nil, nil
 	}
-	if rv := e.ans.Rollout; rv == nil || rv.Baseline {
+	if rv := e.Ans.Rollout; rv == nil || rv.Baseline {
 		return ch.Rollout, problemOf(fmt.Errorf("%w: channel %q has never rolled out", resolver.ErrNotFound, ch.Name))
 	}
-	if s.opts.Rollouts.Store == nil {
+	if s.Opts.Rollouts.Store == nil {
 		return ch.Rollout, problemOf(fmt.Errorf("%w: GET /api/v1/channels/%s/rollout needs the database, which this server was started without", resolver.ErrUnavailable, ch.Name))
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.DBTimeout)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
 	defer cancel()
-	r, err := s.rolloutWithCounts(ctx, e)
+	r, err := s.RolloutWithCounts(ctx, e)
 	if err != nil {
 		return ch.Rollout, problemOf(err)
 	}

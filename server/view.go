@@ -12,34 +12,34 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// view is a snapshot plus what the hot path needs precomputed per channel.
+// View is a snapshot plus what the hot path needs precomputed per channel.
 // Like the snapshot it is immutable once built.
-type view struct {
-	snap     *resolver.Snapshot
-	channels map[string]*channelEntry
-	list     []*channelEntry // configuration order
-	// graphs memoizes the encoded update graphs of this snapshot.
-	graphs *graphCache
+type View struct {
+	Snap     *resolver.Snapshot
+	channels map[string]*Entry
+	List     []*Entry // configuration order
+	// Graphs memoizes the encoded update graphs of this snapshot.
+	Graphs *graphCache
 }
 
-// channelEntry is one channel's answer, ready to send.
-type channelEntry struct {
-	ans     resolver.ChannelAnswer
-	version string // canonical; "" when nothing is eligible
-	// location is the full Location when it does not depend on the request
+// Entry is one channel's answer, ready to send.
+type Entry struct {
+	Ans     resolver.ChannelAnswer
+	Version string // canonical; "" when nothing is eligible
+	// Location is the full Location when it does not depend on the request
 	// (an explicit redirect, or ExternalURL set); body is its 302 body.
-	location string
-	body     []byte
-	// suffix follows the request's base URL when location is "".
-	suffix string
+	Location string
+	Body     []byte
+	// Suffix follows the request's base URL when location is "".
+	Suffix string
 	digest string // the image to pull by; "" when nothing is eligible
 	etag   string
-	// held is why this answer holds the cluster that asked where it is
+	// Held is why this answer holds the cluster that asked where it is
 	// (resolver.HeldDowngrade); "" for the channel's own answers.
-	held string
+	Held string
 	// steps are a stepwise channel's per-cluster answers by the canonical
 	// version they serve (stepEntries); nil for other channels.
-	steps map[string]*channelEntry
+	steps map[string]*Entry
 	// counts are the last counts of rollouts' clusters, shared by every
 	// entry of every view (internal/rollouts counts them).
 	counts *rollouts.Counts
@@ -49,14 +49,14 @@ type channelEntry struct {
 // carried unchanged (resolver.Snapshot.SameAnswer) is kept as it is: a
 // reload after one source changed rebuilds that source's channels, not all.
 // externalURL and counts are the server's, the same for every view.
-func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *rollouts.Counts) *view {
+func newView(snap *resolver.Snapshot, prev *View, externalURL string, counts *rollouts.Counts) *View {
 	answers := snap.Channels()
-	v := &view{graphs: &graphCache{}, snap: snap, channels: make(map[string]*channelEntry, len(answers)), list: make([]*channelEntry, 0, len(answers))}
+	v := &View{Graphs: &graphCache{}, Snap: snap, channels: make(map[string]*Entry, len(answers)), List: make([]*Entry, 0, len(answers))}
 	for _, a := range answers {
-		if prev != nil && snap.SameAnswer(prev.snap, a.Channel.Name) {
+		if prev != nil && snap.SameAnswer(prev.Snap, a.Channel.Name) {
 			if e := prev.channels[a.Channel.Name]; e != nil {
 				v.channels[a.Channel.Name] = e
-				v.list = append(v.list, e)
+				v.List = append(v.List, e)
 				continue
 			}
 		}
@@ -69,38 +69,38 @@ func newView(snap *resolver.Snapshot, prev *view, externalURL string, counts *ro
 			e.steps = rolloutEntries(e, externalURL)
 		}
 		v.channels[a.Channel.Name] = e
-		v.list = append(v.list, e)
+		v.List = append(v.List, e)
 	}
 	return v
 }
 
 // newEntry is a's answer made ready to send.
-func newEntry(a resolver.ChannelAnswer, externalURL string) *channelEntry {
-	e := &channelEntry{ans: a}
+func newEntry(a resolver.ChannelAnswer, externalURL string) *Entry {
+	e := &Entry{Ans: a}
 	if a.Tag != nil {
-		e.version = a.Tag.Version.String()
+		e.Version = a.Tag.Version.String()
 		switch {
 		case strings.HasPrefix(a.Channel.Redirect, "/") && !strings.HasPrefix(a.Channel.Redirect, "//"):
 			// A path on this service: absolute like every other link,
 			// from external_url or else the request.
 			if externalURL != "" {
-				e.location = externalURL + a.Channel.Redirect + e.version
+				e.Location = externalURL + a.Channel.Redirect + e.Version
 			} else {
-				e.suffix = a.Channel.Redirect + e.version
+				e.Suffix = a.Channel.Redirect + e.Version
 			}
 		case a.Channel.Redirect != "":
-			e.location = a.Channel.Redirect + e.version
+			e.Location = a.Channel.Redirect + e.Version
 		case externalURL != "":
-			e.location = externalURL + defaultRedirectPath(a.Channel.Source) + e.version
+			e.Location = externalURL + defaultRedirectPath(a.Channel.Source) + e.Version
 		default:
-			e.suffix = defaultRedirectPath(a.Channel.Source) + e.version
+			e.Suffix = defaultRedirectPath(a.Channel.Source) + e.Version
 		}
-		if e.location != "" {
-			e.body = redirectBody(e.location)
+		if e.Location != "" {
+			e.Body = RedirectBody(e.Location)
 		}
 	}
 	e.digest = servedDigest(a)
-	tagged := e.version
+	tagged := e.Version
 	if h := a.State.Hold; h != nil {
 		// The object names its hold: a hold starting or ending is news
 		// even when the version stays.
@@ -115,14 +115,14 @@ func newEntry(a resolver.ChannelAnswer, externalURL string) *channelEntry {
 // is every answer NextStep gives a cluster in that major. Answers outside
 // it (a cluster above the channel, on another major, or on a version never
 // indexed) are built per request (stepEntry).
-func stepEntries(snap *resolver.Snapshot, e *channelEntry, externalURL string) map[string]*channelEntry {
-	a := e.ans
+func stepEntries(snap *resolver.Snapshot, e *Entry, externalURL string) map[string]*Entry {
+	a := e.Ans
 	vs, err := snap.Versions(a.Channel.Source, resolver.Testing, "")
 	if err != nil {
 		return nil
 	}
 	c := a.Tag.Version
-	out := make(map[string]*channelEntry)
+	out := make(map[string]*Entry)
 	for i := range vs {
 		v := vs[i].Version
 		if v.Major != c.Major || resolver.Compare(v, c) > 0 {
@@ -135,24 +135,24 @@ func stepEntries(snap *resolver.Snapshot, e *channelEntry, externalURL string) m
 
 // rolloutEntries adds to e's per-cluster answers one for every version
 // its rollout may send a cluster to, so a rollout answer is a lookup.
-func rolloutEntries(e *channelEntry, externalURL string) map[string]*channelEntry {
+func rolloutEntries(e *Entry, externalURL string) map[string]*Entry {
 	out := e.steps
 	if out == nil {
-		out = make(map[string]*channelEntry)
+		out = make(map[string]*Entry)
 	}
-	for _, t := range e.ans.Rollout.Tags() {
-		if c := t.Version.String(); out[c] == nil && c != e.version {
+	for _, t := range e.Ans.Rollout.Tags() {
+		if c := t.Version.String(); out[c] == nil && c != e.Version {
 			out[c] = e.stepEntry(*t, externalURL)
 		}
 	}
 	return out
 }
 
-// entryFor is e's channel answering tag: e itself for its own version, a
+// EntryFor is e's channel answering tag: e itself for its own version, a
 // precomputed entry for the others, else one built now (bounded: one).
-func (e *channelEntry) entryFor(tag *resolver.Tag, externalURL string) *channelEntry {
+func (e *Entry) EntryFor(tag *resolver.Tag, externalURL string) *Entry {
 	c := tag.Version.String()
-	if c == e.version {
+	if c == e.Version {
 		return e
 	}
 	if se := e.steps[c]; se != nil {
@@ -163,8 +163,8 @@ func (e *channelEntry) entryFor(tag *resolver.Tag, externalURL string) *channelE
 
 // stepEntry is e's channel answering tag to one cluster. The pin's digest
 // belongs to the channel's own version only.
-func (e *channelEntry) stepEntry(tag resolver.Tag, externalURL string) *channelEntry {
-	a := e.ans
+func (e *Entry) stepEntry(tag resolver.Tag, externalURL string) *Entry {
+	a := e.Ans
 	if a.Tag != nil && tag.Version.String() != a.Tag.Version.String() {
 		a.State.PinDigest = ""
 	}
@@ -180,8 +180,8 @@ func defaultRedirectPath(source string) string {
 	return "/api/v1/sources/" + source + "/versions/"
 }
 
-// redirectBody is what channelserver (net/http's Redirect) sends with a 302.
-func redirectBody(location string) []byte {
+// RedirectBody is what channelserver (net/http's Redirect) sends with a 302.
+func RedirectBody(location string) []byte {
 	return []byte(`<a href="` + html.EscapeString(location) + `">Found</a>.` + "\n")
 }
 
@@ -210,8 +210,8 @@ func channelETag(revision int64, version string, pinned bool, digest string) str
 	return `"` + strconv.FormatInt(revision, 10) + "-" + p + "-" + version + "-" + digest + `"`
 }
 
-// etagAt is e's ETag at now.
-func (e *channelEntry) etagAt(now time.Time) string {
+// ETagAt is e's ETag at now.
+func (e *Entry) ETagAt(now time.Time) string {
 	return e.etagWith(now, e.clusters())
 }
 
@@ -219,8 +219,8 @@ func (e *channelEntry) etagAt(now time.Time) string {
 // rollout answers differently as its steps pass and as its clusters are
 // counted, with no new snapshot, so its progress and counts are part of
 // it; both follow the revision, which alone If-Match compares.
-func (e *channelEntry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
-	rv := e.ans.Rollout
+func (e *Entry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
+	rv := e.Ans.Rollout
 	if rv == nil || rv.Baseline {
 		return e.etag
 	}
@@ -234,16 +234,16 @@ func (e *channelEntry) etagWith(now time.Time, cc *openapi.RolloutClusters) stri
 
 // clusters is the counts of e's rollout; nil when it has none (or only a
 // baseline) or none was taken yet.
-func (e *channelEntry) clusters() *openapi.RolloutClusters {
-	rv := e.ans.Rollout
+func (e *Entry) clusters() *openapi.RolloutClusters {
+	rv := e.Ans.Rollout
 	if rv == nil || rv.Baseline {
 		return nil
 	}
 	return e.counts.Of(&rv.Rollout)
 }
 
-// baseURL is the external URL, or the one the client used to reach us.
-func baseURL(externalURL string, r *http.Request) string {
+// BaseURL is the external URL, or the one the client used to reach us.
+func BaseURL(externalURL string, r *http.Request) string {
 	if externalURL != "" {
 		return externalURL
 	}
@@ -263,8 +263,8 @@ func baseURL(externalURL string, r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// etagMatches implements If-None-Match's weak comparison (RFC 9110 13.1.2).
-func etagMatches(header, etag string) bool {
+// ETagMatches implements If-None-Match's weak comparison (RFC 9110 13.1.2).
+func ETagMatches(header, etag string) bool {
 	if header == "" {
 		return false
 	}

@@ -34,10 +34,10 @@ func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
 	if v2.channels["a"] != v1.channels["a"] {
 		t.Error("channel a's entry was rebuilt; want it kept, its source did not change")
 	}
-	if v2.channels["b"] == v1.channels["b"] || v2.channels["b"].version != "v2.1.0" {
-		t.Errorf("channel b serves %q from a kept entry; want a new entry serving v2.1.0", v2.channels["b"].version)
+	if v2.channels["b"] == v1.channels["b"] || v2.channels["b"].Version != "v2.1.0" {
+		t.Errorf("channel b serves %q from a kept entry; want a new entry serving v2.1.0", v2.channels["b"].Version)
 	}
-	if len(v2.list) != 2 || v2.list[0] != v2.channels["a"] || v2.list[1] != v2.channels["b"] {
+	if len(v2.List) != 2 || v2.List[0] != v2.channels["a"] || v2.List[1] != v2.channels["b"] {
 		t.Error("the view's list is not its channels in configuration order")
 	}
 

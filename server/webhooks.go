@@ -26,10 +26,10 @@ const maxWebhookBody = 1 << 20
 // first.
 func (s *Server) registerWebhooks(e *echo.Echo) {
 	for _, kind := range []string{"distribution", "harbor", "quay", "github"} {
-		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.dbDeadline)
+		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.DBDeadline)
 	}
-	e.POST(dockerHubWebhookPrefix+":secret", s.webhook("dockerhub"), s.dbDeadline)
-	s.get(e, "/api/v1/notifications", s.notifications, s.dbDeadline, s.requireRead())
+	e.POST(DockerHubWebhookPrefix+":secret", s.webhook("dockerhub"), s.DBDeadline)
+	s.Get(e, "/api/v1/notifications", s.notifications, s.DBDeadline, s.RequireRead())
 }
 
 func (s *Server) webhook(kind string) echo.HandlerFunc {
@@ -37,7 +37,7 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 		received := time.Now()
 		if kind != "github" {
 			if err := s.authenticateWebhook(c, kind, nil); err != nil {
-				s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+				s.Metrics.Webhooks.WithLabelValues(kind, "rejected").Inc()
 				return err
 			}
 		}
@@ -45,14 +45,14 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				err = fmt.Errorf("%w: %s webhook payload is over the limit of %d bytes", errBodyTooLarge, kind, tooLarge.Limit)
+				err = fmt.Errorf("%w: %s webhook payload is over the limit of %d bytes", ErrBodyTooLarge, kind, tooLarge.Limit)
 			}
-			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+			s.Metrics.Webhooks.WithLabelValues(kind, "rejected").Inc()
 			return err
 		}
 		if kind == "github" {
 			if err := s.authenticateWebhook(c, kind, body); err != nil {
-				s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+				s.Metrics.Webhooks.WithLabelValues(kind, "rejected").Inc()
 				return err
 			}
 		}
@@ -63,32 +63,32 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 		}
 		evs, err := webhooks.Parse(kind, body)
 		if err != nil {
-			s.metrics.webhooks.WithLabelValues(kind, "rejected").Inc()
+			s.Metrics.Webhooks.WithLabelValues(kind, "rejected").Inc()
 			return err
 		}
-		if s.opts.Push == nil {
-			s.metrics.webhooks.WithLabelValues(kind, "unavailable").Inc()
+		if s.Opts.Push == nil {
+			s.Metrics.Webhooks.WithLabelValues(kind, "unavailable").Inc()
 			return fmt.Errorf("%w: this replica does not index (started with --no-index); send webhooks to one that does", resolver.ErrUnavailable)
 		}
 		res := openapi.WebhookResult{Tags: len(evs)}
 		for _, ev := range evs {
-			n, err := s.opts.Push(c.Request().Context(), ev, received)
+			n, err := s.Opts.Push(c.Request().Context(), ev, received)
 			if err != nil {
-				s.metrics.webhooks.WithLabelValues(kind, "queue_full").Inc()
+				s.Metrics.Webhooks.WithLabelValues(kind, "queue_full").Inc()
 				c.Response().Header().Set("Retry-After", "1")
 				return err
 			}
 			if n > 0 {
 				res.Queued++
-				s.metrics.webhooks.WithLabelValues(kind, "queued").Inc()
+				s.Metrics.Webhooks.WithLabelValues(kind, "queued").Inc()
 			} else {
 				res.Ignored++
-				s.metrics.webhooks.WithLabelValues(kind, "unknown_repository").Inc()
-				s.log.Debug("webhook for a repository no source indexes", "kind", kind, "host", ev.Host, "repository", ev.Repository, "tag", ev.Tag)
+				s.Metrics.Webhooks.WithLabelValues(kind, "unknown_repository").Inc()
+				s.Log.Debug("webhook for a repository no source indexes", "kind", kind, "host", ev.Host, "repository", ev.Repository, "tag", ev.Tag)
 			}
 		}
 		if len(evs) == 0 {
-			s.metrics.webhooks.WithLabelValues(kind, "no_tag").Inc()
+			s.Metrics.Webhooks.WithLabelValues(kind, "no_tag").Inc()
 		}
 		return c.JSON(http.StatusAccepted, res)
 	}
@@ -101,22 +101,22 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) error {
 	switch kind {
 	case "github":
-		return s.credentialFailed(c, webhooks.CheckGitHubSignature(s.opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
+		return s.CredentialFailed(c, webhooks.CheckGitHubSignature(s.Opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
 	case "dockerhub":
-		return s.credentialFailed(c, webhooks.CheckPathSecret(s.opts.DockerHubSecret, c.Param("secret")))
+		return s.CredentialFailed(c, webhooks.CheckPathSecret(s.Opts.DockerHubSecret, c.Param("secret")))
 	}
-	p, err := s.authenticate(c, true)
+	p, err := s.Authenticate(c, true)
 	if err != nil {
 		return err
 	}
 	// No per-token write limit: a registry sends a burst of events per
 	// push, each is cheap (a queued tag), and a 429 would only delay them.
-	if !allows(p.Scopes, ScopeScan) {
-		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), enough(ScopeScan))
+	if !Allows(p.Scopes, ScopeScan) {
+		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), Enough(ScopeScan))
 	}
-	if err := mayReach(p, reachSource, ""); err != nil {
+	if err := MayReach(p, ReachSource, ""); err != nil {
 		return err
 	}
-	c.Set(actorKey, p.Name)
+	c.Set(ActorKey, p.Name)
 	return nil
 }

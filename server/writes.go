@@ -20,13 +20,13 @@ const writeReloadTimeout = 10 * time.Second
 
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
-	promote := s.requireScope(ScopePromote)
-	e.PUT("/api/v1/channels/:name/pin", s.pin, s.dbDeadline, s.requireChannelScope(ScopePromote))
-	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.dbDeadline, s.requireChannelScope(ScopePromote))
-	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.dbDeadline, promote)
-	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.dbDeadline, promote)
-	e.POST("/api/v1/sources/:source/scan", s.scan, s.dbDeadline, s.requireScope(ScopeScan))
-	s.get(e, "/api/v1/channels/:name/history", s.history, s.dbDeadline)
+	promote := s.RequireScope(ScopePromote)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, s.DBDeadline, s.RequireChannelScope(ScopePromote))
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.DBDeadline, s.RequireChannelScope(ScopePromote))
+	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.DBDeadline, promote)
+	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.DBDeadline, promote)
+	e.POST("/api/v1/sources/:source/scan", s.scan, s.DBDeadline, s.RequireScope(ScopeScan))
+	s.Get(e, "/api/v1/channels/:name/history", s.history, s.DBDeadline)
 	s.registerRisks(e)
 }
 
@@ -34,7 +34,7 @@ func (s *Server) registerWrites(e *echo.Echo) {
 // snapshot this replica serves; the If-Match check is on the database, in
 // the store's transaction, so it holds across replicas and racing writers.
 func (s *Server) pin(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
@@ -43,24 +43,24 @@ func (s *Server) pin(c echo.Context) error {
 		return err
 	}
 	var req openapi.PinRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := DecodeBody(c, &req, true); err != nil {
 		return err
 	}
 	if req.Version == "" {
-		return invalidParam("version", "version is required")
+		return InvalidParam("version", "version is required")
 	}
-	ch := e.ans.Channel
-	change, err := v.snap.PlanPin(ch.Name, req.Version, req.Force)
-	if errors.Is(err, resolver.ErrGatesPending) && s.opts.Gate != nil {
+	ch := e.Ans.Channel
+	change, err := v.Snap.PlanPin(ch.Name, req.Version, req.Force)
+	if errors.Is(err, resolver.ErrGatesPending) && s.Opts.Gate != nil {
 		// Just started or just pushed: check the gates now rather than
 		// refuse a pin for want of an answer, then plan again.
 		if v, err = s.checkGatesNow(c.Request().Context(), ch.Source, req.Version); err != nil {
 			return err
 		}
-		change, err = v.snap.PlanPin(ch.Name, req.Version, req.Force)
+		change, err = v.Snap.PlanPin(ch.Name, req.Version, req.Force)
 	}
 	if err != nil {
-		return badParam("version", err)
+		return BadParam("version", err)
 	}
 	overridden, err := s.freezeGate(c, ch.Name, req.OverrideFreeze)
 	if err != nil {
@@ -70,9 +70,9 @@ func (s *Server) pin(c echo.Context) error {
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
 			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback})
 	}
-	change.Actor, change.Reason, change.IfRevision = actor(c), req.Reason, ifRev
+	change.Actor, change.Reason, change.IfRevision = Actor(c), req.Reason, ifRev
 	change.Rollback = req.Rollback
-	if _, err := s.opts.Store.Pin(c.Request().Context(), change); err != nil {
+	if _, err := s.Opts.Store.Pin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
 	}
 	if overridden {
@@ -84,9 +84,9 @@ func (s *Server) pin(c echo.Context) error {
 // moveHold makes an admin's override of a freeze take effect at once: the
 // channel's hold moves to the version just pinned (or lifts, for an
 // unpin, until the governor holds the new answer).
-func (s *Server) moveHold(ctx context.Context, e *channelEntry, version string) {
-	h := e.ans.State.Hold
-	if h == nil || s.opts.Governance == nil {
+func (s *Server) moveHold(ctx context.Context, e *Entry, version string) {
+	h := e.Ans.State.Hold
+	if h == nil || s.Opts.Governance == nil {
 		return
 	}
 	var next *resolver.Hold
@@ -95,8 +95,8 @@ func (s *Server) moveHold(ctx context.Context, e *channelEntry, version string) 
 		moved.Version = version
 		next = &moved
 	}
-	if err := s.opts.Governance.SetHold(ctx, e.ans.Channel.Name, next); err != nil {
-		s.log.Warn("override of a freeze: could not move the hold; the pin waits for the freeze's end", "channel", e.ans.Channel.Name, "err", err)
+	if err := s.Opts.Governance.SetHold(ctx, e.Ans.Channel.Name, next); err != nil {
+		s.Log.Warn("override of a freeze: could not move the hold; the pin waits for the freeze's end", "channel", e.Ans.Channel.Name, "err", err)
 	}
 }
 
@@ -104,7 +104,7 @@ func (s *Server) moveHold(ctx context.Context, e *channelEntry, version string) 
 // `latest:` in configuration goes back to that version: a database pin
 // overrides the configured one, and unpinning removes only the database pin.
 func (s *Server) unpin(c echo.Context) error {
-	v, e, err := s.channelParam(c)
+	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
@@ -112,12 +112,12 @@ func (s *Server) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason, err := reasonOf(c)
+	reason, err := ReasonOf(c)
 	if err != nil {
 		return err
 	}
-	name := e.ans.Channel.Name
-	change, err := v.snap.PlanUnpin(name)
+	name := e.Ans.Channel.Name
+	change, err := v.Snap.PlanUnpin(name)
 	if err != nil {
 		return err
 	}
@@ -125,15 +125,15 @@ func (s *Server) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.ans.Channel.Approvals > 0 && !overridden {
-		if e.ans.State.Pin == "" {
+	if e.Ans.Channel.Approvals > 0 && !overridden {
+		if e.Ans.State.Pin == "" {
 			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, name)
 		}
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: name, Action: "unpin", Reason: reason})
 	}
-	change.Actor, change.Reason, change.IfRevision = actor(c), reason, ifRev
-	if _, err := s.opts.Store.Unpin(c.Request().Context(), change); err != nil {
-		return fmt.Errorf("unpin %q: %w", name, v.snap.ExplainUnpin(name, err))
+	change.Actor, change.Reason, change.IfRevision = Actor(c), reason, ifRev
+	if _, err := s.Opts.Store.Unpin(c.Request().Context(), change); err != nil {
+		return fmt.Errorf("unpin %q: %w", name, v.Snap.ExplainUnpin(name, err))
 	}
 	if overridden {
 		s.moveHold(c.Request().Context(), e, change.To)
@@ -148,28 +148,28 @@ func (s *Server) unblock(c echo.Context) error { return s.setBlock(c, false) }
 // the block is recorded on the canonical version, so it covers every tag
 // that spells it.
 func (s *Server) setBlock(c echo.Context, block bool) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	source := pathParam(c, "source")
-	vv, err := v.snap.Version(source, pathParam(c, "version"))
+	source := PathParam(c, "source")
+	vv, err := v.Snap.Version(source, PathParam(c, "version"))
 	if err != nil {
-		if _, serr := v.snap.SourceInfo(source); serr != nil {
-			return badParam("source", serr)
+		if _, serr := v.Snap.SourceInfo(source); serr != nil {
+			return BadParam("source", serr)
 		}
-		return badParam("version", err)
+		return BadParam("version", err)
 	}
-	reason, err := reasonOf(c)
+	reason, err := ReasonOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	canonical := vv.Version.String()
 	if block {
-		_, err = s.opts.Store.Block(ctx, source, canonical, actor(c), reason)
+		_, err = s.Opts.Store.Block(ctx, source, canonical, Actor(c), reason)
 	} else {
-		err = s.opts.Store.Unblock(ctx, source, canonical, actor(c), reason)
+		err = s.Opts.Store.Unblock(ctx, source, canonical, Actor(c), reason)
 	}
 	if err != nil {
 		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
@@ -177,15 +177,15 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
 	}
-	v, err = s.view()
+	v, err = s.View()
 	if err != nil {
 		return err
 	}
-	after, err := v.snap.Version(source, canonical)
+	after, err := v.Snap.Version(source, canonical)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, versionJSON(after))
+	return c.JSON(http.StatusOK, VersionJSON(after))
 }
 
 // answerChannel reloads the snapshot after a committed write so that the
@@ -196,15 +196,15 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 		// a blind retry.
 		return fmt.Errorf("%w: channel %q %s, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, done, err)
 	}
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	e, err := v.channel(name)
+	e, err := v.Channel(name)
 	if err != nil {
 		return err
 	}
-	body, etag := e.channelAt(time.Now())
+	body, etag := e.ChannelAt(time.Now())
 	c.Response().Header().Set("ETag", etag)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, body)
@@ -219,25 +219,25 @@ func (s *Server) reloadAfterWrite(ctx context.Context, c resolver.Change) error 
 	defer cancel()
 	var cs resolver.Changes
 	cs.Add(c)
-	return s.update(ctx, cs)
+	return s.Update(ctx, cs)
 }
 
 func (s *Server) scan(c echo.Context) error {
-	v, err := s.view()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
-	source := pathParam(c, "source")
-	if _, err := v.snap.SourceInfo(source); err != nil {
-		return badParam("source", err)
+	source := PathParam(c, "source")
+	if _, err := v.Snap.SourceInfo(source); err != nil {
+		return BadParam("source", err)
 	}
-	if s.opts.Scan == nil {
+	if s.Opts.Scan == nil {
 		return fmt.Errorf("%w: this replica does not index (serve --no-index, or another replica holds the indexer lock); ask the indexing replica", resolver.ErrUnavailable)
 	}
 	// The scan outlives this request by design.
-	running, err := s.opts.Scan(context.WithoutCancel(c.Request().Context()), source)
+	running, err := s.Opts.Scan(context.WithoutCancel(c.Request().Context()), source)
 	if err != nil {
-		return paramIf("source", resolver.ErrNotFound, fmt.Errorf("scan %q: %w", source, err))
+		return ParamIf("source", resolver.ErrNotFound, fmt.Errorf("scan %q: %w", source, err))
 	}
 	status := "started"
 	if running {
@@ -249,14 +249,14 @@ func (s *Server) scan(c echo.Context) error {
 // history reads the audit log from the database rather than the snapshot:
 // it is evidence, and a person asking for it wants the latest word.
 func (s *Server) history(c echo.Context) error {
-	if s.opts.Store == nil {
-		return s.writeUnavailable(c)
+	if s.Opts.Store == nil {
+		return s.WriteUnavailable(c)
 	}
-	_, e, err := s.channelParam(c)
+	_, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
-	out, err := s.channelHistory(c.Request().Context(), e)
+	out, err := s.ChannelHistory(c.Request().Context(), e)
 	if err != nil {
 		return err
 	}
@@ -288,22 +288,22 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 
 // checkGatesNow runs the release gates of source's version and reloads the
 // source, returning the view that includes the result.
-func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*view, error) {
-	v, err := s.view()
+func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*View, error) {
+	v, err := s.View()
 	if err != nil {
 		return nil, err
 	}
-	vv, err := v.snap.Version(source, version)
+	vv, err := v.Snap.Version(source, version)
 	if err != nil {
 		return nil, err
 	}
 	gctx, cancel := context.WithTimeout(ctx, writeReloadTimeout)
 	defer cancel()
-	if err := s.opts.Gate(gctx, source, vv.Tag.Name); err != nil {
+	if err := s.Opts.Gate(gctx, source, vv.Tag.Name); err != nil {
 		return nil, fmt.Errorf("%w: pin: the release gates of %s could not be checked now: %w", resolver.ErrUnavailable, vv.Version, err)
 	}
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return nil, err
 	}
-	return s.view()
+	return s.View()
 }
