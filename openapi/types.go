@@ -108,6 +108,19 @@ type ReleaseCollection struct {
 	Data         []ReleaseChannel  `json:"data"`
 }
 
+// ReleaseError is channelserver's (rancher/apiserver) error body, plus an
+// RFC 9457 problem's title and detail ("error" is a valid problem type, a
+// relative URI reference), so that one body reads as either.
+type ReleaseError struct {
+	Type    string   `json:"type"`
+	Links   struct{} `json:"links"`
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	Status  int      `json:"status"`
+	Title   string   `json:"title"`
+	Detail  string   `json:"detail"`
+}
+
 // ReleaseChannel is one channelserver channel. Latest is the resolved
 // version (omitted when nothing is eligible, as channelserver does).
 type ReleaseChannel struct {

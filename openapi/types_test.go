@@ -17,7 +17,7 @@ func TestTypesMatchSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}
-	for _, v := range []any{Channel{}, ReleaseCollection{}, ReleaseChannel{}, Version{}, Gates{}, Source{}, Scan{},
+	for _, v := range []any{Channel{}, ReleaseCollection{}, ReleaseChannel{}, ReleaseError{}, Version{}, Gates{}, Source{}, Scan{},
 		Unparsed{}, ResolveAnswer{}, PinRequest{}, ReasonRequest{}, ScanStarted{}, AuditEvent{}, Problem{}, Root{},
 		FleetSummary{}, VersionCount{}, FleetCluster{}, FleetClusterPage{}, FleetClusterChannels{},
 		WebhookResult{}, Notifications{}, NotificationEvent{}, NotificationEndpoint{},

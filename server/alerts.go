@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // alertmanager takes Alertmanager's webhook (payload version 4) and halts
@@ -22,11 +23,11 @@ func (s *Server) alertmanager(c echo.Context) error {
 		return s.WriteUnavailable(c)
 	}
 	var p openapi.AlertmanagerPayload
-	if err := DecodeForeign(c, &p, MaxAlertmanagerBody); err != nil {
+	if err := core.DecodeForeign(c, &p, core.MaxAlertmanagerBody); err != nil {
 		return err
 	}
 	if p.Version != "4" {
-		return InvalidParam("version", "Alertmanager webhook payload version %q: want \"4\"", p.Version)
+		return core.InvalidParam("version", "Alertmanager webhook payload version %q: want \"4\"", p.Version)
 	}
 	v, err := s.View()
 	if err != nil {
@@ -48,11 +49,11 @@ func (s *Server) alertmanager(c echo.Context) error {
 			ignore(fmt.Sprintf("channel %q is not configured", name))
 			continue
 		}
-		if who := Principal(c); !who.MayWriteChannel(name) {
+		if who := core.Principal(c); !who.MayWriteChannel(name) {
 			ignore(fmt.Sprintf("token %q is limited to channels [%s]", who.Name, strings.Join(who.Channels, ",")))
 			continue
 		}
-		r, err := s.Opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, Actor(c), h.Reason)
+		r, err := s.Opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, core.Actor(c), h.Reason)
 		switch {
 		case errors.Is(err, resolver.ErrNotFound), errors.Is(err, resolver.ErrState):
 			ignore(err.Error())
@@ -60,7 +61,7 @@ func (s *Server) alertmanager(c echo.Context) error {
 		case err != nil:
 			return fmt.Errorf("halt rollout of %q for alert %s: %w", name, h.Alertname, err)
 		}
-		s.rolloutChanged(r, resolver.RolloutHalt, Actor(c), h.Reason)
+		s.rolloutChanged(r, resolver.RolloutHalt, core.Actor(c), h.Reason)
 		out.Halted = append(out.Halted, name)
 		changed = append(changed, name)
 	}

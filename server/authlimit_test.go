@@ -10,30 +10,30 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // TestFailedAuthenticationsAreRateLimitedPerAddress: a client guessing
 // tokens gets a few 401s, then 429 with Retry-After; valid tokens never
 // use up the budget, and another address is not affected.
 func TestFailedAuthenticationsAreRateLimitedPerAddress(t *testing.T) {
-	env := newPGEnv(t, Options{})
 	// The production limit, over a window a loaded machine cannot outlast.
-	env.srv.authFails = newAuthFailures(authFailLimit, time.Hour)
+	env := newPGEnv(t, Options{AuthFailWindow: time.Hour})
 	const pin = "/api/v1/channels/v1.33/pin"
 	// Successes cost nothing: more of them than the failure budget.
-	for i := range authFailLimit + 5 {
+	for i := range core.AuthFailLimit + 5 {
 		if res, body := do(t, env, env.ts, http.MethodDelete, "/api/v1/sources/k3s/versions/v1.33.5-k3s1/block", "root", ""); res.StatusCode != http.StatusNotFound {
 			t.Fatalf("valid token, request %d: %d %s, want the handler's 404 (not blocked)", i, res.StatusCode, body)
 		}
 	}
-	for i := range authFailLimit {
+	for i := range core.AuthFailLimit {
 		if res, body := do(t, env, env.ts, http.MethodPut, pin, "Bearer tdm_guess"+strconv.Itoa(i), `{"version":"v1.33.5-k3s1"}`); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d %s, want 401", i, res.StatusCode, body)
 		}
 	}
 	res, body := do(t, env, env.ts, http.MethodPut, pin, "Bearer tdm_guess", `{"version":"v1.33.5-k3s1"}`)
 	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("guess after %d failures: %d %s %s, want 429 problem+json", authFailLimit, res.StatusCode, res.Header.Get("Content-Type"), body)
+		t.Fatalf("guess after %d failures: %d %s %s, want 429 problem+json", core.AuthFailLimit, res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
 	if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || n < 1 {
 		t.Errorf("Retry-After %q, want whole seconds", res.Header.Get("Retry-After"))

@@ -11,10 +11,11 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 var (
-	hdrNoCache = []string{ChannelCacheControl}
+	hdrNoCache = []string{core.ChannelCacheControl}
 	hdrHTML    = []string{"text/html; charset=utf-8"}
 )
 
@@ -37,8 +38,8 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	}
 	loc, body := e.Location, e.Body
 	if loc == "" {
-		loc = BaseURL(s.Opts.ExternalURL, req) + e.Suffix
-		body = RedirectBody(loc)
+		loc = core.BaseURL(s.Opts.ExternalURL, req) + e.Suffix
+		body = core.RedirectBody(loc)
 	}
 	h["Location"] = []string{loc}
 	h["Content-Type"] = hdrHTML
@@ -53,7 +54,7 @@ func (s *Server) releaseChannels(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	base := BaseURL(s.Opts.ExternalURL, c.Request()) + "/v1-release/channels"
+	base := core.BaseURL(s.Opts.ExternalURL, c.Request()) + "/v1-release/channels"
 	out := openapi.ReleaseCollection{
 		Type:         "collection",
 		Links:        map[string]string{"self": base},
@@ -77,7 +78,7 @@ func (s *Server) releaseChannels(c echo.Context) error {
 		}
 		out.Data = append(out.Data, rc)
 	}
-	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
+	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -88,9 +89,9 @@ func (s *Server) listChannels(c echo.Context) error {
 	}
 	out := make([]openapi.Channel, 0, len(v.List))
 	for _, e := range v.List {
-		out = append(out, ChannelJSON(e))
+		out = append(out, core.ChannelJSON(e))
 	}
-	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
+	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -99,16 +100,16 @@ func (s *Server) getChannel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
+	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
 	return s.sendChannel(c, e)
 }
 
 // sendChannel sends the channel object with its ETag, or 304.
-func (s *Server) sendChannel(c echo.Context, e *Entry) error {
+func (s *Server) sendChannel(c echo.Context, e *core.Entry) error {
 	h := c.Response().Header()
 	body, etag := e.ChannelAt(time.Now())
 	h.Set("ETag", etag)
-	if ETagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+	if core.ETagMatches(c.Request().Header.Get("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, body)

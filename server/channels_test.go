@@ -48,7 +48,7 @@ func TestK3sChannelAnswers(t *testing.T) {
 				if res.StatusCode != http.StatusNotFound {
 					t.Fatalf("status %d, want 404; Location %q", res.StatusCode, res.Header.Get("Location"))
 				}
-				var e releaseError
+				var e openapi.ReleaseError
 				if err := json.Unmarshal(body, &e); err != nil || e.Code != "NotFound" || e.Status != 404 {
 					t.Errorf("404 body %s is not channelserver's error (%v)", body, err)
 				}

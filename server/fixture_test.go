@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
 )
 
 // loadedAt and scanned fix every timestamp the golden files see.
@@ -51,33 +51,12 @@ func k3sTags() []string {
 
 // semverSource is a k3s-like source with build revisions.
 func semverSource(t testing.TB, name, image string) resolver.Source {
-	t.Helper()
-	p, err := resolver.NewParser(resolver.SchemeSemver, `k3s(\d+)`)
-	if err != nil {
-		t.Fatalf("NewParser: %v", err)
-	}
-	return resolver.Source{Name: name, Image: image, Parser: p}
+	return resolvertest.SemverSource(t, name, image)
 }
 
-// sourceData classifies tags the way the indexer does and gives each a
-// digest derived from its name (or from digests when given).
+// sourceData is resolvertest.SourceData as scanned at the golden files' time.
 func sourceData(src resolver.Source, tags []string, digests map[string]string) resolver.SourceData {
-	sd := resolver.SourceData{Source: src}
-	for _, name := range tags {
-		tag := src.Classify(name)
-		tag.Present = true
-		tag.FirstSeen, tag.LastSeen = resolver.InstantOf(scanned), resolver.InstantOf(scanned)
-		if d, ok := digests[name]; ok {
-			tag.Digest = d
-		} else {
-			tag.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(name)))
-		}
-		sd.Tags = append(sd.Tags, tag)
-	}
-	scan := &resolver.Scan{ID: 7, Source: src.Name, Started: scanned, Finished: scanned.Add(2 * time.Second),
-		Outcome: "ok", Complete: true, TagsSeen: len(tags), TagsNew: len(tags), Requests: 3}
-	sd.LastScan, sd.LastOK = scan, scan
-	return sd
+	return resolvertest.SourceData(src, tags, digests, scanned)
 }
 
 // k3sChannelserver is k3s-io/k3s channel.yaml through the real loader,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // Fleet pages: 100 clusters unless asked, at most 1000.
@@ -37,17 +38,17 @@ func (s *Server) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // fleetChannel is the ?channel= of a fleet read: required, and configured.
-func (s *Server) fleetChannel(c echo.Context) (*View, string, error) {
+func (s *Server) fleetChannel(c echo.Context) (*core.View, string, error) {
 	name := c.QueryParam("channel")
 	if name == "" {
-		return nil, "", InvalidParam("channel", "channel is required: ?channel=<name>")
+		return nil, "", core.InvalidParam("channel", "channel is required: ?channel=<name>")
 	}
 	v, err := s.View()
 	if err != nil {
 		return nil, "", err
 	}
 	if _, err := v.Channel(name); err != nil {
-		return nil, "", BadParam("channel", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
+		return nil, "", core.BadParam("channel", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
 	}
 	return v, name, nil
 }
@@ -81,13 +82,13 @@ func (s *Server) fleetClusters(c echo.Context) error {
 	}
 	if st := c.QueryParam("stale"); st != "" {
 		if q.Stale, err = strconv.ParseBool(st); err != nil {
-			return InvalidParam("stale", "stale %q: want true or false", st)
+			return core.InvalidParam("stale", "stale %q: want true or false", st)
 		}
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxFleetLimit {
-			return InvalidParam("limit", "limit %q: want 1 to %d", l, maxFleetLimit)
+			return core.InvalidParam("limit", "limit %q: want 1 to %d", l, maxFleetLimit)
 		}
 		q.Limit = n
 	}
@@ -95,16 +96,16 @@ func (s *Server) fleetClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := openapi.FleetClusterPage{Clusters: clustersJSON(page), Next: StrOrNil(next)}
+	out := openapi.FleetClusterPage{Clusters: clustersJSON(page), Next: core.StrOrNil(next)}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) fleetCluster(c echo.Context) error {
-	id := PathParam(c, "id")
+	id := core.PathParam(c, "id")
 	recs, err := s.Opts.Fleet.Store.FleetCluster(c.Request().Context(), id)
 	if err != nil {
-		return BadParam("id", err)
+		return core.BadParam("id", err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, openapi.FleetClusterChannels{ID: id, Channels: clustersJSON(recs)})
@@ -114,8 +115,8 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 	out := make([]openapi.FleetCluster, len(recs))
 	for i, r := range recs {
 		out[i] = openapi.FleetCluster{
-			ID: r.ID, Channel: r.Channel, Reported: StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
-			Served: StrOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
+			ID: r.ID, Channel: r.Channel, Reported: core.StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
+			Served: core.StrOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
 		}
 	}
 	return out

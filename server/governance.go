@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // DefaultApprovalTTL is how long a pending change waits for approvals.
@@ -24,16 +25,16 @@ const DefaultApprovalTTL = 24 * time.Hour
 const maxChangesListed = 500
 
 func (s *Server) registerGovernance(e *echo.Echo) {
-	promote := s.RequireChannelScope(ScopePromote)
+	promote := s.RequireChannelScope(core.ScopePromote)
 	e.POST("/api/v1/channels/:name/changes", s.scheduleChange, s.DBDeadline, promote)
 	// Read like a channel's history: no token.
 	s.Get(e, "/api/v1/changes", s.listChanges, s.DBDeadline)
-	e.DELETE("/api/v1/changes/:id", s.cancelChange, s.DBDeadline, s.RequireScope(ScopePromote))
-	e.POST("/api/v1/changes/:id/approve", s.approveChange, s.DBDeadline, s.RequireScope(ScopePromote))
-	e.POST("/api/v1/changes/:id/reject", s.rejectChange, s.DBDeadline, s.RequireScope(ScopePromote))
-	e.POST("/api/v1/freezes", s.createFreeze, s.DBDeadline, s.RequireScope(ScopeAdmin))
+	e.DELETE("/api/v1/changes/:id", s.cancelChange, s.DBDeadline, s.RequireScope(core.ScopePromote))
+	e.POST("/api/v1/changes/:id/approve", s.approveChange, s.DBDeadline, s.RequireScope(core.ScopePromote))
+	e.POST("/api/v1/changes/:id/reject", s.rejectChange, s.DBDeadline, s.RequireScope(core.ScopePromote))
+	e.POST("/api/v1/freezes", s.createFreeze, s.DBDeadline, s.RequireScope(core.ScopeAdmin))
 	s.Get(e, "/api/v1/freezes", s.listFreezes, s.DBDeadline)
-	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.DBDeadline, s.RequireScope(ScopeAdmin))
+	e.DELETE("/api/v1/freezes/:id", s.cancelFreeze, s.DBDeadline, s.RequireScope(core.ScopeAdmin))
 }
 
 // scheduleChange is POST /api/v1/channels/{name}/changes.
@@ -43,17 +44,17 @@ func (s *Server) scheduleChange(c echo.Context) error {
 		return err
 	}
 	var req openapi.ChangeRequest
-	if err := DecodeBody(c, &req, true); err != nil {
+	if err := core.DecodeBody(c, &req, true); err != nil {
 		return err
 	}
 	at, err := time.Parse(time.RFC3339, req.At)
 	switch {
 	case req.At == "":
-		return InvalidParam("at", "at is required (RFC 3339, e.g. 2026-12-01T06:00:00Z)")
+		return core.InvalidParam("at", "at is required (RFC 3339, e.g. 2026-12-01T06:00:00Z)")
 	case err != nil:
-		return InvalidParam("at", "%q is not an RFC 3339 time like 2026-12-01T06:00:00Z", req.At)
+		return core.InvalidParam("at", "%q is not an RFC 3339 time like 2026-12-01T06:00:00Z", req.At)
 	case !at.After(time.Now()):
-		return InvalidParam("at", "%s is not in the future", req.At)
+		return core.InvalidParam("at", "%s is not in the future", req.At)
 	}
 	sc := resolver.ScheduledChange{Channel: e.Ans.Channel.Name, Action: req.Action, Reason: req.Reason, At: at,
 		Force: req.Force, Rollback: req.Rollback}
@@ -65,15 +66,15 @@ func (s *Server) scheduleChange(c echo.Context) error {
 
 // checkChange validates a change's action and version against the
 // snapshot now (it is checked again when it applies).
-func (s *Server) checkChange(v *View, sc *resolver.ScheduledChange, version string) error {
+func (s *Server) checkChange(v *core.View, sc *resolver.ScheduledChange, version string) error {
 	switch sc.Action {
 	case "pin":
 		if version == "" {
-			return InvalidParam("version", "version is required to pin")
+			return core.InvalidParam("version", "version is required to pin")
 		}
 		cc, err := v.Snap.PlanPin(sc.Channel, version, sc.Force)
 		if err != nil && !errors.Is(err, resolver.ErrGatesPending) {
-			return BadParam("version", err)
+			return core.BadParam("version", err)
 		}
 		sc.Version = cc.Version
 		if sc.Version == "" {
@@ -81,22 +82,22 @@ func (s *Server) checkChange(v *View, sc *resolver.ScheduledChange, version stri
 		}
 	case "unpin":
 		if version != "" {
-			return InvalidParam("version", "an unpin takes no version")
+			return core.InvalidParam("version", "an unpin takes no version")
 		}
 	default:
-		return InvalidParam("action", "action %q is neither pin nor unpin", sc.Action)
+		return core.InvalidParam("action", "action %q is neither pin nor unpin", sc.Action)
 	}
 	return nil
 }
 
 // recordChange stores sc for the requester: pending when the channel
 // needs approvals (202), else scheduled (201).
-func (s *Server) recordChange(c echo.Context, e *Entry, sc resolver.ScheduledChange) error {
+func (s *Server) recordChange(c echo.Context, e *core.Entry, sc resolver.ScheduledChange) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
 	}
-	sc.RequestedBy, sc.State = Actor(c), resolver.ChangeScheduled
+	sc.RequestedBy, sc.State = core.Actor(c), resolver.ChangeScheduled
 	status := http.StatusCreated
 	if n := e.Ans.Channel.Approvals; n > 0 {
 		ttl := e.Ans.Channel.ApprovalTTL
@@ -111,7 +112,7 @@ func (s *Server) recordChange(c echo.Context, e *Entry, sc resolver.ScheduledCha
 		return fmt.Errorf("change of channel %q: %w", sc.Channel, err)
 	}
 	s.Metrics.Governance("requested")
-	return c.JSON(status, ChangeJSON(sc))
+	return c.JSON(status, core.ChangeJSON(sc))
 }
 
 func (s *Server) listChanges(c echo.Context) error {
@@ -121,7 +122,7 @@ func (s *Server) listChanges(c echo.Context) error {
 	}
 	state := c.QueryParam("state")
 	if state != "" && !slices.Contains(resolver.ChangeStates, state) {
-		return InvalidParam("state", "state %q is not one of %s", state, strings.Join(resolver.ChangeStates, ", "))
+		return core.InvalidParam("state", "state %q is not one of %s", state, strings.Join(resolver.ChangeStates, ", "))
 	}
 	cs, err := g.Changes(c.Request().Context(), state, maxChangesListed)
 	if err != nil {
@@ -129,7 +130,7 @@ func (s *Server) listChanges(c echo.Context) error {
 	}
 	out := openapi.ChangeList{Changes: make([]openapi.Change, len(cs))}
 	for i, ch := range cs {
-		out.Changes[i] = ChangeJSON(ch)
+		out.Changes[i] = core.ChangeJSON(ch)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -137,23 +138,23 @@ func (s *Server) listChanges(c echo.Context) error {
 func changeID(c echo.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, InvalidParam("id", "%q is not a change id", c.Param("id"))
+		return 0, core.InvalidParam("id", "%q is not a change id", c.Param("id"))
 	}
 	return id, nil
 }
 
 // changeOf finds change id and checks the principal may write its channel.
-func (s *Server) changeOf(c echo.Context, g Governance, id int64) (resolver.ScheduledChange, error) {
+func (s *Server) changeOf(c echo.Context, g core.Governance, id int64) (resolver.ScheduledChange, error) {
 	ch, err := g.Change(c.Request().Context(), id)
 	if err != nil {
-		return ch, BadParam("id", err)
+		return ch, core.BadParam("id", err)
 	}
-	return ch, MayReach(Principal(c), ReachChannel, ch.Channel)
+	return ch, core.MayReach(core.Principal(c), core.ReachChannel, ch.Channel)
 }
 
 // changeRequest reads a request about change {id}: the store, the id
 // (checked against the principal's channels) and the reason.
-func (s *Server) changeRequest(c echo.Context) (g Governance, id int64, reason string, err error) {
+func (s *Server) changeRequest(c echo.Context) (g core.Governance, id int64, reason string, err error) {
 	if g, err = s.GovernanceStore(); err != nil {
 		return nil, 0, "", err
 	}
@@ -163,7 +164,7 @@ func (s *Server) changeRequest(c echo.Context) (g Governance, id int64, reason s
 	if _, err = s.changeOf(c, g, id); err != nil {
 		return nil, 0, "", err
 	}
-	reason, err = ReasonOf(c)
+	reason, err = core.ReasonOf(c)
 	return g, id, reason, err
 }
 
@@ -172,12 +173,12 @@ func (s *Server) cancelChange(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := g.CancelChange(c.Request().Context(), id, Actor(c), reason)
+	ch, err := g.CancelChange(c.Request().Context(), id, core.Actor(c), reason)
 	if err != nil {
-		return BadParam("id", err)
+		return core.BadParam("id", err)
 	}
 	s.Metrics.Governance("cancelled")
-	return c.JSON(http.StatusOK, ChangeJSON(ch))
+	return c.JSON(http.StatusOK, core.ChangeJSON(ch))
 }
 
 func (s *Server) approveChange(c echo.Context) error { return s.decideChange(c, true) }
@@ -191,9 +192,9 @@ func (s *Server) decideChange(c echo.Context, approve bool) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ch, err := g.DecideChange(ctx, id, Actor(c), approve, reason)
+	ch, err := g.DecideChange(ctx, id, core.Actor(c), approve, reason)
 	if err != nil {
-		return BadParam("id", err)
+		return core.BadParam("id", err)
 	}
 	if ch.State == resolver.ChangeScheduled && !ch.At.After(time.Now()) {
 		if v, err := s.View(); err == nil {
@@ -212,7 +213,7 @@ func (s *Server) decideChange(c echo.Context, approve bool) error {
 		}
 	}
 	s.Metrics.Governance(map[bool]string{true: "approved", false: "rejected"}[approve])
-	return c.JSON(http.StatusOK, ChangeJSON(ch))
+	return c.JSON(http.StatusOK, core.ChangeJSON(ch))
 }
 
 // maxFreezeChannels bounds a freeze's channel globs.
@@ -224,41 +225,41 @@ func (s *Server) createFreeze(c echo.Context) error {
 		return err
 	}
 	var req openapi.FreezeRequest
-	if err := DecodeBody(c, &req, true); err != nil {
+	if err := core.DecodeBody(c, &req, true); err != nil {
 		return err
 	}
-	f := resolver.Freeze{Channels: req.Channels, Reason: req.Reason, CreatedBy: Actor(c)}
+	f := resolver.Freeze{Channels: req.Channels, Reason: req.Reason, CreatedBy: core.Actor(c)}
 	switch {
 	case len(req.Channels) == 0:
-		return InvalidParam("channels", "channels is required: names or globs (\"v1.*\", \"*\")")
+		return core.InvalidParam("channels", "channels is required: names or globs (\"v1.*\", \"*\")")
 	case len(req.Channels) > maxFreezeChannels:
-		return InvalidParam("channels", "%d entries, at most %d", len(req.Channels), maxFreezeChannels)
+		return core.InvalidParam("channels", "%d entries, at most %d", len(req.Channels), maxFreezeChannels)
 	case strings.TrimSpace(req.Reason) == "":
-		return InvalidParam("reason", "a freeze needs a reason: it is what a refused pin says")
+		return core.InvalidParam("reason", "a freeze needs a reason: it is what a refused pin says")
 	}
 	for i, g := range req.Channels {
 		if !resolver.ValidChannelGlob(g) {
-			return InvalidParam(fmt.Sprintf("channels[%d]", i), "%q is not a channel name or glob", g)
+			return core.InvalidParam(fmt.Sprintf("channels[%d]", i), "%q is not a channel name or glob", g)
 		}
 	}
 	if f.From, err = time.Parse(time.RFC3339, req.From); err != nil {
-		return InvalidParam("from", "%q is not an RFC 3339 time like 2026-12-20T00:00:00Z", req.From)
+		return core.InvalidParam("from", "%q is not an RFC 3339 time like 2026-12-20T00:00:00Z", req.From)
 	}
 	if f.Until, err = time.Parse(time.RFC3339, req.Until); err != nil {
-		return InvalidParam("until", "%q is not an RFC 3339 time like 2027-01-04T00:00:00Z", req.Until)
+		return core.InvalidParam("until", "%q is not an RFC 3339 time like 2027-01-04T00:00:00Z", req.Until)
 	}
 	switch {
 	case !f.Until.After(f.From):
-		return InvalidParam("until", "until %s is not after from %s", req.Until, req.From)
+		return core.InvalidParam("until", "until %s is not after from %s", req.Until, req.From)
 	case !f.Until.After(time.Now()):
-		return InvalidParam("until", "until %s has passed", req.Until)
+		return core.InvalidParam("until", "until %s has passed", req.Until)
 	}
 	if f, err = g.CreateFreeze(c.Request().Context(), f); err != nil {
 		return err
 	}
 	s.Metrics.Governance("freeze")
 	s.kickGovernor()
-	return c.JSON(http.StatusCreated, FreezeJSON(f, time.Now()))
+	return c.JSON(http.StatusCreated, core.FreezeJSON(f, time.Now()))
 }
 
 func (s *Server) listFreezes(c echo.Context) error {
@@ -273,7 +274,7 @@ func (s *Server) listFreezes(c echo.Context) error {
 	}
 	out := openapi.FreezeList{Freezes: make([]openapi.Freeze, len(fs))}
 	for i, f := range fs {
-		out.Freezes[i] = FreezeJSON(f, now)
+		out.Freezes[i] = core.FreezeJSON(f, now)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -285,14 +286,14 @@ func (s *Server) cancelFreeze(c echo.Context) error {
 	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return InvalidParam("id", "%q is not a freeze id", c.Param("id"))
+		return core.InvalidParam("id", "%q is not a freeze id", c.Param("id"))
 	}
-	f, err := g.CancelFreeze(c.Request().Context(), id, Actor(c))
+	f, err := g.CancelFreeze(c.Request().Context(), id, core.Actor(c))
 	if err != nil {
-		return BadParam("id", err)
+		return core.BadParam("id", err)
 	}
 	s.kickGovernor()
-	return c.JSON(http.StatusOK, FreezeJSON(f, time.Now()))
+	return c.JSON(http.StatusOK, core.FreezeJSON(f, time.Now()))
 }
 
 // frozen is the freeze holding channel now, if any.
@@ -320,7 +321,7 @@ func (s *Server) freezeGate(c echo.Context, channel string, override bool) (over
 	if err != nil || f == nil {
 		return false, err
 	}
-	if override && Allows(Principal(c).Scopes, ScopeAdmin) {
+	if override && core.Allows(core.Principal(c).Scopes, core.ScopeAdmin) {
 		return true, nil
 	}
 	advice := `; an admin may send "override_freeze": true`

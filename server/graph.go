@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // graph answers the update graph in the Cincinnati format (CONTRACT
@@ -21,23 +22,23 @@ func (s *Server) graph(c echo.Context) error {
 	q := c.QueryParams()
 	channel := q.Get("channel")
 	if channel == "" {
-		return InvalidParam("channel", "channel is required")
+		return core.InvalidParam("channel", "channel is required")
 	}
 	id := q.Get("id")
 	if len(id) > 128 {
-		return InvalidParam("id", "%d bytes, at most 128", len(id))
+		return core.InvalidParam("id", "%d bytes, at most 128", len(id))
 	}
 	if _, err := v.Channel(channel); err != nil {
-		return BadParam("channel", err)
+		return core.BadParam("channel", err)
 	}
-	base := BaseURL(s.Opts.ExternalURL, c.Request())
+	base := core.BaseURL(s.Opts.ExternalURL, c.Request())
 	gz := acceptsGzip(c.Request())
 	body, err := v.Graphs.Get(v.Snap, channel, id, base, gz)
 	if err != nil {
 		return err
 	}
 	h := c.Response().Header()
-	h.Set("Cache-Control", ChannelCacheControl)
+	h.Set("Cache-Control", core.ChannelCacheControl)
 	h.Set("Vary", "Accept-Encoding")
 	if gz {
 		// A graph is megabytes of repetitive JSON; gzip makes it a tenth,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // cvoGraph is the graph as the cluster-version-operator decodes it
@@ -162,7 +163,7 @@ func TestGraphConformsToTheCVOClient(t *testing.T) {
 		if strings.HasPrefix(n.Version, "v") || !strings.Contains(n.Image, "@sha256:") || !strings.HasPrefix(n.Image, "docker.io/rancher/k3s-upgrade@") {
 			t.Errorf("node %+v: want a version without v and a digest payload", n)
 		}
-		if n.Metadata[GraphChannelsKey] != "k3s-released" {
+		if n.Metadata[core.GraphChannelsKey] != "k3s-released" {
 			t.Errorf("node %s metadata %v", n.Version, n.Metadata)
 		}
 		if n.Version == "1.32.10+k3s1" {

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 const defaultNotificationsLimit = 100
@@ -22,7 +23,7 @@ func (s *Server) notifications(c echo.Context) error {
 	if q := c.QueryParam("limit"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 || n > 1000 {
-			return InvalidParam("limit", "limit %q: want a whole number from 1 to 1000", q)
+			return core.InvalidParam("limit", "limit %q: want a whole number from 1 to 1000", q)
 		}
 		limit = n
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // registerRisks adds the known-risk routes (CONTRACT section 13). A risk
 // speaks for every channel of its source, so declaring one needs a token
 // not limited to channels, as a block does.
 func (s *Server) registerRisks(e *echo.Echo) {
-	promote := s.RequireScope(ScopePromote)
+	promote := s.RequireScope(core.ScopePromote)
 	s.Get(e, "/api/v1/sources/:source/risks", s.listRisks)
 	e.PUT("/api/v1/sources/:source/risks/:risk", s.putRisk, s.DBDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/risks/:risk", s.deleteRisk, s.DBDeadline, promote)
@@ -26,14 +27,14 @@ func (s *Server) listRisks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	risks, err := v.Snap.Risks(PathParam(c, "source"))
+	risks, err := v.Snap.Risks(core.PathParam(c, "source"))
 	if err != nil {
-		return BadParam("source", err)
+		return core.BadParam("source", err)
 	}
 	out := openapi.RiskList{Risks: make([]openapi.Risk, len(risks))}
-	base := BaseURL(s.Opts.ExternalURL, c.Request())
+	base := core.BaseURL(s.Opts.ExternalURL, c.Request())
 	for i := range risks {
-		out.Risks[i] = RiskJSON(&risks[i], base)
+		out.Risks[i] = core.RiskJSON(&risks[i], base)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -44,31 +45,31 @@ func (s *Server) putRisk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	source := PathParam(c, "source")
+	source := core.PathParam(c, "source")
 	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return BadParam("source", err)
+		return core.BadParam("source", err)
 	}
 	var req openapi.RiskRequest
-	if err := DecodeBody(c, &req, true); err != nil {
+	if err := core.DecodeBody(c, &req, true); err != nil {
 		return err
 	}
-	r := resolver.Risk{Source: source, Name: PathParam(c, "risk"), Message: req.Message, URL: req.URL,
+	r := resolver.Risk{Source: source, Name: core.PathParam(c, "risk"), Message: req.Message, URL: req.URL,
 		From: req.From, To: req.To, Clusters: req.Clusters}
 	if err := r.Compile(); err != nil {
 		var fe *resolver.FieldError
 		if errors.As(err, &fe) {
-			return BadParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
+			return core.BadParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
 		}
 		return err
 	}
 	ctx := c.Request().Context()
-	if r, err = s.Opts.Store.PutRisk(ctx, r, Actor(c)); err != nil {
+	if r, err = s.Opts.Store.PutRisk(ctx, r, core.Actor(c)); err != nil {
 		return fmt.Errorf("risk %q of %q: %w", r.Name, source, err)
 	}
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is declared, but this replica could not reload it yet: %w", resolver.ErrUnavailable, r.Name, source, err)
 	}
-	return c.JSON(http.StatusOK, RiskJSON(&r, BaseURL(s.Opts.ExternalURL, c.Request())))
+	return c.JSON(http.StatusOK, core.RiskJSON(&r, core.BaseURL(s.Opts.ExternalURL, c.Request())))
 }
 
 func (s *Server) deleteRisk(c echo.Context) error {
@@ -76,17 +77,17 @@ func (s *Server) deleteRisk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	source, name := PathParam(c, "source"), PathParam(c, "risk")
+	source, name := core.PathParam(c, "source"), core.PathParam(c, "risk")
 	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return BadParam("source", err)
+		return core.BadParam("source", err)
 	}
-	reason, err := ReasonOf(c)
+	reason, err := core.ReasonOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := s.Opts.Store.DeleteRisk(ctx, source, name, Actor(c), reason); err != nil {
-		return BadParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
+	if err := s.Opts.Store.DeleteRisk(ctx, source, name, core.Actor(c), reason); err != nil {
+		return core.BadParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
 	}
 	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is removed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, source, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 const (
@@ -278,7 +279,7 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), `"halted":["stable"]`) {
 		t.Fatalf("alertmanager: %d %.500s", code, body)
 	}
-	huge := `{"version":"4","alerts":[],"pad":"` + strings.Repeat("x", MaxAlertmanagerBody) + `"}`
+	huge := `{"version":"4","alerts":[],"pad":"` + strings.Repeat("x", core.MaxAlertmanagerBody) + `"}`
 	if code, body := a.call(t, http.MethodPost, "/api/v1/alerts/alertmanager", token, huge); code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "8388608") {
 		t.Errorf("an alert group over 8 MiB: %d %.300s, want 413 naming 8388608", code, body)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // rolloutActions are the controls of POST .../rollout/{action}.
@@ -19,15 +20,15 @@ var rolloutActions = map[string]bool{
 
 func (s *Server) registerRollouts(e *echo.Echo) {
 	s.Get(e, "/api/v1/channels/:name/rollout", s.getRollout, s.DBDeadline)
-	e.POST("/api/v1/channels/:name/rollout/:action", s.controlRollout, s.DBDeadline, s.RequireChannelScope(ScopePromote))
+	e.POST("/api/v1/channels/:name/rollout/:action", s.controlRollout, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
 	// Each alert names its channel: the handler ignores those a limited
 	// token may not write.
-	e.POST("/api/v1/alerts/alertmanager", s.alertmanager, s.DBDeadline, s.Authorize(ScopePromote, true, ReachHandler))
+	e.POST("/api/v1/alerts/alertmanager", s.alertmanager, s.DBDeadline, s.Authorize(core.ScopePromote, true, core.ReachHandler))
 }
 
 // rolloutEntry is the channel named by :name and its rollout; 404 when it
 // never rolled out.
-func (s *Server) rolloutEntry(c echo.Context) (*Entry, error) {
+func (s *Server) rolloutEntry(c echo.Context) (*core.Entry, error) {
 	_, e, err := s.ChannelParam(c)
 	if err != nil {
 		return nil, err
@@ -59,9 +60,9 @@ func (s *Server) getRollout(c echo.Context) error {
 // controlRollout pauses, resumes, advances or halts a rollout. The store
 // checks the state at the database's clock, under the channel's lock.
 func (s *Server) controlRollout(c echo.Context) error {
-	action := PathParam(c, "action")
+	action := core.PathParam(c, "action")
 	if !rolloutActions[action] {
-		return InvalidParam("action", "rollout action %q: want pause, resume, advance or halt", action)
+		return core.InvalidParam("action", "rollout action %q: want pause, resume, advance or halt", action)
 	}
 	if s.Opts.Rollouts.Store == nil {
 		return s.WriteUnavailable(c)
@@ -71,7 +72,7 @@ func (s *Server) controlRollout(c echo.Context) error {
 		return err
 	}
 	var req openapi.RolloutControlRequest
-	if err := DecodeBody(c, &req, false); err != nil {
+	if err := core.DecodeBody(c, &req, false); err != nil {
 		return err
 	}
 	reason := req.Reason
@@ -79,24 +80,24 @@ func (s *Server) controlRollout(c echo.Context) error {
 		reason = c.QueryParam("reason")
 	}
 	if req.Rollback && action != resolver.RolloutHalt {
-		return InvalidParam("rollback", "rollback applies to halt only, not to %s", action)
+		return core.InvalidParam("rollback", "rollback applies to halt only, not to %s", action)
 	}
 	name := e.Ans.Channel.Name
 	var r resolver.Rollout
 	if req.Rollback {
-		r, err = s.Opts.Rollouts.Store.RolloutRollback(c.Request().Context(), name, Actor(c), reason)
+		r, err = s.Opts.Rollouts.Store.RolloutRollback(c.Request().Context(), name, core.Actor(c), reason)
 	} else {
-		r, err = s.Opts.Rollouts.Store.RolloutControl(c.Request().Context(), name, action, Actor(c), reason)
+		r, err = s.Opts.Rollouts.Store.RolloutControl(c.Request().Context(), name, action, core.Actor(c), reason)
 	}
 	if err != nil {
 		return fmt.Errorf("%s rollout of %q: %w", action, name, err)
 	}
-	s.rolloutChanged(r, action, Actor(c), reason)
+	s.rolloutChanged(r, action, core.Actor(c), reason)
 	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
 		return fmt.Errorf("%w: rollout of %q: %s done, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, action, err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, RolloutJSON(&r, r.At(time.Now()), s.Opts.Rollouts.Counts.Of(&r)))
+	return c.JSON(http.StatusOK, core.RolloutJSON(&r, r.At(time.Now()), s.Opts.Rollouts.Counts.Of(&r)))
 }
 
 // rolloutChanged logs a rollout event. The outside hears of it through

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/capi"
+	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: min(MaxHeaderWait, s.Opts.ReadTimeout),
+		ReadHeaderTimeout: min(core.MaxHeaderWait, s.Opts.ReadTimeout),
 		ReadTimeout:       s.Opts.ReadTimeout,
 		WriteTimeout:      s.Opts.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,

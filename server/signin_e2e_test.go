@@ -24,6 +24,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/signin"
 )
 
@@ -228,7 +229,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	if code := write(); code != http.StatusUnauthorized {
 		t.Errorf("a session cookie without the console's header wrote: %d, want 401", code)
 	}
-	if code := write(consoleHeader, "1"); code != 200 {
+	if code := write(core.ConsoleHeader, "1"); code != 200 {
 		t.Fatalf("a signed-in write: %d", code)
 	}
 	events, _ := e.st.History(context.Background(), "v1.33")
@@ -238,7 +239,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 	// The role's channels: v1.* only.
 	req, _ := http.NewRequest(http.MethodPut, e.base+"/api/v1/channels/stable/pin", strings.NewReader(`{"version":"v1.33.5+k3s1"}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(consoleHeader, "1")
+	req.Header.Set(core.ConsoleHeader, "1")
 	if res, err := client.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
 		t.Errorf("a write outside the role's channels: %v %v, want 403", res.StatusCode, err)
 	}
@@ -277,7 +278,7 @@ func TestSignInWithARealProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if code := write(consoleHeader, "1"); code != http.StatusUnauthorized {
+	if code := write(core.ConsoleHeader, "1"); code != http.StatusUnauthorized {
 		t.Errorf("a write after sign-out: %d, want 401", code)
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // Version lists change only when a scan lands (minutes apart), so a short
@@ -22,7 +23,7 @@ func (s *Server) listSources(c echo.Context) error {
 	views := v.Snap.Sources()
 	out := make([]openapi.Source, 0, len(views))
 	for _, sv := range views {
-		out = append(out, SourceJSON(sv))
+		out = append(out, core.SourceJSON(sv))
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -33,12 +34,12 @@ func (s *Server) getSource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sv, err := v.Snap.SourceInfo(PathParam(c, "source"))
+	sv, err := v.Snap.SourceInfo(core.PathParam(c, "source"))
 	if err != nil {
-		return ParamIf("source", resolver.ErrNotFound, err)
+		return core.ParamIf("source", resolver.ErrNotFound, err)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
-	return c.JSON(http.StatusOK, SourceJSON(sv))
+	return c.JSON(http.StatusOK, core.SourceJSON(sv))
 }
 
 // listUnparsed shows the tags kept but never served, with why, so that an
@@ -48,13 +49,13 @@ func (s *Server) listUnparsed(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tags, err := v.Snap.Unparsed(PathParam(c, "source"))
+	tags, err := v.Snap.Unparsed(core.PathParam(c, "source"))
 	if err != nil {
-		return ParamIf("source", resolver.ErrNotFound, err)
+		return core.ParamIf("source", resolver.ErrNotFound, err)
 	}
 	out := make([]openapi.Unparsed, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -71,20 +72,20 @@ func (s *Server) listVersions(c echo.Context) error {
 	// An empty value is no value: clients fill templates like ?stream=&constraint=.
 	if q.Get("stream") != "" {
 		if stream, err = resolver.ParseStream(q.Get("stream")); err != nil {
-			return BadParam("stream", err)
+			return core.BadParam("stream", err)
 		}
 	}
-	source := PathParam(c, "source")
+	source := core.PathParam(c, "source")
 	vs, err := v.Snap.Versions(source, stream, q.Get("constraint"))
 	if err != nil {
 		if errors.Is(err, resolver.ErrInvalid) {
-			return BadParam("constraint", err)
+			return core.BadParam("constraint", err)
 		}
-		return ParamIf("source", resolver.ErrNotFound, err)
+		return core.ParamIf("source", resolver.ErrNotFound, err)
 	}
 	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
-		out = append(out, VersionJSON(vv))
+		out = append(out, core.VersionJSON(vv))
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -97,12 +98,12 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vv, err := v.Snap.Version(PathParam(c, "source"), PathParam(c, "version"))
+	vv, err := v.Snap.Version(core.PathParam(c, "source"), core.PathParam(c, "version"))
 	if err != nil {
-		return ParamIf("version", resolver.ErrNotFound, err)
+		return core.ParamIf("version", resolver.ErrNotFound, err)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
-	return c.JSON(http.StatusOK, VersionJSON(vv))
+	return c.JSON(http.StatusOK, core.VersionJSON(vv))
 }
 
 // resolve is the dry-run upgrade answer. Unknown query parameters are
@@ -112,10 +113,10 @@ func (s *Server) resolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := ResolveQuery(v, c.QueryParams(), BaseURL(s.Opts.ExternalURL, c.Request()))
+	a, err := core.ResolveQuery(v, c.QueryParams(), core.BaseURL(s.Opts.ExternalURL, c.Request()))
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("Cache-Control", ChannelCacheControl)
+	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
 	return c.JSON(http.StatusOK, a)
 }

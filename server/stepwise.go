@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // clusterAnswer is the answer of channel entry e to request r: e itself for
@@ -15,7 +16,7 @@ import (
 // the fleet on the way, off the request path. The work is bounded: header
 // reads, map lookups (the reported version in the index, its step in the
 // view), and a parse when the version was never indexed.
-func (s *Server) clusterAnswer(r *http.Request, v *View, e *Entry) (*Entry, error) {
+func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*core.Entry, error) {
 	id := clusterID(r)
 	ch := &e.Ans.Channel
 	if id == "" && !ch.Stepwise && e.Ans.Rollout == nil && !reportsVersion(r) {
@@ -48,7 +49,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *View, e *Entry) (*Entry, erro
 // (Snapshot.ClusterAnswer) into the entry to send. The settle clock is this
 // replica's fleet record of the cluster; one not admitted has none and is
 // held.
-func (s *Server) answerFor(v *View, e *Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*Entry, error) {
+func (s *Server) answerFor(v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, error) {
 	ch := &e.Ans.Channel
 	if e.Ans.Tag == nil {
 		return nil, noAnswer(e.Ans)
@@ -61,7 +62,7 @@ func (s *Server) answerFor(v *View, e *Entry, id string, admitted bool, reported
 	}
 	tag, held, err := v.Snap.ClusterAnswer(ch.Name, q)
 	if errors.Is(err, resolver.ErrNoReportedVersion) {
-		return nil, &ProblemAnswer{fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
+		return nil, &core.ProblemAnswer{Err: fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}
 	}
@@ -89,7 +90,7 @@ func reportsVersion(r *http.Request) bool {
 // reportedVersion is the version a request reports: X-SUC-Latest-Version,
 // else ?current=, read with the channel's source's scheme (a tag such as
 // v1.33.6-k3s1 works); ok is false when neither parses.
-func reportedVersion(r *http.Request, v *View, channel string) (resolver.Version, bool) {
+func reportedVersion(r *http.Request, v *core.View, channel string) (resolver.Version, bool) {
 	// Longer than 128 characters counts as absent (CONTRACT section 12).
 	if h := r.Header["X-Suc-Latest-Version"]; len(h) > 0 && h[0] != "" && len(h[0]) <= 128 {
 		if rv, ok := v.Snap.Reported(channel, h[0]); ok {

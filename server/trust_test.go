@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
@@ -59,11 +60,11 @@ func TestBodyLimitsPerRoute(t *testing.T) {
 		t.Errorf("a webhook one byte over 1 MiB: %d %s, want 413 naming 1048576", res.StatusCode, body)
 	}
 	head, tail := `{"version":"v1.33.5-k3s1","reason":"`, `"}`
-	exact := head + strings.Repeat("r", maxWriteBody-len(head)-len(tail)) + tail
+	exact := head + strings.Repeat("r", core.MaxWriteBody-len(head)-len(tail)) + tail
 	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", exact); res.StatusCode != http.StatusOK {
 		t.Errorf("a pin of exactly 64 KiB: %d %.200s, want 200", res.StatusCode, body)
 	}
-	big := `{"version":"v1.33.5-k3s1","reason":"` + strings.Repeat("r", maxWriteBody) + `"}`
+	big := `{"version":"v1.33.5-k3s1","reason":"` + strings.Repeat("r", core.MaxWriteBody) + `"}`
 	res, body = do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", big)
 	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "65536") {
 		t.Errorf("a pin over 64 KiB: %d %s, want 413 naming 65536", res.StatusCode, body)
@@ -110,7 +111,7 @@ func TestGuessingTheDockerHubSecretIsLimitedAndNeverLogged(t *testing.T) {
 	rec := &pushRecorder{}
 	env := newPGEnv(t, Options{Push: rec.push, DockerHubSecret: secretFunc("hub-secret"), AccessLog: AccessLogAll})
 	hub := readPayload(t, "dockerhub.json")
-	for i := range authFailLimit {
+	for i := range core.AuthFailLimit {
 		if res, _ := do(t, env, env.ts, http.MethodPost, fmt.Sprintf("/api/v1/webhooks/dockerhub/guess-%d", i), "", hub); res.StatusCode != http.StatusForbidden {
 			t.Fatalf("guess %d: %d, want 403", i, res.StatusCode)
 		}
@@ -160,25 +161,6 @@ func TestAccessLogFieldsAreCut(t *testing.T) {
 		if !strings.Contains(line, field) {
 			t.Errorf("line lacks %s: %.300s", field, line)
 		}
-	}
-}
-
-// TestALockedAddressStaysLockedWhateverOthersDo: failures from more
-// addresses than the table holds never unlock a locked one (issue 24 item
-// 11: the table was cleared at 4,096).
-func TestALockedAddressStaysLockedWhateverOthersDo(t *testing.T) {
-	a := newAuthFailures(authFailLimit, time.Hour)
-	for range authFailLimit + 1 {
-		a.failed("203.0.113.1")
-	}
-	for i := range maxAuthFailClients + 200 {
-		a.failed(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
-	}
-	if _, locked := a.failed("203.0.113.1"); !locked {
-		t.Error("a locked address was unlocked by other addresses' failures")
-	}
-	if len(a.m) > maxAuthFailClients {
-		t.Errorf("table of %d entries, want at most %d", len(a.m), maxAuthFailClients)
 	}
 }
 

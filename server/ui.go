@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // The console (/ui/) is server-rendered HTML from the same snapshot the API
@@ -76,7 +77,7 @@ func (s *Server) registerUI(e *echo.Echo) {
 // answers every other client with the API root's links, as before.
 func (s *Server) rootOrConsole(c echo.Context) error {
 	if c.Request().URL.Path == "/" && acceptsHTML(c.Request()) {
-		return c.Redirect(http.StatusFound, BaseURL(s.Opts.ExternalURL, c.Request())+"/ui/")
+		return c.Redirect(http.StatusFound, core.BaseURL(s.Opts.ExternalURL, c.Request())+"/ui/")
 	}
 	return s.Root(c)
 }
@@ -126,18 +127,18 @@ const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 
 // uiError renders err as the console's error page, with the status the
 // API's error table gives it.
 func (s *Server) uiError(c echo.Context, err error) error {
-	p := ProblemFor(err)
+	p := core.ProblemFor(err)
 	if p.Status >= 500 {
-		s.Log.ErrorContext(c.Request().Context(), "console request failed", "path", LogPath(c.Request()), "err", err)
+		s.Log.ErrorContext(c.Request().Context(), "console request failed", "path", core.LogPath(c.Request()), "err", err)
 	}
 	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: uiProblemOf(p)})
 }
 
 func (s *Server) uiAsset(c echo.Context) error {
-	name := PathParam(c, "file")
+	name := core.PathParam(c, "file")
 	b, err := uiFiles.ReadFile("ui/assets/" + name)
 	if err != nil || strings.Contains(name, "/") || assetTypes[path.Ext(name)] == "" {
-		return s.uiError(c, BadParam("file", fmt.Errorf("%w: console asset %q", resolver.ErrNotFound, name)))
+		return s.uiError(c, core.BadParam("file", fmt.Errorf("%w: console asset %q", resolver.ErrNotFound, name)))
 	}
 	h := c.Response().Header()
 	// Assets change only with the binary; an hour keeps a deploy visible
@@ -172,7 +173,7 @@ func problemOf(err error) *uiProblem {
 	if err == nil {
 		return nil
 	}
-	return uiProblemOf(ProblemFor(err))
+	return uiProblemOf(core.ProblemFor(err))
 }
 
 // timeFormat formats a time.Time or *time.Time (as templates hold both) in

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // The console's changes page (CONTRACT section 15): scheduled changes,
@@ -33,7 +34,7 @@ func (s *Server) uiChanges(c echo.Context) error {
 		var cs []resolver.ScheduledChange
 		if cs, err = g.Changes(ctx, "", maxUIChanges); err == nil {
 			for _, ch := range cs {
-				j := ChangeJSON(ch)
+				j := core.ChangeJSON(ch)
 				switch ch.State {
 				case resolver.ChangeScheduled:
 					b.Scheduled = append(b.Scheduled, j)
@@ -47,7 +48,7 @@ func (s *Server) uiChanges(c echo.Context) error {
 			var fs []resolver.Freeze
 			if fs, err = g.Freezes(ctx, now); err == nil {
 				for _, f := range fs {
-					b.Freezes = append(b.Freezes, FreezeJSON(f, now))
+					b.Freezes = append(b.Freezes, core.FreezeJSON(f, now))
 				}
 			}
 		}
@@ -66,7 +67,7 @@ type uiChannelGovernance struct {
 	Next    *openapi.Change
 }
 
-func (s *Server) channelGovernance(ctx context.Context, e *Entry) uiChannelGovernance {
+func (s *Server) channelGovernance(ctx context.Context, e *core.Entry) uiChannelGovernance {
 	g := uiChannelGovernance{Hold: e.Ans.State.Hold}
 	for _, w := range e.Ans.Channel.Windows {
 		g.Windows = append(g.Windows, windowText(w))
@@ -77,7 +78,7 @@ func (s *Server) channelGovernance(ctx context.Context, e *Entry) uiChannelGover
 		if cs, err := gs.Changes(ctx, resolver.ChangeScheduled, maxUIChanges); err == nil {
 			for i := len(cs) - 1; i >= 0; i-- { // oldest first: the next to apply
 				if cs[i].Channel == e.Ans.Channel.Name && (g.Next == nil || cs[i].At.Before(*g.Next.At)) {
-					j := ChangeJSON(cs[i])
+					j := core.ChangeJSON(cs[i])
 					g.Next = &j
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // The fleet in the console: counts only. The fleet API needs a token
@@ -46,7 +47,7 @@ func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.Fl
 	if fs == nil {
 		return nil, false, nil
 	}
-	c := &s.UIFleet
+	c := &s.uiFleet
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= uiFleetTTL {
@@ -63,11 +64,11 @@ func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.Fl
 
 // channelRows are the channel list's rows, with fleet counts when the
 // server records a fleet.
-func (s *Server) channelRows(ctx context.Context, v *View) []uiChannelRow {
+func (s *Server) channelRows(ctx context.Context, v *core.View) []uiChannelRow {
 	counts, on, err := s.fleetCounts(ctx)
 	rows := make([]uiChannelRow, 0, len(v.List))
 	for _, e := range v.List {
-		r := uiChannelRow{Channel: ChannelJSON(e), Why: e.Ans.Why}
+		r := uiChannelRow{Channel: core.ChannelJSON(e), Why: e.Ans.Why}
 		if on {
 			r.Fleet = &uiFleetCount{FleetCount: counts[e.Ans.Channel.Name], Unknown: err != nil}
 		}
@@ -100,7 +101,7 @@ type uiFleetBar struct {
 // channelFleet reads the channel's fleet summary through the API's own
 // handler (auth is the route's middleware, not the handler's: counts are
 // what /metrics exports), and shapes it as the chart's rows.
-func (s *Server) channelFleet(c echo.Context, v *View, e *Entry) (*uiFleetChart, *uiProblem) {
+func (s *Server) channelFleet(c echo.Context, v *core.View, e *core.Entry) (*uiFleetChart, *uiProblem) {
 	if s.Opts.Fleet.Store == nil {
 		return nil, nil
 	}
@@ -111,7 +112,7 @@ func (s *Server) channelFleet(c echo.Context, v *View, e *Entry) (*uiFleetChart,
 	if err != nil {
 		return nil, problemOf(err)
 	}
-	ch := &uiFleetChart{FleetSummary: sum, Served: str0(ChannelJSON(e).Version), NoVersion: sum.Clusters}
+	ch := &uiFleetChart{FleetSummary: sum, Served: str0(core.ChannelJSON(e).Version), NoVersion: sum.Clusters}
 	by := map[string]*uiFleetBar{}
 	var union []resolver.VersionCount
 	add := func(ver string) *uiFleetBar {

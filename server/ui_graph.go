@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // The channel page draws its update graph (CONTRACT section 13) as
@@ -61,7 +62,7 @@ type uiGraphRisk struct {
 
 // graphOf lays out channel's graph (from the view's cache); counts are
 // clusters reporting each version (nil: no fleet).
-func graphOf(v *View, channel, served string, counts map[string]int) *uiGraph {
+func graphOf(v *core.View, channel, served string, counts map[string]int) *uiGraph {
 	g, err := v.Graphs.Graph(v.Snap, channel)
 	if err != nil || len(g.Nodes) == 0 {
 		return nil
@@ -174,7 +175,7 @@ func uiRisks(snap *resolver.Snapshot, source, base string) []openapi.Risk {
 	}
 	out := make([]openapi.Risk, len(risks))
 	for i := range risks {
-		out[i] = RiskJSON(&risks[i], base)
+		out[i] = core.RiskJSON(&risks[i], base)
 	}
 	return out
 }

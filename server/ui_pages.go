@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // The shapes the console's templates render. Rows embed the API's wire
@@ -44,7 +45,7 @@ func (p uiPage) May(scope string) bool {
 	if p.Who == "" {
 		return true
 	}
-	return Allows(p.Scopes, scope)
+	return core.Allows(p.Scopes, scope)
 }
 
 type uiChannelsBody struct {
@@ -152,7 +153,7 @@ func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
 	}
 	b := uiChannelsBody{Rows: s.channelRows(ctx, v), Fleet: s.Opts.Fleet.Store != nil}
 	for _, sv := range v.Snap.Sources() {
-		b.Sources = append(b.Sources, SourceJSON(sv))
+		b.Sources = append(b.Sources, core.SourceJSON(sv))
 	}
 	rows, err := renderRows(b.Rows)
 	if err != nil {
@@ -178,7 +179,7 @@ func (s *Server) uiLiveChannels(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("ETag", rowsETag(html))
 	h.Set("Cache-Control", "no-cache")
-	if ETagMatches(c.Request().Header.Get("If-None-Match"), h.Get("ETag")) {
+	if core.ETagMatches(c.Request().Header.Get("If-None-Match"), h.Get("ETag")) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	return c.HTMLBlob(http.StatusOK, html)
@@ -204,7 +205,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 		return s.uiError(c, err)
 	}
 	ch := e.Ans.Channel
-	b := uiChannelBody{Row: uiChannelRow{Channel: ChannelJSON(e), Why: e.Ans.Why}, Latest: ch.Latest, ETag: e.ETagAt(time.Now())}
+	b := uiChannelBody{Row: uiChannelRow{Channel: core.ChannelJSON(e), Why: e.Ans.Why}, Latest: ch.Latest, ETag: e.ETagAt(time.Now())}
 	if ch.Include != nil {
 		b.Include = ch.Include.String()
 	}
@@ -237,8 +238,8 @@ func (s *Server) uiChannel(c echo.Context) error {
 		}
 	}
 	b.Graph = graphOf(v, ch.Name, str0(b.Row.Version), counts)
-	b.Risks = uiRisks(v.Snap, ch.Source, BaseURL(s.Opts.ExternalURL, c.Request()))
-	if u, err := url.Parse(BaseURL(s.Opts.ExternalURL, c.Request())); err == nil {
+	b.Risks = uiRisks(v.Snap, ch.Source, core.BaseURL(s.Opts.ExternalURL, c.Request()))
+	if u, err := url.Parse(core.BaseURL(s.Opts.ExternalURL, c.Request())); err == nil {
 		b.ViewRepo = u.Host + "/channels/" + ch.Name
 	}
 	b.Governance = s.channelGovernance(c.Request().Context(), e)
@@ -260,16 +261,16 @@ func (s *Server) uiSource(c echo.Context) error {
 	if err != nil {
 		return s.uiError(c, err)
 	}
-	name := PathParam(c, "source")
+	name := core.PathParam(c, "source")
 	sv, err := v.Snap.SourceInfo(name)
 	if err != nil {
-		return s.uiError(c, ParamIf("source", resolver.ErrNotFound, err))
+		return s.uiError(c, core.ParamIf("source", resolver.ErrNotFound, err))
 	}
-	b := uiSourceBody{Source: SourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.Snap, name, BaseURL(s.Opts.ExternalURL, c.Request()))}
+	b := uiSourceBody{Source: core.SourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.Snap, name, core.BaseURL(s.Opts.ExternalURL, c.Request()))}
 	stream := resolver.Testing // every version
 	if q := c.QueryParam("stream"); q != "" {
 		if stream, err = resolver.ParseStream(q); err != nil {
-			return s.uiError(c, BadParam("stream", err))
+			return s.uiError(c, core.BadParam("stream", err))
 		}
 		b.Stream = stream.String()
 	}
@@ -285,14 +286,14 @@ func (s *Server) uiSource(c echo.Context) error {
 		if b.Stream != "" && vv.Stream != stream {
 			continue // by stream: each version under its own stream only
 		}
-		b.Versions = append(b.Versions, uiVersionRow{Version: VersionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
+		b.Versions = append(b.Versions, uiVersionRow{Version: core.VersionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
 	}
 	unparsed, err := v.Snap.Unparsed(name)
 	if err != nil {
 		return s.uiError(c, err)
 	}
 	for _, t := range unparsed {
-		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
 	}
 	for _, e := range v.List {
 		if e.Ans.Channel.Source == name {
@@ -322,7 +323,7 @@ func (s *Server) uiResolve(c echo.Context) error {
 	}
 	status := http.StatusOK
 	if q.Get("current") != "" || q.Get("source") != "" || q.Get("channel") != "" {
-		ans, err := ResolveQuery(v, q, BaseURL(s.Opts.ExternalURL, c.Request()))
+		ans, err := core.ResolveQuery(v, q, core.BaseURL(s.Opts.ExternalURL, c.Request()))
 		switch {
 		case err == nil:
 			b.Answer = &ans
@@ -339,7 +340,7 @@ func (s *Server) uiResolve(c echo.Context) error {
 
 // uiHistory is the channel's history as GET .../history answers it, read
 // with the same database deadline.
-func (s *Server) uiHistory(ctx context.Context, e *Entry) ([]openapi.AuditEvent, error) {
+func (s *Server) uiHistory(ctx context.Context, e *core.Entry) ([]openapi.AuditEvent, error) {
 	if s.Opts.Store == nil {
 		return nil, fmt.Errorf("%w: GET /api/v1/channels/%s/history needs the database, which this server was started without", resolver.ErrUnavailable, e.Ans.Channel.Name)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // A channel's staged rollout as the console shows it: a progress bar with
@@ -20,7 +21,7 @@ import (
 // channelRolloutOf is the rollout section of ch's page: nil when ch never
 // rolled out. When the API cannot answer (no database), the section shows
 // the channel object's rollout, with the last cluster counts this replica knew (or none yet), and why.
-func (s *Server) channelRolloutOf(c echo.Context, e *Entry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
+func (s *Server) channelRolloutOf(c echo.Context, e *core.Entry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
 	if ch.Rollout == nil {
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) registerWebhooks(e *echo.Echo) {
 	for _, kind := range []string{"distribution", "harbor", "quay", "github"} {
 		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.DBDeadline)
 	}
-	e.POST(DockerHubWebhookPrefix+":secret", s.webhook("dockerhub"), s.DBDeadline)
+	e.POST(core.DockerHubWebhookPrefix+":secret", s.webhook("dockerhub"), s.DBDeadline)
 	s.Get(e, "/api/v1/notifications", s.notifications, s.DBDeadline, s.RequireRead())
 }
 
@@ -45,7 +46,7 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				err = fmt.Errorf("%w: %s webhook payload is over the limit of %d bytes", ErrBodyTooLarge, kind, tooLarge.Limit)
+				err = fmt.Errorf("%w: %s webhook payload is over the limit of %d bytes", core.ErrBodyTooLarge, kind, tooLarge.Limit)
 			}
 			s.Metrics.Webhooks.WithLabelValues(kind, "rejected").Inc()
 			return err
@@ -111,12 +112,12 @@ func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) e
 	}
 	// No per-token write limit: a registry sends a burst of events per
 	// push, each is cheap (a queued tag), and a 429 would only delay them.
-	if !Allows(p.Scopes, ScopeScan) {
-		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), Enough(ScopeScan))
+	if !core.Allows(p.Scopes, core.ScopeScan) {
+		return fmt.Errorf("%w: token %q has scopes [%s]; webhooks need %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), core.Enough(core.ScopeScan))
 	}
-	if err := MayReach(p, ReachSource, ""); err != nil {
+	if err := core.MayReach(p, core.ReachSource, ""); err != nil {
 		return err
 	}
-	c.Set(ActorKey, p.Name)
+	c.Set(core.ActorKey, p.Name)
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // writeReloadTimeout bounds the snapshot reload after a write.
@@ -20,12 +21,12 @@ const writeReloadTimeout = 10 * time.Second
 
 // registerWrites adds the release-engineering routes.
 func (s *Server) registerWrites(e *echo.Echo) {
-	promote := s.RequireScope(ScopePromote)
-	e.PUT("/api/v1/channels/:name/pin", s.pin, s.DBDeadline, s.RequireChannelScope(ScopePromote))
-	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.DBDeadline, s.RequireChannelScope(ScopePromote))
+	promote := s.RequireScope(core.ScopePromote)
+	e.PUT("/api/v1/channels/:name/pin", s.pin, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
+	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
 	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.DBDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.DBDeadline, promote)
-	e.POST("/api/v1/sources/:source/scan", s.scan, s.DBDeadline, s.RequireScope(ScopeScan))
+	e.POST("/api/v1/sources/:source/scan", s.scan, s.DBDeadline, s.RequireScope(core.ScopeScan))
 	s.Get(e, "/api/v1/channels/:name/history", s.history, s.DBDeadline)
 	s.registerRisks(e)
 }
@@ -43,11 +44,11 @@ func (s *Server) pin(c echo.Context) error {
 		return err
 	}
 	var req openapi.PinRequest
-	if err := DecodeBody(c, &req, true); err != nil {
+	if err := core.DecodeBody(c, &req, true); err != nil {
 		return err
 	}
 	if req.Version == "" {
-		return InvalidParam("version", "version is required")
+		return core.InvalidParam("version", "version is required")
 	}
 	ch := e.Ans.Channel
 	change, err := v.Snap.PlanPin(ch.Name, req.Version, req.Force)
@@ -60,7 +61,7 @@ func (s *Server) pin(c echo.Context) error {
 		change, err = v.Snap.PlanPin(ch.Name, req.Version, req.Force)
 	}
 	if err != nil {
-		return BadParam("version", err)
+		return core.BadParam("version", err)
 	}
 	overridden, err := s.freezeGate(c, ch.Name, req.OverrideFreeze)
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Server) pin(c echo.Context) error {
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
 			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback})
 	}
-	change.Actor, change.Reason, change.IfRevision = Actor(c), req.Reason, ifRev
+	change.Actor, change.Reason, change.IfRevision = core.Actor(c), req.Reason, ifRev
 	change.Rollback = req.Rollback
 	if _, err := s.Opts.Store.Pin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
@@ -84,7 +85,7 @@ func (s *Server) pin(c echo.Context) error {
 // moveHold makes an admin's override of a freeze take effect at once: the
 // channel's hold moves to the version just pinned (or lifts, for an
 // unpin, until the governor holds the new answer).
-func (s *Server) moveHold(ctx context.Context, e *Entry, version string) {
+func (s *Server) moveHold(ctx context.Context, e *core.Entry, version string) {
 	h := e.Ans.State.Hold
 	if h == nil || s.Opts.Governance == nil {
 		return
@@ -112,7 +113,7 @@ func (s *Server) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	reason, err := ReasonOf(c)
+	reason, err := core.ReasonOf(c)
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (s *Server) unpin(c echo.Context) error {
 		}
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: name, Action: "unpin", Reason: reason})
 	}
-	change.Actor, change.Reason, change.IfRevision = Actor(c), reason, ifRev
+	change.Actor, change.Reason, change.IfRevision = core.Actor(c), reason, ifRev
 	if _, err := s.Opts.Store.Unpin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("unpin %q: %w", name, v.Snap.ExplainUnpin(name, err))
 	}
@@ -152,24 +153,24 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return err
 	}
-	source := PathParam(c, "source")
-	vv, err := v.Snap.Version(source, PathParam(c, "version"))
+	source := core.PathParam(c, "source")
+	vv, err := v.Snap.Version(source, core.PathParam(c, "version"))
 	if err != nil {
 		if _, serr := v.Snap.SourceInfo(source); serr != nil {
-			return BadParam("source", serr)
+			return core.BadParam("source", serr)
 		}
-		return BadParam("version", err)
+		return core.BadParam("version", err)
 	}
-	reason, err := ReasonOf(c)
+	reason, err := core.ReasonOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	canonical := vv.Version.String()
 	if block {
-		_, err = s.Opts.Store.Block(ctx, source, canonical, Actor(c), reason)
+		_, err = s.Opts.Store.Block(ctx, source, canonical, core.Actor(c), reason)
 	} else {
-		err = s.Opts.Store.Unblock(ctx, source, canonical, Actor(c), reason)
+		err = s.Opts.Store.Unblock(ctx, source, canonical, core.Actor(c), reason)
 	}
 	if err != nil {
 		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
@@ -185,7 +186,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, VersionJSON(after))
+	return c.JSON(http.StatusOK, core.VersionJSON(after))
 }
 
 // answerChannel reloads the snapshot after a committed write so that the
@@ -227,9 +228,9 @@ func (s *Server) scan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	source := PathParam(c, "source")
+	source := core.PathParam(c, "source")
 	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return BadParam("source", err)
+		return core.BadParam("source", err)
 	}
 	if s.Opts.Scan == nil {
 		return fmt.Errorf("%w: this replica does not index (serve --no-index, or another replica holds the indexer lock); ask the indexing replica", resolver.ErrUnavailable)
@@ -237,7 +238,7 @@ func (s *Server) scan(c echo.Context) error {
 	// The scan outlives this request by design.
 	running, err := s.Opts.Scan(context.WithoutCancel(c.Request().Context()), source)
 	if err != nil {
-		return ParamIf("source", resolver.ErrNotFound, fmt.Errorf("scan %q: %w", source, err))
+		return core.ParamIf("source", resolver.ErrNotFound, fmt.Errorf("scan %q: %w", source, err))
 	}
 	status := "started"
 	if running {
@@ -288,7 +289,7 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 
 // checkGatesNow runs the release gates of source's version and reloads the
 // source, returning the view that includes the result.
-func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*View, error) {
+func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*core.View, error) {
 	v, err := s.View()
 	if err != nil {
 		return nil, err

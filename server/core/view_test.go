@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
 )
 
 // TestReloadOfOneSourceKeepsTheRest checks that after a reload of one
@@ -15,17 +16,23 @@ import (
 // rebuilt) and the metrics keep every other source's series, while the
 // changed source's channel and series show its new data, and a source
 // gone from the snapshot loses its series.
+// loadedAt and scanned fix the test's timestamps.
+var (
+	loadedAt = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	scanned  = time.Date(2026, 5, 1, 11, 59, 0, 0, time.UTC)
+)
+
 func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
-	a := semverSource(t, "a", "registry.example/a")
-	b := semverSource(t, "b", "registry.example/b")
+	a := resolvertest.SemverSource(t, "a", "registry.example/a")
+	b := resolvertest.SemverSource(t, "b", "registry.example/b")
 	channels := []resolver.Channel{
 		{Name: "a", Source: "a", Stream: resolver.Released},
 		{Name: "b", Source: "b", Stream: resolver.Released},
 	}
 	first := resolver.NewSnapshot(channels, []resolver.SourceData{
-		sourceData(a, []string{"v1.0.0"}, nil), sourceData(b, []string{"v2.0.0"}, nil),
+		resolvertest.SourceData(a, []string{"v1.0.0"}, nil, scanned), resolvertest.SourceData(b, []string{"v2.0.0"}, nil, scanned),
 	}, nil, loadedAt)
-	bNew := sourceData(b, []string{"v2.0.0", "v2.1.0"}, nil)
+	bNew := resolvertest.SourceData(b, []string{"v2.0.0", "v2.1.0"}, nil, scanned)
 	bNew.LastOK.Finished = scanned.Add(time.Hour)
 	second := first.Apply(resolver.Delta{Sources: []resolver.SourceData{bNew}}, loadedAt.Add(time.Hour))
 
@@ -55,7 +62,7 @@ func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
 	if want := float64(bNew.LastOK.Finished.Unix()); got["b"] != want {
 		t.Errorf("source b's last success = %v, want %v", got["b"], want)
 	}
-	onlyA := resolver.NewSnapshot(channels[:1], []resolver.SourceData{sourceData(a, []string{"v1.0.0"}, nil)}, nil, loadedAt)
+	onlyA := resolver.NewSnapshot(channels[:1], []resolver.SourceData{resolvertest.SourceData(a, []string{"v1.0.0"}, nil, scanned)}, nil, loadedAt)
 	m.observeSnapshot(second, onlyA)
 	if got := gaugeSources(t, m.lastSuccess); len(got) != 1 || got["a"] != float64(scanned.Add(2*time.Second).Unix()) {
 		t.Errorf("last-success series after source b was removed: %v, want a's alone, set again", got)

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"math"
@@ -9,17 +9,17 @@ import (
 
 // Failed credentials per client address (CONTRACT section 12): unknown
 // tokens, wrong Docker Hub secrets and bad HMAC signatures. After
-// authFailLimit failures within a minute, further failures from that
+// AuthFailLimit failures within a minute, further failures from that
 // address are answered 429 until the minute ends. Credentials are always
 // checked first, so valid ones are never refused; a guesser only changes
 // which error it reads.
 const (
-	authFailLimit  = 10
+	AuthFailLimit  = 10
 	authFailWindow = time.Minute
-	// maxAuthFailClients bounds the table. When it is full, ended windows
+	// MaxAuthFailClients bounds the table. When it is full, ended windows
 	// go first, then the oldest addresses that are not locked: a locked
 	// address stays locked however many others fail.
-	maxAuthFailClients = 4096
+	MaxAuthFailClients = 4096
 )
 
 type authFailures struct {
@@ -36,7 +36,7 @@ type failWindow struct {
 }
 
 func newAuthFailures(limit int, window time.Duration) *authFailures {
-	return &authFailures{limit: limit, window: window, max: maxAuthFailClients, m: make(map[string]*failWindow)}
+	return &authFailures{limit: limit, window: window, max: MaxAuthFailClients, m: make(map[string]*failWindow)}
 }
 
 // failed charges addr one failure. locked says the address is past its

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"errors"
@@ -268,19 +268,19 @@ func (l *limiters) allow(name string) (int, bool) {
 	return max(1, int(math.Ceil(d.Seconds()))), false
 }
 
-// consoleHeader marks a write the console's own script sends with a
+// ConsoleHeader marks a write the console's own script sends with a
 // session cookie: another site's form cannot set a header, so a cookie
 // alone never writes (CSRF).
-const consoleHeader = "X-Tidemark-Console"
+const ConsoleHeader = "X-Tidemark-Console"
 
 // sessionPrincipal is the person signed in on the request's session
-// cookie, for a read, or a write that carries consoleHeader.
+// cookie, for a read, or a write that carries ConsoleHeader.
 func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
 	if s.Opts.SignIn == nil {
 		return resolver.Principal{}, false
 	}
 	r := c.Request()
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(consoleHeader) != "1" {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(ConsoleHeader) != "1" {
 		return resolver.Principal{}, false
 	}
 	return s.Opts.SignIn.Session(c.Response(), r)

@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"encoding/json"
@@ -117,7 +117,7 @@ func (s *Server) HandleError(err error, c echo.Context) {
 		if pa := (*ProblemAnswer)(nil); !errors.As(err, &pa) {
 			ctype = echo.MIMEApplicationJSON
 		}
-		body, _ = json.Marshal(releaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status,
+		body, _ = json.Marshal(openapi.ReleaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status,
 			Title: p.Title, Detail: p.Detail})
 	} else {
 		body, _ = json.Marshal(p)
@@ -125,27 +125,14 @@ func (s *Server) HandleError(err error, c echo.Context) {
 	_ = c.Blob(p.Status, ctype, body)
 }
 
-// releaseError is channelserver's (rancher/apiserver) error body, plus an
-// RFC 9457 problem's title and detail ("error" is a valid problem type, a
-// relative URI reference), so that one body reads as either.
-type releaseError struct {
-	Type    string   `json:"type"`
-	Links   struct{} `json:"links"`
-	Code    string   `json:"code"`
-	Message string   `json:"message"`
-	Status  int      `json:"status"`
-	Title   string   `json:"title"`
-	Detail  string   `json:"detail"`
-}
-
 // ProblemAnswer marks an error answered as application/problem+json even
 // on /v1-release: a stepwise channel's 404 for a request that reports no
 // version, which the contract calls a problem detail. A
 // system-upgrade-controller reads only the status of any answer but a 302.
-type ProblemAnswer struct{ err error }
+type ProblemAnswer struct{ Err error }
 
-func (e *ProblemAnswer) Error() string { return e.err.Error() }
-func (e *ProblemAnswer) Unwrap() error { return e.err }
+func (e *ProblemAnswer) Error() string { return e.Err.Error() }
+func (e *ProblemAnswer) Unwrap() error { return e.Err }
 
 func releaseCode(status int) string {
 	switch status {

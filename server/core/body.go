@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 // leave a rollout running exactly when many nodes are down (Alertmanager
 // does not retry a 4xx).
 const (
-	maxWriteBody        = 64 << 10
+	MaxWriteBody        = 64 << 10
 	MaxAlertmanagerBody = 8 << 20
 )
 
@@ -36,7 +36,7 @@ var (
 // does not say it is JSON (415; curl -d sends a form type) and anything
 // after the JSON value (400): a body is one value, not a stream.
 func DecodeBody(c echo.Context, dst any, required bool) error {
-	return decode(c, dst, required, true, maxWriteBody)
+	return decode(c, dst, required, true, MaxWriteBody)
 }
 
 // DecodeForeign is decodeBody for a body another program defines (an

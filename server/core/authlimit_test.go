@@ -1,0 +1,26 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestALockedAddressStaysLockedWhateverOthersDo: failures from more
+// addresses than the table holds never unlock a locked one (issue 24 item
+// 11: the table was cleared at 4,096).
+func TestALockedAddressStaysLockedWhateverOthersDo(t *testing.T) {
+	a := newAuthFailures(AuthFailLimit, time.Hour)
+	for range AuthFailLimit + 1 {
+		a.failed("203.0.113.1")
+	}
+	for i := range MaxAuthFailClients + 200 {
+		a.failed(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	if _, locked := a.failed("203.0.113.1"); !locked {
+		t.Error("a locked address was unlocked by other addresses' failures")
+	}
+	if len(a.m) > MaxAuthFailClients {
+		t.Errorf("table of %d entries, want at most %d", len(a.m), MaxAuthFailClients)
+	}
+}
