@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,7 +33,7 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
 	if wantsJSON(req) {
-		return s.sendChannel(c, e)
+		return core.SendChannel(c, e)
 	}
 	loc, body := e.Location, e.Body
 	if loc == "" {
@@ -80,39 +79,6 @@ func (s *Server) releaseChannels(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
 	return c.JSON(http.StatusOK, out)
-}
-
-func (s *Server) listChannels(c echo.Context) error {
-	v, err := s.View()
-	if err != nil {
-		return err
-	}
-	out := make([]openapi.Channel, 0, len(v.List))
-	for _, e := range v.List {
-		out = append(out, core.ChannelJSON(e))
-	}
-	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
-	return c.JSON(http.StatusOK, out)
-}
-
-func (s *Server) getChannel(c echo.Context) error {
-	_, e, err := s.ChannelParam(c)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("Cache-Control", core.ChannelCacheControl)
-	return s.sendChannel(c, e)
-}
-
-// sendChannel sends the channel object with its ETag, or 304.
-func (s *Server) sendChannel(c echo.Context, e *core.Entry) error {
-	h := c.Response().Header()
-	body, etag := e.ChannelAt(time.Now())
-	h.Set("ETag", etag)
-	if core.ETagMatches(c.Request().Header.Get("If-None-Match"), etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	return c.JSON(http.StatusOK, body)
 }
 
 // wantsJSON reports whether a channel URL client asked for the channel

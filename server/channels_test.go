@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // TestK3sChannelAnswers checks every channel of k3s's channel.yaml (plus a
@@ -176,8 +177,8 @@ func TestReTagChangesETag(t *testing.T) {
 	// If-Match still reads the revision the ETag starts with.
 	req := httptest.NewRequest(http.MethodPut, path+"/pin", nil)
 	req.Header.Set("If-Match", after)
-	if rev, err := ifMatchRevision(req); err != nil || rev != 3 {
-		t.Errorf("ifMatchRevision(%s) = %d, %v; want 3", after, rev, err)
+	if rev, err := core.IfMatchRevision(req); err != nil || rev != 3 {
+		t.Errorf("core.IfMatchRevision(%s) = %d, %v; want 3", after, rev, err)
 	}
 }
 

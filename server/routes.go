@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -76,15 +77,6 @@ func (s *Server) routes() *echo.Echo {
 	// channelserver clients also ask for the singular.
 	s.Get(e, "/v1-release/channel/:name", s.releaseChannel)
 
-	s.Get(e, "/api/v1/channels", s.listChannels)
-	s.Get(e, "/api/v1/channels/:name", s.getChannel)
-	s.Get(e, "/api/v1/channels/:name/releases", s.channelReleases)
-	s.Get(e, "/api/v1/sources", s.listSources)
-	s.Get(e, "/api/v1/sources/:source", s.getSource)
-	s.Get(e, "/api/v1/sources/:source/versions", s.listVersions)
-	s.Get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
-	s.Get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
-	s.Get(e, "/api/v1/resolve", s.resolve)
 	s.Get(e, "/api/upgrades_info/v1/graph", s.graph)
 	hooks := &capi.Hooks{Sources: s.Opts.ClusterAPI, Answered: s.Metrics.CapiAnswer, Snapshot: func() *resolver.Snapshot {
 		if v := s.Cur.Load(); v != nil {
@@ -99,12 +91,8 @@ func (s *Server) routes() *echo.Echo {
 	rv.Observe = s.Metrics.RegistryView
 	registryview.New(rv).Register(e)
 
-	s.registerWrites(e)
-	s.registerGovernance(e)
+	api.Register(e, s.Server)
 	s.registerSignIn(e)
-	s.registerFleet(e)
-	s.registerRollouts(e)
 	s.registerUI(e)
-	s.registerWebhooks(e)
 	return e
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
@@ -52,10 +53,10 @@ func TestBodyLimitsPerRoute(t *testing.T) {
 		head, tail := `{"events":[],"pad":"`, `"}`
 		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 	}
-	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(maxWebhookBody)); res.StatusCode != http.StatusAccepted {
+	if res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(api.MaxWebhookBody)); res.StatusCode != http.StatusAccepted {
 		t.Errorf("a webhook of exactly 1 MiB: %d %s, want 202", res.StatusCode, body)
 	}
-	res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(maxWebhookBody+1))
+	res, body := do(t, env, env.ts, http.MethodPost, "/api/v1/webhooks/distribution", "scanner", padded(api.MaxWebhookBody+1))
 	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "1048576") {
 		t.Errorf("a webhook one byte over 1 MiB: %d %s, want 413 naming 1048576", res.StatusCode, body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -69,8 +70,8 @@ func TestClientHangupDoesNotFailReload(t *testing.T) {
 			if why := srv.Snapshots().Degraded(); why != "" {
 				t.Errorf("replica degraded by a client hang-up: %s", why)
 			}
-			if deadline <= 0 || deadline > writeReloadTimeout {
-				t.Errorf("reload after a write had %v left, want a deadline within %v", deadline, writeReloadTimeout)
+			if deadline <= 0 || deadline > api.WriteReloadTimeout {
+				t.Errorf("reload after a write had %v left, want a deadline within %v", deadline, api.WriteReloadTimeout)
 			}
 		})
 	}

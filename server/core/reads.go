@@ -211,3 +211,14 @@ func PathParam(c echo.Context, name string) string {
 	}
 	return p
 }
+
+// SendChannel sends the channel object with its ETag, or 304.
+func SendChannel(c echo.Context, e *Entry) error {
+	h := c.Response().Header()
+	body, etag := e.ChannelAt(time.Now())
+	h.Set("ETag", etag)
+	if ETagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSON(http.StatusOK, body)
+}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"strconv"
@@ -201,7 +202,7 @@ func servedDigest(a resolver.ChannelAnswer) string {
 // channelETag changes whenever the channel's answer can: its state revision
 // (pins), its resolved version (scans, blocks) and the digest it serves (a
 // re-tag moves the image under an unchanged version). The revision comes
-// first: If-Match is checked on it alone (ifMatchRevision).
+// first: If-Match is checked on it alone (IfMatchRevision).
 func channelETag(revision int64, version string, pinned bool, digest string) string {
 	p := "f"
 	if pinned {
@@ -276,4 +277,26 @@ func ETagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// IfMatchRevision reads If-Match as the channel state revision it was
+// issued for (the number an ETag starts with). Absent or "*":
+// resolver.AnyRevision, no check (last writer wins). The revision alone is compared, not the whole ETag:
+// a scan that moves a following channel's version is not a conflicting
+// write, and replicas that reloaded at different moments agree on revisions.
+func IfMatchRevision(r *http.Request) (int64, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" || h == "*" {
+		return resolver.AnyRevision, nil
+	}
+	bad := fmt.Errorf("%w: If-Match %q is not an ETag this server issued; GET the channel for a fresh one", resolver.ErrConflict, h)
+	if strings.HasPrefix(h, "W/") || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) || len(h) < 2 {
+		return 0, bad
+	}
+	num, _, _ := strings.Cut(h[1:len(h)-1], "-")
+	rev, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || rev < 0 {
+		return 0, bad
+	}
+	return rev, nil
 }

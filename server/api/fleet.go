@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"fmt"
@@ -21,14 +21,14 @@ const (
 
 // registerFleet adds the fleet reads (CONTRACT section 5). They need a
 // token (scope read, promote or admin): cluster IDs are customer data.
-func (s *Server) registerFleet(e *echo.Echo) {
+func (s *API) registerFleet(e *echo.Echo) {
 	read := s.RequireRead()
 	s.Get(e, "/api/v1/fleet", s.fleetSummary, s.DBDeadline, s.fleetAvailable, read)
 	s.Get(e, "/api/v1/fleet/clusters", s.fleetClusters, s.DBDeadline, s.fleetAvailable, read)
 	s.Get(e, "/api/v1/fleet/clusters/:id", s.fleetCluster, s.DBDeadline, s.fleetAvailable, read)
 }
 
-func (s *Server) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *API) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.Opts.Fleet.Store == nil {
 			return s.WriteUnavailable(c)
@@ -38,7 +38,7 @@ func (s *Server) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // fleetChannel is the ?channel= of a fleet read: required, and configured.
-func (s *Server) fleetChannel(c echo.Context) (*core.View, string, error) {
+func (s *API) fleetChannel(c echo.Context) (*core.View, string, error) {
 	name := c.QueryParam("channel")
 	if name == "" {
 		return nil, "", core.InvalidParam("channel", "channel is required: ?channel=<name>")
@@ -53,7 +53,7 @@ func (s *Server) fleetChannel(c echo.Context) (*core.View, string, error) {
 	return v, name, nil
 }
 
-func (s *Server) fleetSummary(c echo.Context) error {
+func (s *API) fleetSummary(c echo.Context) error {
 	v, name, err := s.fleetChannel(c)
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func (s *Server) fleetSummary(c echo.Context) error {
 	return c.JSON(http.StatusOK, sum)
 }
 
-func (s *Server) fleetClusters(c echo.Context) error {
+func (s *API) fleetClusters(c echo.Context) error {
 	v, name, err := s.fleetChannel(c)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (s *Server) fleetClusters(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) fleetCluster(c echo.Context) error {
+func (s *API) fleetCluster(c echo.Context) error {
 	id := core.PathParam(c, "id")
 	recs, err := s.Opts.Fleet.Store.FleetCluster(c.Request().Context(), id)
 	if err != nil {

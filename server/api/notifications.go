@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ const defaultNotificationsLimit = 100
 
 // notifications answers GET /api/v1/notifications (scope read, promote or
 // admin: the events name channels and actors).
-func (s *Server) notifications(c echo.Context) error {
+func (s *API) notifications(c echo.Context) error {
 	if s.Opts.Notifications == nil {
 		return fmt.Errorf("%w: notifications need the database, which this server was started without", resolver.ErrUnavailable)
 	}

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ var rolloutActions = map[string]bool{
 	resolver.RolloutAdvance: true, resolver.RolloutHalt: true,
 }
 
-func (s *Server) registerRollouts(e *echo.Echo) {
+func (s *API) registerRollouts(e *echo.Echo) {
 	s.Get(e, "/api/v1/channels/:name/rollout", s.getRollout, s.DBDeadline)
 	e.POST("/api/v1/channels/:name/rollout/:action", s.controlRollout, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
 	// Each alert names its channel: the handler ignores those a limited
@@ -28,7 +28,7 @@ func (s *Server) registerRollouts(e *echo.Echo) {
 
 // rolloutEntry is the channel named by :name and its rollout; 404 when it
 // never rolled out.
-func (s *Server) rolloutEntry(c echo.Context) (*core.Entry, error) {
+func (s *API) rolloutEntry(c echo.Context) (*core.Entry, error) {
 	_, e, err := s.ChannelParam(c)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (s *Server) rolloutEntry(c echo.Context) (*core.Entry, error) {
 
 // getRollout is the rollout with the fleet's counts, read from the
 // database: the progress itself comes from the snapshot.
-func (s *Server) getRollout(c echo.Context) error {
+func (s *API) getRollout(c echo.Context) error {
 	e, err := s.rolloutEntry(c)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (s *Server) getRollout(c echo.Context) error {
 
 // controlRollout pauses, resumes, advances or halts a rollout. The store
 // checks the state at the database's clock, under the channel's lock.
-func (s *Server) controlRollout(c echo.Context) error {
+func (s *API) controlRollout(c echo.Context) error {
 	action := core.PathParam(c, "action")
 	if !rolloutActions[action] {
 		return core.InvalidParam("action", "rollout action %q: want pause, resume, advance or halt", action)
@@ -103,6 +103,6 @@ func (s *Server) controlRollout(c echo.Context) error {
 // rolloutChanged logs a rollout event. The outside hears of it through
 // the notification outbox (dev.tidemark.rollout.changed), which the store
 // writes in the event's own transaction.
-func (s *Server) rolloutChanged(r resolver.Rollout, what, actor, reason string) {
+func (s *API) rolloutChanged(r resolver.Rollout, what, actor, reason string) {
 	s.Log.Info("rollout changed", "channel", r.Channel, "from", r.From, "to", r.To, "event", what, "actor", actor, "reason", reason)
 }

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // shared cache is harmless and absorbs dashboards polling in a loop.
 const listCacheControl = "public, max-age=15"
 
-func (s *Server) listSources(c echo.Context) error {
+func (s *API) listSources(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -29,7 +29,7 @@ func (s *Server) listSources(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) getSource(c echo.Context) error {
+func (s *API) getSource(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (s *Server) getSource(c echo.Context) error {
 
 // listUnparsed shows the tags kept but never served, with why, so that an
 // operator can fix a build pattern or an exclude.
-func (s *Server) listUnparsed(c echo.Context) error {
+func (s *API) listUnparsed(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (s *Server) listUnparsed(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) listVersions(c echo.Context) error {
+func (s *API) listVersions(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (s *Server) listVersions(c echo.Context) error {
 
 // getVersion accepts a canonical version or a raw tag, with "+" sent raw or
 // as %2B.
-func (s *Server) getVersion(c echo.Context) error {
+func (s *API) getVersion(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func (s *Server) getVersion(c echo.Context) error {
 
 // resolve is the dry-run upgrade answer. Unknown query parameters are
 // ignored; a bad value of a known one is a 400 naming it.
-func (s *Server) resolve(c echo.Context) error {
+func (s *API) resolve(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err

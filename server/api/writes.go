@@ -1,12 +1,10 @@
-package server
+package api
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -16,11 +14,11 @@ import (
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
-// writeReloadTimeout bounds the snapshot reload after a write.
-const writeReloadTimeout = 10 * time.Second
+// WriteReloadTimeout bounds the snapshot reload after a write.
+const WriteReloadTimeout = 10 * time.Second
 
 // registerWrites adds the release-engineering routes.
-func (s *Server) registerWrites(e *echo.Echo) {
+func (s *API) registerWrites(e *echo.Echo) {
 	promote := s.RequireScope(core.ScopePromote)
 	e.PUT("/api/v1/channels/:name/pin", s.pin, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
 	e.DELETE("/api/v1/channels/:name/pin", s.unpin, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
@@ -34,12 +32,12 @@ func (s *Server) registerWrites(e *echo.Echo) {
 // pin promotes (or rolls back) a channel to a version. The checks are on the
 // snapshot this replica serves; the If-Match check is on the database, in
 // the store's transaction, so it holds across replicas and racing writers.
-func (s *Server) pin(c echo.Context) error {
+func (s *API) pin(c echo.Context) error {
 	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
-	ifRev, err := ifMatchRevision(c.Request())
+	ifRev, err := core.IfMatchRevision(c.Request())
 	if err != nil {
 		return err
 	}
@@ -85,7 +83,7 @@ func (s *Server) pin(c echo.Context) error {
 // moveHold makes an admin's override of a freeze take effect at once: the
 // channel's hold moves to the version just pinned (or lifts, for an
 // unpin, until the governor holds the new answer).
-func (s *Server) moveHold(ctx context.Context, e *core.Entry, version string) {
+func (s *API) moveHold(ctx context.Context, e *core.Entry, version string) {
 	h := e.Ans.State.Hold
 	if h == nil || s.Opts.Governance == nil {
 		return
@@ -104,12 +102,12 @@ func (s *Server) moveHold(ctx context.Context, e *core.Entry, version string) {
 // unpin lets the channel follow its stream again. A channel with a fixed
 // `latest:` in configuration goes back to that version: a database pin
 // overrides the configured one, and unpinning removes only the database pin.
-func (s *Server) unpin(c echo.Context) error {
+func (s *API) unpin(c echo.Context) error {
 	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
 	}
-	ifRev, err := ifMatchRevision(c.Request())
+	ifRev, err := core.IfMatchRevision(c.Request())
 	if err != nil {
 		return err
 	}
@@ -142,13 +140,13 @@ func (s *Server) unpin(c echo.Context) error {
 	return s.answerChannel(c, name, "unpinned")
 }
 
-func (s *Server) block(c echo.Context) error   { return s.setBlock(c, true) }
-func (s *Server) unblock(c echo.Context) error { return s.setBlock(c, false) }
+func (s *API) block(c echo.Context) error   { return s.setBlock(c, true) }
+func (s *API) unblock(c echo.Context) error { return s.setBlock(c, false) }
 
 // setBlock blocks or unblocks a version given as canonical string or tag;
 // the block is recorded on the canonical version, so it covers every tag
 // that spells it.
-func (s *Server) setBlock(c echo.Context, block bool) error {
+func (s *API) setBlock(c echo.Context, block bool) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -191,7 +189,7 @@ func (s *Server) setBlock(c echo.Context, block bool) error {
 
 // answerChannel reloads the snapshot after a committed write so that the
 // answer, and every read after it on this replica, shows the change.
-func (s *Server) answerChannel(c echo.Context, name, done string) error {
+func (s *API) answerChannel(c echo.Context, name, done string) error {
 	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
 		// The write is committed; saying 503 without saying so would invite
 		// a blind retry.
@@ -215,15 +213,15 @@ func (s *Server) answerChannel(c echo.Context, name, done string) error {
 // replica's business, not the request's: a client hanging up after its
 // write committed must not fail it (a degraded replica, an alert). It holds
 // reloadMu, so it is bounded: a hung database must not stall every reload.
-func (s *Server) reloadAfterWrite(ctx context.Context, c resolver.Change) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeReloadTimeout)
+func (s *API) reloadAfterWrite(ctx context.Context, c resolver.Change) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteReloadTimeout)
 	defer cancel()
 	var cs resolver.Changes
 	cs.Add(c)
 	return s.Update(ctx, cs)
 }
 
-func (s *Server) scan(c echo.Context) error {
+func (s *API) scan(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -249,7 +247,7 @@ func (s *Server) scan(c echo.Context) error {
 
 // history reads the audit log from the database rather than the snapshot:
 // it is evidence, and a person asking for it wants the latest word.
-func (s *Server) history(c echo.Context) error {
+func (s *API) history(c echo.Context) error {
 	if s.Opts.Store == nil {
 		return s.WriteUnavailable(c)
 	}
@@ -265,31 +263,9 @@ func (s *Server) history(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// ifMatchRevision reads If-Match as the channel state revision it was
-// issued for (the number an ETag starts with). Absent or "*":
-// resolver.AnyRevision, no check (last writer wins). The revision alone is compared, not the whole ETag:
-// a scan that moves a following channel's version is not a conflicting
-// write, and replicas that reloaded at different moments agree on revisions.
-func ifMatchRevision(r *http.Request) (int64, error) {
-	h := strings.TrimSpace(r.Header.Get("If-Match"))
-	if h == "" || h == "*" {
-		return resolver.AnyRevision, nil
-	}
-	bad := fmt.Errorf("%w: If-Match %q is not an ETag this server issued; GET the channel for a fresh one", resolver.ErrConflict, h)
-	if strings.HasPrefix(h, "W/") || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) || len(h) < 2 {
-		return 0, bad
-	}
-	num, _, _ := strings.Cut(h[1:len(h)-1], "-")
-	rev, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || rev < 0 {
-		return 0, bad
-	}
-	return rev, nil
-}
-
 // checkGatesNow runs the release gates of source's version and reloads the
 // source, returning the view that includes the result.
-func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*core.View, error) {
+func (s *API) checkGatesNow(ctx context.Context, source, version string) (*core.View, error) {
 	v, err := s.View()
 	if err != nil {
 		return nil, err
@@ -298,7 +274,7 @@ func (s *Server) checkGatesNow(ctx context.Context, source, version string) (*co
 	if err != nil {
 		return nil, err
 	}
-	gctx, cancel := context.WithTimeout(ctx, writeReloadTimeout)
+	gctx, cancel := context.WithTimeout(ctx, WriteReloadTimeout)
 	defer cancel()
 	if err := s.Opts.Gate(gctx, source, vv.Tag.Name); err != nil {
 		return nil, fmt.Errorf("%w: pin: the release gates of %s could not be checked now: %w", resolver.ErrUnavailable, vv.Version, err)

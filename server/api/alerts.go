@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // audited with the alert's name and summary. Alertmanager retries a
 // non-2xx answer, so an alert that halts nothing (the rollout is already
 // halted or complete, the channel unknown) is reported, not refused.
-func (s *Server) alertmanager(c echo.Context) error {
+func (s *API) alertmanager(c echo.Context) error {
 	if s.Opts.Rollouts.Store == nil {
 		return s.WriteUnavailable(c)
 	}

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"errors"
@@ -15,14 +15,14 @@ import (
 // registerRisks adds the known-risk routes (CONTRACT section 13). A risk
 // speaks for every channel of its source, so declaring one needs a token
 // not limited to channels, as a block does.
-func (s *Server) registerRisks(e *echo.Echo) {
+func (s *API) registerRisks(e *echo.Echo) {
 	promote := s.RequireScope(core.ScopePromote)
 	s.Get(e, "/api/v1/sources/:source/risks", s.listRisks)
 	e.PUT("/api/v1/sources/:source/risks/:risk", s.putRisk, s.DBDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/risks/:risk", s.deleteRisk, s.DBDeadline, promote)
 }
 
-func (s *Server) listRisks(c echo.Context) error {
+func (s *API) listRisks(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (s *Server) listRisks(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) putRisk(c echo.Context) error {
+func (s *API) putRisk(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (s *Server) putRisk(c echo.Context) error {
 	return c.JSON(http.StatusOK, core.RiskJSON(&r, core.BaseURL(s.Opts.ExternalURL, c.Request())))
 }
 
-func (s *Server) deleteRisk(c echo.Context) error {
+func (s *API) deleteRisk(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err

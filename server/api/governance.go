@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const DefaultApprovalTTL = 24 * time.Hour
 // maxChangesListed bounds GET /api/v1/changes.
 const maxChangesListed = 500
 
-func (s *Server) registerGovernance(e *echo.Echo) {
+func (s *API) registerGovernance(e *echo.Echo) {
 	promote := s.RequireChannelScope(core.ScopePromote)
 	e.POST("/api/v1/channels/:name/changes", s.scheduleChange, s.DBDeadline, promote)
 	// Read like a channel's history: no token.
@@ -38,7 +38,7 @@ func (s *Server) registerGovernance(e *echo.Echo) {
 }
 
 // scheduleChange is POST /api/v1/channels/{name}/changes.
-func (s *Server) scheduleChange(c echo.Context) error {
+func (s *API) scheduleChange(c echo.Context) error {
 	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func (s *Server) scheduleChange(c echo.Context) error {
 
 // checkChange validates a change's action and version against the
 // snapshot now (it is checked again when it applies).
-func (s *Server) checkChange(v *core.View, sc *resolver.ScheduledChange, version string) error {
+func (s *API) checkChange(v *core.View, sc *resolver.ScheduledChange, version string) error {
 	switch sc.Action {
 	case "pin":
 		if version == "" {
@@ -92,7 +92,7 @@ func (s *Server) checkChange(v *core.View, sc *resolver.ScheduledChange, version
 
 // recordChange stores sc for the requester: pending when the channel
 // needs approvals (202), else scheduled (201).
-func (s *Server) recordChange(c echo.Context, e *core.Entry, sc resolver.ScheduledChange) error {
+func (s *API) recordChange(c echo.Context, e *core.Entry, sc resolver.ScheduledChange) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (s *Server) recordChange(c echo.Context, e *core.Entry, sc resolver.Schedul
 	return c.JSON(status, core.ChangeJSON(sc))
 }
 
-func (s *Server) listChanges(c echo.Context) error {
+func (s *API) listChanges(c echo.Context) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func changeID(c echo.Context) (int64, error) {
 }
 
 // changeOf finds change id and checks the principal may write its channel.
-func (s *Server) changeOf(c echo.Context, g core.Governance, id int64) (resolver.ScheduledChange, error) {
+func (s *API) changeOf(c echo.Context, g core.Governance, id int64) (resolver.ScheduledChange, error) {
 	ch, err := g.Change(c.Request().Context(), id)
 	if err != nil {
 		return ch, core.BadParam("id", err)
@@ -154,7 +154,7 @@ func (s *Server) changeOf(c echo.Context, g core.Governance, id int64) (resolver
 
 // changeRequest reads a request about change {id}: the store, the id
 // (checked against the principal's channels) and the reason.
-func (s *Server) changeRequest(c echo.Context) (g core.Governance, id int64, reason string, err error) {
+func (s *API) changeRequest(c echo.Context) (g core.Governance, id int64, reason string, err error) {
 	if g, err = s.GovernanceStore(); err != nil {
 		return nil, 0, "", err
 	}
@@ -168,7 +168,7 @@ func (s *Server) changeRequest(c echo.Context) (g core.Governance, id int64, rea
 	return g, id, reason, err
 }
 
-func (s *Server) cancelChange(c echo.Context) error {
+func (s *API) cancelChange(c echo.Context) error {
 	g, id, reason, err := s.changeRequest(c)
 	if err != nil {
 		return err
@@ -181,12 +181,12 @@ func (s *Server) cancelChange(c echo.Context) error {
 	return c.JSON(http.StatusOK, core.ChangeJSON(ch))
 }
 
-func (s *Server) approveChange(c echo.Context) error { return s.decideChange(c, true) }
-func (s *Server) rejectChange(c echo.Context) error  { return s.decideChange(c, false) }
+func (s *API) approveChange(c echo.Context) error { return s.decideChange(c, true) }
+func (s *API) rejectChange(c echo.Context) error  { return s.decideChange(c, false) }
 
 // decideChange approves or rejects a pending change; the last approval
 // needed applies a change whose time has come at once.
-func (s *Server) decideChange(c echo.Context, approve bool) error {
+func (s *API) decideChange(c echo.Context, approve bool) error {
 	g, id, reason, err := s.changeRequest(c)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func (s *Server) decideChange(c echo.Context, approve bool) error {
 // maxFreezeChannels bounds a freeze's channel globs.
 const maxFreezeChannels = 100
 
-func (s *Server) createFreeze(c echo.Context) error {
+func (s *API) createFreeze(c echo.Context) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (s *Server) createFreeze(c echo.Context) error {
 	return c.JSON(http.StatusCreated, core.FreezeJSON(f, time.Now()))
 }
 
-func (s *Server) listFreezes(c echo.Context) error {
+func (s *API) listFreezes(c echo.Context) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (s *Server) listFreezes(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) cancelFreeze(c echo.Context) error {
+func (s *API) cancelFreeze(c echo.Context) error {
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err
@@ -297,7 +297,7 @@ func (s *Server) cancelFreeze(c echo.Context) error {
 }
 
 // frozen is the freeze holding channel now, if any.
-func (s *Server) frozen(ctx context.Context, channel string) (*resolver.Freeze, error) {
+func (s *API) frozen(ctx context.Context, channel string) (*resolver.Freeze, error) {
 	if s.Opts.Governance == nil {
 		return nil, nil
 	}
@@ -316,7 +316,7 @@ func (s *Server) frozen(ctx context.Context, channel string) (*resolver.Freeze, 
 
 // freezeGate refuses a pin or unpin of a frozen channel (409 naming the
 // freeze), unless an admin overrides it; override reports that one did.
-func (s *Server) freezeGate(c echo.Context, channel string, override bool) (overridden bool, err error) {
+func (s *API) freezeGate(c echo.Context, channel string, override bool) (overridden bool, err error) {
 	f, err := s.frozen(c.Request().Context(), channel)
 	if err != nil || f == nil {
 		return false, err
@@ -333,7 +333,7 @@ func (s *Server) freezeGate(c echo.Context, channel string, override bool) (over
 }
 
 // kickGovernor runs a governance round soon (a freeze made or lifted).
-func (s *Server) kickGovernor() {
+func (s *API) kickGovernor() {
 	select {
 	case s.GovernKick <- struct{}{}:
 	default:

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"net/http"
@@ -12,7 +12,7 @@ import (
 // versions the channel may serve now (resolver.Snapshot.Servable):
 // version is the registry tag, releaseTimestamp when Tidemark first indexed
 // it, so Renovate's minimumReleaseAge waits for soak on any registry.
-func (s *Server) channelReleases(c echo.Context) error {
+func (s *API) channelReleases(c echo.Context) error {
 	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return err

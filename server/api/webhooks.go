@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"errors"
@@ -16,16 +16,16 @@ import (
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
-// maxWebhookBody bounds a webhook payload (CONTRACT section 12): Docker
+// MaxWebhookBody bounds a webhook payload (CONTRACT section 12): Docker
 // Hub's carries the Dockerfile and README, a distribution envelope up to
 // its threshold of events.
-const maxWebhookBody = 1 << 20
+const MaxWebhookBody = 1 << 20
 
 // registerWebhooks adds the registry webhook routes. Each checks the
 // credentials its sender puts in headers or the path before it reads the
 // body; GitHub signs the body, so its body is read (up to the limit)
 // first.
-func (s *Server) registerWebhooks(e *echo.Echo) {
+func (s *API) registerWebhooks(e *echo.Echo) {
 	for _, kind := range []string{"distribution", "harbor", "quay", "github"} {
 		e.POST("/api/v1/webhooks/"+kind, s.webhook(kind), s.DBDeadline)
 	}
@@ -33,7 +33,7 @@ func (s *Server) registerWebhooks(e *echo.Echo) {
 	s.Get(e, "/api/v1/notifications", s.notifications, s.DBDeadline, s.RequireRead())
 }
 
-func (s *Server) webhook(kind string) echo.HandlerFunc {
+func (s *API) webhook(kind string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		received := time.Now()
 		if kind != "github" {
@@ -42,7 +42,7 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 				return err
 			}
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBody))
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, MaxWebhookBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
@@ -99,7 +99,7 @@ func (s *Server) webhook(kind string) echo.HandlerFunc {
 // the body with a shared secret; Docker Hub can send no header, so its
 // secret is in the path; the others send a bearer token with scope scan
 // (or, for registries that cannot set a header, ?access_token=, RFC 6750).
-func (s *Server) authenticateWebhook(c echo.Context, kind string, body []byte) error {
+func (s *API) authenticateWebhook(c echo.Context, kind string, body []byte) error {
 	switch kind {
 	case "github":
 		return s.CredentialFailed(c, webhooks.CheckGitHubSignature(s.Opts.GitHubSecret, c.Request().Header.Get("X-Hub-Signature-256"), body))
