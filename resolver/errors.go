@@ -3,7 +3,7 @@ package resolver
 import "errors"
 
 // The error taxonomy. Every layer wraps one of these with %w; the server maps
-// them to HTTP status codes in one table (server/errors.go). Nothing outside
+// them to HTTP status codes in one table (server/core/errors.go). Nothing outside
 // this list should decide a status code.
 var (
 	ErrNotFound      = errors.New("not found")

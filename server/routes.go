@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/capi"
+	"github.com/tidemark-dev/tidemark/server/console"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 )
@@ -68,7 +69,6 @@ func (s *Server) routes() *echo.Echo {
 	s.Get(e, "/metrics", echo.WrapHandler(s.Metrics.Handler))
 	s.Get(e, "/openapi.yaml", s.Spec)
 
-	s.Get(e, "/", s.rootOrConsole)
 	s.Get(e, "/v1-release", s.Root)
 	s.Get(e, "/api/v1", s.Root)
 
@@ -92,7 +92,6 @@ func (s *Server) routes() *echo.Echo {
 	registryview.New(rv).Register(e)
 
 	api.Register(e, s.Server)
-	s.registerSignIn(e)
-	s.registerUI(e)
+	console.Register(e, s.Server)
 	return e
 }

@@ -45,8 +45,7 @@ var ErrRateLimited = core.ErrRateLimited
 // Server is the core with every audience's routes.
 type Server struct {
 	*core.Server
-	echo    *echo.Echo
-	uiFleet fleetCountsCache // the console's fleet counts per channel
+	echo *echo.Echo
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data

@@ -49,8 +49,11 @@ func seedRollout(t *testing.T, env *pgEnv) string {
 	t.Helper()
 	ctx := context.Background()
 	ch, _ := channel(t, env.ts, "latest")
-	to := str0(ch.Version)
-	if to == "" || to == rolloutFrom {
+	if ch.Version == nil {
+		t.Fatal("latest serves nothing: nothing to roll out")
+	}
+	to := *ch.Version
+	if to == rolloutFrom {
 		t.Fatalf("latest serves %q: nothing to roll out from %s", to, rolloutFrom)
 	}
 	if ok, err := env.st.StartRollout(ctx, resolver.RolloutStart{Channel: "latest", Served: rolloutFrom, To: rolloutFrom, Policy: consolePolicy, Baseline: true}); err != nil || !ok {

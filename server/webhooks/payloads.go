@@ -1,7 +1,7 @@
 // Package webhooks reads what registries send when a tag is pushed or
 // deleted (distribution, Harbor, Quay, GitHub Packages, Docker Hub) and
 // checks the secrets those that cannot send a token use. It holds no
-// route: server/webhooks.go authenticates, calls Parse and queues the
+// route: server/api/webhooks.go authenticates, calls Parse and queues the
 // events for the indexer.
 package webhooks
 

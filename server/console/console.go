@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"bytes"
@@ -18,14 +18,8 @@ import (
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
-// The console (/ui/) is server-rendered HTML from the same snapshot the API
-// answers from, so every read works without JavaScript. A small embedded
-// script (ui/assets/console.js) does what HTML cannot: writes, which carry
-// the token in an Authorization header through the JSON API, and the live
-// channel list. Nothing is fetched from anywhere else: no CDN, no fonts.
-//
-// Handlers here bind, call the snapshot (or, for resolve and history, the
-// API's own handler: see uiCall) and render; page shapes are in ui_pages.go.
+// Handlers here bind, call the view or core's shared reads, and render;
+// page shapes are in pages.go.
 
 //go:embed ui/templates/*.html ui/assets/*
 var uiFiles embed.FS
@@ -60,7 +54,7 @@ func mustParseUI() map[string]*template.Template {
 
 // registerUI adds the console's routes. Every one is a GET (and HEAD);
 // writes go to the JSON API.
-func (s *Server) registerUI(e *echo.Echo) {
+func (s *Console) registerUI(e *echo.Echo) {
 	// Both spellings answer the page: the spec's router cannot tell them
 	// apart, and links in the pages are absolute, so neither breaks them.
 	s.Get(e, "/ui", s.uiChannels)
@@ -75,7 +69,7 @@ func (s *Server) registerUI(e *echo.Echo) {
 
 // rootOrConsole sends a browser at the server's address to the console and
 // answers every other client with the API root's links, as before.
-func (s *Server) rootOrConsole(c echo.Context) error {
+func (s *Console) rootOrConsole(c echo.Context) error {
 	if c.Request().URL.Path == "/" && acceptsHTML(c.Request()) {
 		return c.Redirect(http.StatusFound, core.BaseURL(s.Opts.ExternalURL, c.Request())+"/ui/")
 	}
@@ -90,7 +84,7 @@ func acceptsHTML(r *http.Request) bool {
 
 // render writes page with the layout, or the error page when rendering fails
 // before anything was sent (templates execute into a buffer for that).
-func (s *Server) render(c echo.Context, status int, page string, p uiPage) error {
+func (s *Console) render(c echo.Context, status int, page string, p uiPage) error {
 	t, ok := uiTemplates[page]
 	if !ok {
 		return fmt.Errorf("console: no template %q", page)
@@ -126,7 +120,7 @@ const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 
 
 // uiError renders err as the console's error page, with the status the
 // API's error table gives it.
-func (s *Server) uiError(c echo.Context, err error) error {
+func (s *Console) uiError(c echo.Context, err error) error {
 	p := core.ProblemFor(err)
 	if p.Status >= 500 {
 		s.Log.ErrorContext(c.Request().Context(), "console request failed", "path", core.LogPath(c.Request()), "err", err)
@@ -134,7 +128,7 @@ func (s *Server) uiError(c echo.Context, err error) error {
 	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: uiProblemOf(p)})
 }
 
-func (s *Server) uiAsset(c echo.Context) error {
+func (s *Console) uiAsset(c echo.Context) error {
 	name := core.PathParam(c, "file")
 	b, err := uiFiles.ReadFile("ui/assets/" + name)
 	if err != nil || strings.Contains(name, "/") || assetTypes[path.Ext(name)] == "" {

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type uiChangesBody struct {
 // maxUIChanges bounds the changes the page lists.
 const maxUIChanges = 100
 
-func (s *Server) uiChanges(c echo.Context) error {
+func (s *Console) uiChanges(c echo.Context) error {
 	b := uiChangesBody{}
 	g, err := s.GovernanceStore()
 	if err == nil {
@@ -67,7 +67,7 @@ type uiChannelGovernance struct {
 	Next    *openapi.Change
 }
 
-func (s *Server) channelGovernance(ctx context.Context, e *core.Entry) uiChannelGovernance {
+func (s *Console) channelGovernance(ctx context.Context, e *core.Entry) uiChannelGovernance {
 	g := uiChannelGovernance{Hold: e.Ans.State.Hold}
 	for _, w := range e.Ans.Channel.Windows {
 		g.Windows = append(g.Windows, windowText(w))

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type fleetCountsCache struct {
 
 // fleetCounts is every channel's fleet counts, at most uiFleetTTL old; on
 // is false when the server records no fleet.
-func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.FleetCount, on bool, err error) {
+func (s *Console) fleetCounts(ctx context.Context) (counts map[string]resolver.FleetCount, on bool, err error) {
 	fs := s.Opts.Fleet.Store
 	if fs == nil {
 		return nil, false, nil
@@ -64,7 +64,7 @@ func (s *Server) fleetCounts(ctx context.Context) (counts map[string]resolver.Fl
 
 // channelRows are the channel list's rows, with fleet counts when the
 // server records a fleet.
-func (s *Server) channelRows(ctx context.Context, v *core.View) []uiChannelRow {
+func (s *Console) channelRows(ctx context.Context, v *core.View) []uiChannelRow {
 	counts, on, err := s.fleetCounts(ctx)
 	rows := make([]uiChannelRow, 0, len(v.List))
 	for _, e := range v.List {
@@ -101,7 +101,7 @@ type uiFleetBar struct {
 // channelFleet reads the channel's fleet summary through the API's own
 // handler (auth is the route's middleware, not the handler's: counts are
 // what /metrics exports), and shapes it as the chart's rows.
-func (s *Server) channelFleet(c echo.Context, v *core.View, e *core.Entry) (*uiFleetChart, *uiProblem) {
+func (s *Console) channelFleet(c echo.Context, v *core.View, e *core.Entry) (*uiFleetChart, *uiProblem) {
 	if s.Opts.Fleet.Store == nil {
 		return nil, nil
 	}

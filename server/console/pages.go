@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"bytes"
@@ -138,7 +138,7 @@ type uiResolveBody struct {
 // maxEligible bounds the pin form's suggestions; any version can be typed.
 const maxEligible = 40
 
-func (s *Server) uiChannels(c echo.Context) error {
+func (s *Console) uiChannels(c echo.Context) error {
 	body, err := s.channelsBody(c.Request().Context())
 	if err != nil {
 		return s.uiError(c, err)
@@ -146,7 +146,7 @@ func (s *Server) uiChannels(c echo.Context) error {
 	return s.render(c, http.StatusOK, "page_channels.html", uiPage{Title: "Channels", Nav: "channels", Body: body})
 }
 
-func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
+func (s *Console) channelsBody(ctx context.Context) (uiChannelsBody, error) {
 	v, err := s.View()
 	if err != nil {
 		return uiChannelsBody{}, err
@@ -167,7 +167,7 @@ func (s *Server) channelsBody(ctx context.Context) (uiChannelsBody, error) {
 // with If-None-Match: an unchanged table costs a 304 and no bytes. The ETag
 // is of the rendered rows, so anything a row shows (a column added later
 // too) moves it.
-func (s *Server) uiLiveChannels(c echo.Context) error {
+func (s *Console) uiLiveChannels(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return err // the poller reads problem+json
@@ -199,7 +199,7 @@ func rowsETag(html []byte) string {
 	return fmt.Sprintf(`"rows-%x"`, h.Sum64())
 }
 
-func (s *Server) uiChannel(c echo.Context) error {
+func (s *Console) uiChannel(c echo.Context) error {
 	v, e, err := s.ChannelParam(c)
 	if err != nil {
 		return s.uiError(c, err)
@@ -256,7 +256,7 @@ func (s *Server) uiChannel(c echo.Context) error {
 	return s.render(c, http.StatusOK, "page_channel.html", uiPage{Title: "Channel " + ch.Name, Nav: "channels", Body: b})
 }
 
-func (s *Server) uiSource(c echo.Context) error {
+func (s *Console) uiSource(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return s.uiError(c, err)
@@ -305,7 +305,7 @@ func (s *Server) uiSource(c echo.Context) error {
 
 // uiResolve is the resolve form; with a query it also shows the API's
 // answer to it, or the API's error next to the field it names.
-func (s *Server) uiResolve(c echo.Context) error {
+func (s *Console) uiResolve(c echo.Context) error {
 	v, err := s.View()
 	if err != nil {
 		return s.uiError(c, err)
@@ -340,7 +340,7 @@ func (s *Server) uiResolve(c echo.Context) error {
 
 // uiHistory is the channel's history as GET .../history answers it, read
 // with the same database deadline.
-func (s *Server) uiHistory(ctx context.Context, e *core.Entry) ([]openapi.AuditEvent, error) {
+func (s *Console) uiHistory(ctx context.Context, e *core.Entry) ([]openapi.AuditEvent, error) {
 	if s.Opts.Store == nil {
 		return nil, fmt.Errorf("%w: GET /api/v1/channels/%s/history needs the database, which this server was started without", resolver.ErrUnavailable, e.Ans.Channel.Name)
 	}

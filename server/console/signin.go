@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 // Sign-in routes (CONTRACT section 15): the console's OpenID Connect
 // flow. Without `oidc:` they answer 404 saying so.
-func (s *Server) registerSignIn(e *echo.Echo) {
+func (s *Console) registerSignIn(e *echo.Echo) {
 	s.Get(e, "/ui/login", s.uiLogin)
 	s.Get(e, "/ui/callback", s.uiCallback)
 	e.POST("/ui/logout", s.uiLogout)
@@ -21,7 +21,7 @@ func (s *Server) registerSignIn(e *echo.Echo) {
 
 var errNoSignIn = fmt.Errorf("%w: sign-in is not configured (oidc: in the configuration); use a token", resolver.ErrNotFound)
 
-func (s *Server) uiLogin(c echo.Context) error {
+func (s *Console) uiLogin(c echo.Context) error {
 	if s.Opts.SignIn == nil {
 		return s.uiError(c, errNoSignIn)
 	}
@@ -31,7 +31,7 @@ func (s *Server) uiLogin(c echo.Context) error {
 	return nil
 }
 
-func (s *Server) uiCallback(c echo.Context) error {
+func (s *Console) uiCallback(c echo.Context) error {
 	if s.Opts.SignIn == nil {
 		return s.uiError(c, errNoSignIn)
 	}
@@ -46,7 +46,7 @@ func (s *Server) uiCallback(c echo.Context) error {
 	return c.Redirect(http.StatusFound, back)
 }
 
-func (s *Server) uiLogout(c echo.Context) error {
+func (s *Console) uiLogout(c echo.Context) error {
 	if s.Opts.SignIn != nil {
 		s.Opts.SignIn.Logout(c.Response())
 	}
