@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -26,7 +27,7 @@ func (f *schemeFlags) register(cmd *cobra.Command) {
 
 // parser builds the parser; a bad flag is a usage error (exit 2) reported
 // on one line.
-func (f *schemeFlags) parser(e *env, name string) (*resolver.Parser, error) {
+func (f *schemeFlags) parser(e *cli.Env, name string) (*resolver.Parser, error) {
 	if f.scheme == "" {
 		return nil, usageError(e, name, "--scheme is required (juju or semver)")
 	}
@@ -37,18 +38,18 @@ func (f *schemeFlags) parser(e *env, name string) (*resolver.Parser, error) {
 	return p, nil
 }
 
-func usageError(e *env, name, msg string) error {
-	fmt.Fprintf(e.stderr, "tidemark %s: %s\n", name, msg)
+func usageError(e *cli.Env, name, msg string) error {
+	fmt.Fprintf(e.Stderr, "tidemark %s: %s\n", name, msg)
 	return exitError{code: 2}
 }
 
 // flagUsageError makes unknown or malformed flags exit 2 like bad values do.
-func flagUsageError(e *env, name string) func(*cobra.Command, error) error {
+func flagUsageError(e *cli.Env, name string) func(*cobra.Command, error) error {
 	return func(_ *cobra.Command, err error) error { return usageError(e, name, err.Error()) }
 }
 
 // noArgs refuses arguments as a usage error: tags come on stdin.
-func noArgs(e *env, name string) cobra.PositionalArgs {
+func noArgs(e *cli.Env, name string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usageError(e, name, fmt.Sprintf("unexpected argument %q (tags are read on stdin)", args[0]))
@@ -73,7 +74,7 @@ type classified struct {
 	Error     string `json:"error"`
 }
 
-func newClassifyCmd(e *env) *cobra.Command {
+func newClassifyCmd(e *cli.Env) *cobra.Command {
 	var f schemeFlags
 	cmd := &cobra.Command{
 		Use:   "classify --scheme juju|semver [--build PATTERN]",
@@ -93,10 +94,10 @@ version has valid false, error saying why, and every other field empty.`,
 				return err
 			}
 			src := resolver.Source{Parser: p}
-			out := bufio.NewWriterSize(e.stdout, 64<<10)
+			out := bufio.NewWriterSize(e.Stdout, 64<<10)
 			enc := json.NewEncoder(out)
 			enc.SetEscapeHTML(false)
-			err = eachTag(e.stdin, func(tag string) error {
+			err = eachTag(e.Stdin, func(tag string) error {
 				t := src.Classify(tag)
 				c := classified{Tag: tag, Valid: t.Valid, Error: t.Error}
 				if t.Valid {
@@ -117,7 +118,7 @@ version has valid false, error saying why, and every other field empty.`,
 	return cmd
 }
 
-func newSortCmd(e *env) *cobra.Command {
+func newSortCmd(e *cli.Env) *cobra.Command {
 	var f schemeFlags
 	var canonical bool
 	cmd := &cobra.Command{
@@ -140,7 +141,7 @@ canonical version strings are printed instead of the tags.`,
 				v   resolver.Version
 			}
 			var items []item
-			err = eachTag(e.stdin, func(tag string) error {
+			err = eachTag(e.Stdin, func(tag string) error {
 				if v, err := p.Parse(tag); err == nil {
 					items = append(items, item{tag, v})
 				}
@@ -150,7 +151,7 @@ canonical version strings are printed instead of the tags.`,
 				return err
 			}
 			slices.SortStableFunc(items, func(a, b item) int { return resolver.Compare(a.v, b.v) })
-			out := bufio.NewWriterSize(e.stdout, 64<<10)
+			out := bufio.NewWriterSize(e.Stdout, 64<<10)
 			for _, it := range items {
 				s := it.tag
 				if canonical {

@@ -13,13 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
-func newConfigCmd(e *env) *cobra.Command {
+func newConfigCmd(e *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Check a configuration file",
@@ -39,7 +40,7 @@ func newConfigCmd(e *env) *cobra.Command {
 				file = args[0]
 			}
 			if file == "" {
-				file = e.getenv("TIDEMARK_CONFIG")
+				file = e.Getenv("TIDEMARK_CONFIG")
 			}
 			if file == "" {
 				return fmt.Errorf("config check: no file: give FILE, --config FILE or set TIDEMARK_CONFIG")
@@ -49,25 +50,25 @@ func newConfigCmd(e *env) *cobra.Command {
 	}
 	check.Flags().StringVar(&path, "config", "", "configuration file (default $TIDEMARK_CONFIG)")
 	cmd.AddCommand(check)
-	return commandGroup(cmd)
+	return cli.CommandGroup(cmd)
 }
 
-func checkConfig(e *env, file string) error {
-	cfg, err := config.Load(file, e.getenv)
+func checkConfig(e *cli.Env, file string) error {
+	cfg, err := config.Load(file, e.Getenv)
 	var problems *config.Error
 	if errors.As(err, &problems) {
 		// One line per problem, each naming file and line, as an editor
 		// or CI log wants them.
-		fmt.Fprintln(e.stderr, err)
+		fmt.Fprintln(e.Stderr, err)
 		return exitError{code: 1}
 	}
 	if err != nil {
 		return err // an unreadable file: one line, tidemark: first
 	}
 	for _, w := range cfg.Warnings {
-		fmt.Fprintln(e.stderr, "warning: "+w)
+		fmt.Fprintln(e.Stderr, "warning: "+w)
 	}
-	return printConfig(e.stdout, cfg)
+	return printConfig(e.Stdout, cfg)
 }
 
 // printConfig writes the configuration as a person reviews it: effective

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/internal/config"
 )
 
@@ -23,25 +24,25 @@ func (f *configFlags) register(cmd *cobra.Command) {
 // load reads the configuration named by --config or TIDEMARK_CONFIG and
 // makes the logger. Warnings go to the log; problems come back as one error
 // whose lines each name the file, line, item and problem.
-func (f *configFlags) load(e *env) (*config.Config, *slog.Logger, error) {
+func (f *configFlags) load(e *cli.Env) (*config.Config, *slog.Logger, error) {
 	var h slog.Handler
 	switch f.logFormat {
 	case "text":
-		h = slog.NewTextHandler(e.stderr, nil)
+		h = slog.NewTextHandler(e.Stderr, nil)
 	case "json":
-		h = slog.NewJSONHandler(e.stderr, nil)
+		h = slog.NewJSONHandler(e.Stderr, nil)
 	default:
 		return nil, nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 	}
 	log := slog.New(h)
 	path := f.path
 	if path == "" {
-		path = e.getenv("TIDEMARK_CONFIG")
+		path = e.Getenv("TIDEMARK_CONFIG")
 	}
 	if path == "" {
 		return nil, nil, fmt.Errorf("no configuration: pass --config FILE or set TIDEMARK_CONFIG")
 	}
-	cfg, err := config.Load(path, e.getenv)
+	cfg, err := config.Load(path, e.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}

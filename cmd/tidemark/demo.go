@@ -18,9 +18,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
+	"github.com/tidemark-dev/tidemark/internal/cli"
 )
 
-func newDemoCmd(e *env) *cobra.Command {
+func newDemoCmd(e *cli.Env) *cobra.Command {
 	var listen, logFormat string
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -38,18 +39,18 @@ starts a throwaway Postgres) and no network.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stderr, "demo: registry at %s, pushing tags...\n", reg)
+			fmt.Fprintf(e.Stderr, "demo: registry at %s, pushing tags...\n", reg)
 			n, err := seedDemoRegistry(ctx, reg)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stderr, "demo: pushed %d tags\n", n)
+			fmt.Fprintf(e.Stderr, "demo: pushed %d tags\n", n)
 			dir, err := os.MkdirTemp("", "tidemark-demo")
 			if err != nil {
 				return err
 			}
 			defer os.RemoveAll(dir)
-			recv, err := startDemoReceiver(ctx, e.stderr)
+			recv, err := startDemoReceiver(ctx, e.Stderr)
 			if err != nil {
 				return err
 			}
@@ -61,8 +62,8 @@ starts a throwaway Postgres) and no network.`,
 			if err != nil {
 				return err
 			}
-			h := hints{w: e.stderr, demo: true, now: time.Now}
-			return serve(ctx, cfg, logger, true, e.getenv, func(a net.Addr) { h.print(a, cfg.DatabaseURL) })
+			h := hints{w: e.Stderr, demo: true, now: time.Now}
+			return serve(ctx, cfg, logger, true, e.Getenv, func(a net.Addr) { h.print(a, cfg.DatabaseURL) })
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to serve on")
@@ -160,7 +161,7 @@ func startDemoReceiver(ctx context.Context, w io.Writer) (string, error) {
 			}
 			mu.Lock()
 			fmt.Fprintf(w, "demo: notification %s: %s: %s -> %s (by %s)\n", ev.Type, what,
-				orDash(ev.Data.From), orDash(ev.Data.To), orDash(ev.Data.Actor))
+				cli.OrDash(ev.Data.From), cli.OrDash(ev.Data.To), cli.OrDash(ev.Data.Actor))
 			mu.Unlock()
 			rw.WriteHeader(http.StatusNoContent)
 		}),

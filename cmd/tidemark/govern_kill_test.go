@@ -67,7 +67,7 @@ func TestScheduledChangeSurvivesAKill9(t *testing.T) {
 	}
 	env := map[string]string{"DATABASE_URL": storetest.URL(t), "TIDEMARK_CONFIG": cfgPath}
 	seed(t, env)
-	c := &cli{t: t, env: env}
+	c := &tmcli{t: t, env: env}
 	tok := strings.TrimSpace(c.must("token", "create", "--name", "release-bot", "--scope", "promote"))
 
 	a, baseA := startProcess(t, env)

@@ -68,7 +68,7 @@ func TestServeHintsWorkAsPasted(t *testing.T) {
 	if m[1] != dbURL {
 		t.Errorf("token command names database %q, serve uses %q", m[1], dbURL)
 	}
-	c := &cli{t: t, env: map[string]string{"DATABASE_URL": m[1]}}
+	c := &tmcli{t: t, env: map[string]string{"DATABASE_URL": m[1]}}
 	tok := c.must(strings.Fields(m[3])...)
 	if !tokenLine.MatchString(tok) {
 		t.Errorf("token create printed %q", tok)

@@ -11,10 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/tidemark-dev/tidemark/internal/cli"
 )
 
 func main() {
@@ -23,18 +23,9 @@ func main() {
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-// env is what a subcommand may touch of the outside world, so that tests can
-// run Main in process.
-type env struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
-}
-
 // Main runs the tidemark command line and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	e := &cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
 	root := newRootCmd(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -56,7 +47,7 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func newRootCmd(e *env) *cobra.Command {
+func newRootCmd(e *cli.Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tidemark",
 		Short:         "Release channels and version resolution from registry tags",
@@ -74,46 +65,8 @@ func newRootCmd(e *env) *cobra.Command {
 		newClassifyCmd(e),
 		newSortCmd(e),
 		newTokenCmd(e),
-		newResolveCmd(e),
-		newChannelsCmd(e),
-		newPromoteCmd(e),
-		newUnpinCmd(e),
-		newBlockCmd(e),
-		newUnblockCmd(e),
-		newRiskCmd(e),
-		newScheduleCmd(e),
-		newChangesCmd(e),
-		newDecideCmd(e, "approve"),
-		newDecideCmd(e, "reject"),
-		newDecideCmd(e, "cancel"),
-		newFreezeCmd(e),
-		newHistoryCmd(e),
-		newRolloutCmd(e),
-		newSourcesCmd(e),
-		newVersionsCmd(e),
-		newScanCmd(e),
 		newDemoCmd(e),
 	)
+	root.AddCommand(cli.Commands(e)...)
 	return root
-}
-
-// commandGroup makes cmd, a command that only holds subcommands, refuse an
-// unknown subcommand with an error naming the ones it has (cobra prints
-// the help and exits 0 for a command that cannot run itself). With no
-// argument it prints its help.
-func commandGroup(cmd *cobra.Command) *cobra.Command {
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return c.Help()
-		}
-		var names []string
-		for _, sub := range c.Commands() {
-			if sub.IsAvailableCommand() {
-				names = append(names, sub.Name())
-			}
-		}
-		return fmt.Errorf("%s %s: unknown command; want %s", c.Name(), args[0], strings.Join(names, ", "))
-	}
-	return cmd
 }

@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
-func newMigrateCmd(e *env) *cobra.Command {
+func newMigrateCmd(e *cli.Env) *cobra.Command {
 	var databaseURL string
 	var cf configFlags
 	cmd := &cobra.Command{
@@ -28,7 +29,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 				}
 				databaseURL = u
 			}
-			log := slog.New(slog.NewTextHandler(e.stderr, nil))
+			log := slog.New(slog.NewTextHandler(e.Stderr, nil))
 			st, err := store.Open(cmd.Context(), databaseURL, log)
 			if err != nil {
 				return err

@@ -113,7 +113,7 @@ func TestSourcesVersionsScanCommands(t *testing.T) {
 }
 
 func TestVersionCommand(t *testing.T) {
-	c := &cli{t: t}
+	c := &tmcli{t: t}
 	line := regexp.MustCompile(`^tidemark \S+ \(commit \S+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if out := c.must(args...); !line.MatchString(out) {
@@ -137,7 +137,7 @@ func TestVersionCommand(t *testing.T) {
 }
 
 func TestUnknownSubcommandFails(t *testing.T) {
-	c := &cli{t: t}
+	c := &tmcli{t: t}
 	for _, args := range [][]string{{"rollout", "show", "x"}, {"token", "frob"}, {"config", "bogus"}} {
 		code, _, errs := c.run(args...)
 		if code != 1 || !strings.Contains(errs, args[0]+" "+args[1]+": unknown command; want ") {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
@@ -25,7 +26,7 @@ import (
 	"github.com/tidemark-dev/tidemark/store"
 )
 
-func newServeCmd(e *env) *cobra.Command {
+func newServeCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
 	var noIndex, printHints bool
 	cmd := &cobra.Command{
@@ -39,15 +40,15 @@ func newServeCmd(e *env) *cobra.Command {
 			}
 			var ready func(net.Addr)
 			if printHints {
-				h := hints{w: e.stderr, now: time.Now}
+				h := hints{w: e.Stderr, now: time.Now}
 				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
 			}
-			stopProfile, err := startCPUProfile(e.getenv("TIDEMARK_CPU_PROFILE"))
+			stopProfile, err := startCPUProfile(e.Getenv("TIDEMARK_CPU_PROFILE"))
 			if err != nil {
 				return err
 			}
 			defer stopProfile()
-			return serve(cmd.Context(), cfg, log, !noIndex, e.getenv, ready)
+			return serve(cmd.Context(), cfg, log, !noIndex, e.Getenv, ready)
 		},
 	}
 	cf.register(cmd)

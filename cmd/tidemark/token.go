@@ -12,12 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
-func newTokenCmd(e *env) *cobra.Command {
+func newTokenCmd(e *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Create, list and revoke API tokens",
@@ -27,10 +28,10 @@ func newTokenCmd(e *env) *cobra.Command {
 			"read (the fleet and notifications), admin (everything).",
 	}
 	cmd.AddCommand(newTokenCreateCmd(e), newTokenListCmd(e), newTokenRevokeCmd(e))
-	return commandGroup(cmd)
+	return cli.CommandGroup(cmd)
 }
 
-func newTokenCreateCmd(e *env) *cobra.Command {
+func newTokenCreateCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
 	var name string
 	var scopes, channels []string
@@ -53,14 +54,14 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 				}
 				// Only the token goes to stdout so that $(tidemark token create ...)
 				// captures it; the database keeps only its hash.
-				if _, err := fmt.Fprintln(e.stdout, tok); err != nil {
+				if _, err := fmt.Fprintln(e.Stdout, tok); err != nil {
 					return err
 				}
 				limit := ""
 				if cs := splitList(channels); len(cs) > 0 {
 					limit = " for channels " + strings.Join(cs, ",")
 				}
-				fmt.Fprintf(e.stderr, "token %q created with scope %s%s; it is shown this once, store it now\n", name, strings.Join(list, ","), limit)
+				fmt.Fprintf(e.Stderr, "token %q created with scope %s%s; it is shown this once, store it now\n", name, strings.Join(list, ","), limit)
 				return nil
 			})
 		},
@@ -82,15 +83,15 @@ type tokenJSON struct {
 	RevokedAt *time.Time `json:"revoked_at"`
 }
 
-func newTokenListCmd(e *env) *cobra.Command {
+func newTokenListCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
-	var out outputFlag
+	var out cli.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tokens (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.check(); err != nil {
+			if err := out.Check(); err != nil {
 				return err
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
@@ -103,8 +104,8 @@ func newTokenListCmd(e *env) *cobra.Command {
 					list = append(list, tokenJSON{Name: t.Name, Scopes: t.Scopes, Channels: t.Channels, CreatedAt: t.CreatedAt.UTC(),
 						LastUsed: openapi.TimeOrNil(t.LastUsed), RevokedAt: openapi.TimeOrNil(t.RevokedAt)})
 				}
-				return out.printValue(e.stdout, list, func() error {
-					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				return out.PrintValue(e.Stdout, list, func() error {
+					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "NAME\tSCOPES\tCHANNELS\tCREATED\tLAST USED\tREVOKED")
 					for _, t := range tokens {
 						chans := "(all)"
@@ -112,7 +113,7 @@ func newTokenListCmd(e *env) *cobra.Command {
 							chans = strings.Join(t.Channels, ",")
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, ","), chans,
-							stamp(t.CreatedAt), stamp(t.LastUsed), stamp(t.RevokedAt))
+							cli.Stamp(t.CreatedAt), cli.Stamp(t.LastUsed), cli.Stamp(t.RevokedAt))
 					}
 					return tw.Flush()
 				})
@@ -120,11 +121,11 @@ func newTokenListCmd(e *env) *cobra.Command {
 		},
 	}
 	cf.registerPath(cmd)
-	out.register(cmd)
+	out.Register(cmd)
 	return cmd
 }
 
-func newTokenRevokeCmd(e *env) *cobra.Command {
+func newTokenRevokeCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
 	var name string
 	cmd := &cobra.Command{
@@ -153,11 +154,11 @@ func newTokenRevokeCmd(e *env) *cobra.Command {
 				}
 				for _, t := range tokens {
 					if t.Name == name && !t.RevokedAt.IsZero() {
-						fmt.Fprintf(e.stderr, "token %q was already revoked at %s\n", name, stamp(t.RevokedAt))
+						fmt.Fprintf(e.Stderr, "token %q was already revoked at %s\n", name, cli.Stamp(t.RevokedAt))
 						return nil
 					}
 				}
-				fmt.Fprintf(e.stderr, "token %q revoked\n", name)
+				fmt.Fprintf(e.Stderr, "token %q revoked\n", name)
 				return nil
 			})
 		},
@@ -170,12 +171,12 @@ func newTokenRevokeCmd(e *env) *cobra.Command {
 // withStore opens the database serve would use and runs fn on it. A
 // configuration file is not required: an operator with only DATABASE_URL
 // (a Kubernetes Job, a shell on the database host) can manage tokens too.
-func withStore(ctx context.Context, e *env, cf *configFlags, fn func(*store.Store) error) error {
+func withStore(ctx context.Context, e *cli.Env, cf *configFlags, fn func(*store.Store) error) error {
 	url, err := configDatabaseURL(e, cf)
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, url, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	st, err := store.Open(ctx, url, slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -189,18 +190,18 @@ func (f *configFlags) registerPath(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "config", "", "configuration file naming the database (default $TIDEMARK_CONFIG, else $DATABASE_URL)")
 }
 
-func configDatabaseURL(e *env, cf *configFlags) (string, error) {
+func configDatabaseURL(e *cli.Env, cf *configFlags) (string, error) {
 	path := cf.path
 	if path == "" {
-		path = e.getenv("TIDEMARK_CONFIG")
+		path = e.Getenv("TIDEMARK_CONFIG")
 	}
 	if path == "" {
-		if u := e.getenv("DATABASE_URL"); u != "" {
+		if u := e.Getenv("DATABASE_URL"); u != "" {
 			return u, nil
 		}
 		return "", errors.New("no database: pass --config FILE, or set TIDEMARK_CONFIG or DATABASE_URL")
 	}
-	cfg, err := config.Load(path, e.getenv) // DATABASE_URL, when set, wins inside
+	cfg, err := config.Load(path, e.Getenv) // DATABASE_URL, when set, wins inside
 	if err != nil {
 		return "", err
 	}
@@ -223,13 +224,6 @@ func splitScopes(in []string) []string {
 		}
 	}
 	return out
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // splitList is splitScopes without lowercasing: channel names as written.

@@ -26,12 +26,12 @@ func TestTokenCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	onlyURL := &cli{t: t, env: map[string]string{"DATABASE_URL": dbURL}}
-	nothing := &cli{t: t, env: map[string]string{}}
+	onlyURL := &tmcli{t: t, env: map[string]string{"DATABASE_URL": dbURL}}
+	nothing := &tmcli{t: t, env: map[string]string{}}
 
 	tests := []struct {
 		name   string
-		c      *cli
+		c      *tmcli
 		args   []string
 		code   int
 		stdout string // regexp-free: a prefix of stdout

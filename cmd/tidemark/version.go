@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"github.com/tidemark-dev/tidemark/internal/cli"
 )
 
 // version and commit are set by the Makefile:
@@ -59,26 +60,26 @@ func versionLine() string {
 	return fmt.Sprintf("tidemark %s (commit %s)", v, c)
 }
 
-func newVersionCmd(e *env) *cobra.Command {
-	var o outputFlag
+func newVersionCmd(e *cli.Env) *cobra.Command {
+	var o cli.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the build's version and commit",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if err := o.check(); err != nil {
+			if err := o.Check(); err != nil {
 				return err
 			}
 			v, c := buildVersion(debug.ReadBuildInfo())
-			return o.printValue(e.stdout, struct {
+			return o.PrintValue(e.Stdout, struct {
 				Version string `json:"version"`
 				Commit  string `json:"commit"`
 			}{v, c}, func() error {
-				_, err := fmt.Fprintln(e.stdout, versionLine())
+				_, err := fmt.Fprintln(e.Stdout, versionLine())
 				return err
 			})
 		},
 	}
-	o.register(cmd)
+	o.Register(cmd)
 	return cmd
 }

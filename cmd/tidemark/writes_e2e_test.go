@@ -41,14 +41,14 @@ var e2eTags = []string{
 	"v1.34.0-rc1-k3s1", "v1.34.1-k3s1", "latest",
 }
 
-// cli runs tidemark commands in process with a fixed environment.
-type cli struct {
+// tmcli runs tidemark commands in process with a fixed environment.
+type tmcli struct {
 	t    *testing.T
 	env  map[string]string
 	logs *testutil.LockedBuffer // serve's output, when startServe started it
 }
 
-func (c *cli) run(args ...string) (code int, stdout, stderr string) {
+func (c *tmcli) run(args ...string) (code int, stdout, stderr string) {
 	c.t.Helper()
 	var out, errb testutil.LockedBuffer
 	code = Main(context.Background(), args, strings.NewReader(""), &out, &errb, func(k string) string { return c.env[k] })
@@ -56,7 +56,7 @@ func (c *cli) run(args ...string) (code int, stdout, stderr string) {
 }
 
 // must runs a command that has to succeed and returns its stdout.
-func (c *cli) must(args ...string) string {
+func (c *tmcli) must(args ...string) string {
 	c.t.Helper()
 	code, out, errs := c.run(args...)
 	if code != 0 {
@@ -66,7 +66,7 @@ func (c *cli) must(args ...string) string {
 }
 
 // with returns a copy of c with more environment.
-func (c *cli) with(kv ...string) *cli {
+func (c *tmcli) with(kv ...string) *tmcli {
 	env := make(map[string]string, len(c.env)+len(kv)/2)
 	for k, v := range c.env {
 		env[k] = v
@@ -74,19 +74,19 @@ func (c *cli) with(kv ...string) *cli {
 	for i := 0; i+1 < len(kv); i += 2 {
 		env[kv[i]] = kv[i+1]
 	}
-	return &cli{t: c.t, env: env}
+	return &tmcli{t: c.t, env: env}
 }
 
 // startServe seeds a fresh database with e2eTags and runs `tidemark serve
 // --no-index` through Main on it; it returns the CLI environment
 // (DATABASE_URL, TIDEMARK_CONFIG, TIDEMARK_SERVER) once /readyz answers.
-func startServe(t *testing.T) *cli {
+func startServe(t *testing.T) *tmcli {
 	t.Helper()
 	return startServeWith(t, e2eConfig)
 }
 
 // startServeWith is startServe with another configuration (same source).
-func startServeWith(t *testing.T, config string) *cli {
+func startServeWith(t *testing.T, config string) *tmcli {
 	t.Helper()
 	if os.Getenv("DATABASE_URL") == "" {
 		t.Fatal("set DATABASE_URL or run via make test")
@@ -102,7 +102,7 @@ func startServeWith(t *testing.T, config string) *cli {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := &cli{t: t, env: map[string]string{
+	c := &tmcli{t: t, env: map[string]string{
 		"DATABASE_URL": dbURL, "TIDEMARK_CONFIG": cfgPath, "TIDEMARK_LISTEN": addr, "TIDEMARK_SERVER": "http://" + addr,
 	}}
 	seed(t, c.env)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 )
 
 // newRolloutCmd is `tidemark rollout status|pause|resume|advance|halt`.
-func newRolloutCmd(e *env) *cobra.Command {
+func newRolloutCmd(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
 		Short: "Show or control a channel's staged rollout",
@@ -34,7 +34,7 @@ func newRolloutCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return f.output.print(e.stdout, raw, func() error { return printRollout(e, ro) })
+		return f.output.print(e.Stdout, raw, func() error { return printRollout(e, ro) })
 	}
 	f.register(status)
 	cmd.AddCommand(status)
@@ -46,10 +46,10 @@ func newRolloutCmd(e *env) *cobra.Command {
 	} {
 		cmd.AddCommand(newRolloutControlCmd(e, a.name, a.short))
 	}
-	return commandGroup(cmd)
+	return CommandGroup(cmd)
 }
 
-func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
+func newRolloutControlCmd(e *Env, action, short string) *cobra.Command {
 	var f clientFlags
 	var reason string
 	var rollback bool
@@ -75,7 +75,7 @@ func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error { return printRollout(e, ro) })
+			return f.output.print(e.Stdout, raw, func() error { return printRollout(e, ro) })
 		},
 	}
 	f.register(cmd)
@@ -86,12 +86,12 @@ func newRolloutControlCmd(e *env, action, short string) *cobra.Command {
 	return cmd
 }
 
-func printRollout(e *env, ro openapi.Rollout) error {
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+func printRollout(e *Env, ro openapi.Rollout) error {
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tFROM\tTO\tSTATE\tSTEP\tPERCENT\tNEXT STEP\tCLUSTERS ON TO\tCLUSTERS ON FROM")
 	next, onTo, onFrom := "-", "-", "-"
 	if ro.NextStepAt != nil {
-		next = stamp(*ro.NextStepAt)
+		next = Stamp(*ro.NextStepAt)
 	}
 	if ro.Clusters != nil {
 		onTo, onFrom = fmt.Sprint(ro.Clusters.To), fmt.Sprint(ro.Clusters.From)

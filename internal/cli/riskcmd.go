@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 
 // newRiskCmd is `tidemark risk add|list|rm`: known risks of a source
 // (CONTRACT section 13).
-func newRiskCmd(e *env) *cobra.Command {
-	cmd := commandGroup(&cobra.Command{
+func newRiskCmd(e *Env) *cobra.Command {
+	cmd := CommandGroup(&cobra.Command{
 		Use:   "risk",
 		Short: "Declare, list and remove known risks: upgrade edges no cluster is sent over",
 	})
@@ -31,7 +31,7 @@ func riskPath(source string, name ...string) string {
 	return p
 }
 
-func newRiskAddCmd(e *env) *cobra.Command {
+func newRiskAddCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var req openapi.RiskRequest
 	cmd := &cobra.Command{
@@ -50,8 +50,8 @@ func newRiskAddCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				_, err := fmt.Fprintf(e.stdout, "%s risk %s: %s -> %s declared\n", r.Source, r.Name, r.From, r.To)
+			return f.output.print(e.Stdout, raw, func() error {
+				_, err := fmt.Fprintf(e.Stdout, "%s risk %s: %s -> %s declared\n", r.Source, r.Name, r.From, r.To)
 				return err
 			})
 		},
@@ -67,7 +67,7 @@ func newRiskAddCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newRiskListCmd(e *env) *cobra.Command {
+func newRiskListCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "list SOURCE",
@@ -83,8 +83,8 @@ func newRiskListCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return f.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tFROM\tTO\tCLUSTERS\tBY\tMESSAGE")
 				for _, r := range list.Risks {
 					clusters := "all"
@@ -101,7 +101,7 @@ func newRiskListCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newRiskRmCmd(e *env) *cobra.Command {
+func newRiskRmCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var reason string
 	cmd := &cobra.Command{
@@ -116,7 +116,7 @@ func newRiskRmCmd(e *env) *cobra.Command {
 			if _, _, err := c.do(cmd.Context(), http.MethodDelete, riskPath(args[0], args[1]), nil, nil, reasonBody(reason), nil, "promote"); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "%s risk %s: removed\n", args[0], args[1])
+			_, err = fmt.Fprintf(e.Stdout, "%s risk %s: removed\n", args[0], args[1])
 			return err
 		},
 	}

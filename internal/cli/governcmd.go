@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 // Governance commands (CONTRACT section 15): schedule, changes, approve,
 // reject, cancel and freeze.
 
-func newScheduleCmd(e *env) *cobra.Command {
-	cmd := commandGroup(&cobra.Command{
+func newScheduleCmd(e *Env) *cobra.Command {
+	cmd := CommandGroup(&cobra.Command{
 		Use:   "schedule",
 		Short: "Schedule a pin or unpin of a channel for later; needs TIDEMARK_TOKEN with scope promote",
 	})
@@ -48,7 +48,7 @@ func newScheduleCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return f.output.print(e.stdout, raw, func() error { return printChange(e, ch) })
+				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
 			},
 		}
 		f.register(sub)
@@ -64,29 +64,29 @@ func newScheduleCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func printChange(e *env, ch openapi.Change) error {
+func printChange(e *Env, ch openapi.Change) error {
 	what := ch.Action + " " + deref(ch.Version)
 	when := "once approved"
 	if ch.At != nil {
-		when = "at " + stamp(*ch.At)
+		when = "at " + Stamp(*ch.At)
 	}
 	switch ch.State {
 	case "pending":
-		_, err := fmt.Fprintf(e.stdout, "change %d: %s of %s is pending: %d approvals needed (%s)\n", ch.ID, strings.TrimSpace(what), ch.Channel, ch.ApprovalsNeeded, when)
+		_, err := fmt.Fprintf(e.Stdout, "change %d: %s of %s is pending: %d approvals needed (%s)\n", ch.ID, strings.TrimSpace(what), ch.Channel, ch.ApprovalsNeeded, when)
 		return err
 	case "scheduled":
-		_, err := fmt.Fprintf(e.stdout, "change %d: %s of %s scheduled %s\n", ch.ID, strings.TrimSpace(what), ch.Channel, when)
+		_, err := fmt.Fprintf(e.Stdout, "change %d: %s of %s scheduled %s\n", ch.ID, strings.TrimSpace(what), ch.Channel, when)
 		return err
 	}
 	line := fmt.Sprintf("change %d: %s of %s is %s", ch.ID, strings.TrimSpace(what), ch.Channel, ch.State)
 	if ch.Outcome != "" {
 		line += ": " + ch.Outcome
 	}
-	_, err := fmt.Fprintln(e.stdout, line)
+	_, err := fmt.Fprintln(e.Stdout, line)
 	return err
 }
 
-func newChangesCmd(e *env) *cobra.Command {
+func newChangesCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var state string
 	cmd := &cobra.Command{
@@ -107,13 +107,13 @@ func newChangesCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return f.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tCHANNEL\tACTION\tVERSION\tAT\tSTATE\tBY\tAPPROVALS\tOUTCOME")
 				for _, ch := range list.Changes {
 					at := "-"
 					if ch.At != nil {
-						at = stamp(*ch.At)
+						at = Stamp(*ch.At)
 					}
 					var ok []string
 					for _, a := range ch.Approvals {
@@ -125,8 +125,8 @@ func newChangesCmd(e *env) *cobra.Command {
 					if ch.ApprovalsNeeded > 0 {
 						approvals = fmt.Sprintf("%d/%d %s", len(ok), ch.ApprovalsNeeded, strings.Join(ok, ","))
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ch.ID, ch.Channel, ch.Action, orDash(deref(ch.Version)), at, ch.State,
-						ch.RequestedBy, strings.TrimSpace(approvals), orDash(ch.Outcome))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ch.ID, ch.Channel, ch.Action, OrDash(deref(ch.Version)), at, ch.State,
+						ch.RequestedBy, strings.TrimSpace(approvals), OrDash(ch.Outcome))
 				}
 				return tw.Flush()
 			})
@@ -138,7 +138,7 @@ func newChangesCmd(e *env) *cobra.Command {
 }
 
 // newDecideCmd is approve, reject and cancel of a change by ID.
-func newDecideCmd(e *env, verb string) *cobra.Command {
+func newDecideCmd(e *Env, verb string) *cobra.Command {
 	var f clientFlags
 	var reason string
 	short := map[string]string{"approve": "Approve a pending change", "reject": "Reject a pending change",
@@ -161,7 +161,7 @@ func newDecideCmd(e *env, verb string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error { return printChange(e, ch) })
+			return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
 		},
 	}
 	f.register(cmd)
@@ -169,8 +169,8 @@ func newDecideCmd(e *env, verb string) *cobra.Command {
 	return cmd
 }
 
-func newFreezeCmd(e *env) *cobra.Command {
-	cmd := commandGroup(&cobra.Command{
+func newFreezeCmd(e *Env) *cobra.Command {
+	cmd := CommandGroup(&cobra.Command{
 		Use:   "freeze",
 		Short: "Declare, list and cancel freezes: channels keep their answer and refuse pins",
 	})
@@ -199,8 +199,8 @@ func newFreezeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return af.output.print(e.stdout, raw, func() error {
-				_, err := fmt.Fprintf(e.stdout, "freeze %d of %s from %s until %s: %s\n", fz.ID, strings.Join(fz.Channels, ","), stamp(fz.From), stamp(fz.Until), fz.Reason)
+			return af.output.print(e.Stdout, raw, func() error {
+				_, err := fmt.Fprintf(e.Stdout, "freeze %d of %s from %s until %s: %s\n", fz.ID, strings.Join(fz.Channels, ","), Stamp(fz.From), Stamp(fz.Until), fz.Reason)
 				return err
 			})
 		},
@@ -226,11 +226,11 @@ func newFreezeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return lf.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return lf.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tCHANNELS\tFROM\tUNTIL\tACTIVE\tBY\tREASON")
 				for _, fz := range l.Freezes {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\t%s\n", fz.ID, strings.Join(fz.Channels, ","), stamp(fz.From), stamp(fz.Until), fz.Active, fz.CreatedBy, fz.Reason)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\t%s\n", fz.ID, strings.Join(fz.Channels, ","), Stamp(fz.From), Stamp(fz.Until), fz.Active, fz.CreatedBy, fz.Reason)
 				}
 				return tw.Flush()
 			})
@@ -251,7 +251,7 @@ func newFreezeCmd(e *env) *cobra.Command {
 			if _, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/freezes/"+url.PathEscape(a[0]), nil, nil, nil, nil, "admin"); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(e.stdout, "freeze %s: cancelled\n", a[0])
+			_, err = fmt.Fprintf(e.Stdout, "freeze %s: cancelled\n", a[0])
 			return err
 		},
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // The read commands: each prints one API answer, as a table for people or
 // (-o json|yaml) as the API's own JSON.
 
-func newResolveCmd(e *env) *cobra.Command {
+func newResolveCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var source, current, stream, channel, target string
 	var builds bool
@@ -47,7 +47,7 @@ func newResolveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error { printResolve(e, c, a); return nil })
+			return f.output.print(e.Stdout, raw, func() error { printResolve(e, c, a); return nil })
 		},
 	}
 	f.register(cmd)
@@ -62,8 +62,8 @@ func newResolveCmd(e *env) *cobra.Command {
 
 // printResolve prints the answer the way `juju upgrade-controller --dry-run`
 // does: what is available, the next step, the path, and how to apply it.
-func printResolve(e *env, c *apiClient, a openapi.ResolveAnswer) {
-	w := e.stdout
+func printResolve(e *Env, c *apiClient, a openapi.ResolveAnswer) {
+	w := e.Stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
 	if len(a.Available) > 0 {
 		fmt.Fprintln(w, "available versions:")
@@ -90,7 +90,7 @@ func printResolve(e *env, c *apiClient, a openapi.ResolveAnswer) {
 	fmt.Fprintf(w, "promote it with:\n    tidemark promote --server %s %s %s --reason \"...\"\n", c.base.Redacted(), ch, *a.Target)
 }
 
-func newChannelsCmd(e *env) *cobra.Command {
+func newChannelsCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "channels [CHANNEL]",
@@ -113,18 +113,18 @@ func newChannelsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error { return channelTable(e, list) })
+			return f.output.print(e.Stdout, raw, func() error { return channelTable(e, list) })
 		},
 	}
 	f.register(cmd)
 	return cmd
 }
 
-func channelTable(e *env, list []openapi.Channel) error {
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+func channelTable(e *Env, list []openapi.Channel) error {
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tSOURCE\tSTREAM\tVERSION\tPINNED\tUPDATED")
 	for _, ch := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, orDash(deref(ch.Version)), yesNo(ch.Pinned), stampPtr(ch.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, OrDash(deref(ch.Version)), yesNo(ch.Pinned), stampPtr(ch.UpdatedAt))
 	}
 	return tw.Flush()
 }
@@ -136,7 +136,7 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func newSourcesCmd(e *env) *cobra.Command {
+func newSourcesCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "sources [SOURCE]",
@@ -159,8 +159,8 @@ func newSourcesCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return f.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SOURCE\tSCHEME\tTAGS\tUNPARSED\tVERSIONS\tLAST SCAN\tOUTCOME\tIMAGE")
 				for _, s := range list {
 					versions := 0
@@ -169,12 +169,12 @@ func newSourcesCmd(e *env) *cobra.Command {
 					}
 					last, outcome := "-", "never"
 					if s.LastScan != nil {
-						last, outcome = stamp(s.LastScan.Started), s.LastScan.Outcome
+						last, outcome = Stamp(s.LastScan.Started), s.LastScan.Outcome
 						if s.LastScan.Error != nil {
 							outcome += ": " + *s.LastScan.Error
 						}
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, orDash(s.Scheme), s.Tags, s.Unparsed, versions, last, outcome, s.Image)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, OrDash(s.Scheme), s.Tags, s.Unparsed, versions, last, outcome, s.Image)
 				}
 				return tw.Flush()
 			})
@@ -184,7 +184,7 @@ func newSourcesCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newVersionsCmd(e *env) *cobra.Command {
+func newVersionsCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var stream, constraint string
 	cmd := &cobra.Command{
@@ -208,11 +208,11 @@ func newVersionsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return f.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "VERSION\tTAG\tSTREAM\tBLOCKED\tDIGEST")
 				for _, v := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Version, v.Tag, v.Stream, yesNo(v.Blocked), orDash(deref(v.Digest)))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Version, v.Tag, v.Stream, yesNo(v.Blocked), OrDash(deref(v.Digest)))
 				}
 				return tw.Flush()
 			})
@@ -224,7 +224,7 @@ func newVersionsCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newHistoryCmd(e *env) *cobra.Command {
+func newHistoryCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "history CHANNEL",
@@ -240,11 +240,11 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			return f.output.print(e.Stdout, raw, func() error {
+				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "AT\tACTOR\tACTION\tFROM\tTO\tREASON")
 				for _, ev := range events {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(ev.At), ev.Actor, ev.Action, orDash(deref(ev.From)), orDash(deref(ev.To)), orDash(ev.Reason))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", Stamp(ev.At), ev.Actor, ev.Action, OrDash(deref(ev.From)), OrDash(deref(ev.To)), OrDash(ev.Reason))
 				}
 				return tw.Flush()
 			})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // two writes that change what clients get for a reason someone must later
 // read, and leaves it optional for unpin and unblock, which undo them.
 
-func newPromoteCmd(e *env) *cobra.Command {
+func newPromoteCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var reason string
 	var force, rollback bool
@@ -50,14 +50,14 @@ func newPromoteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
+			return f.output.print(e.Stdout, raw, func() error {
 				// The server records nothing for a pin that is already in
 				// place, and its ETag (the state's revision) stays put.
 				if before.Pinned && hdr.Get("ETag") != "" && afterHdr.Get("ETag") == hdr.Get("ETag") {
-					_, err := fmt.Fprintf(e.stdout, "%s: already pinned to %s\n", name, orDash(deref(after.Version)))
+					_, err := fmt.Fprintf(e.Stdout, "%s: already pinned to %s\n", name, OrDash(deref(after.Version)))
 					return err
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s: %s -> %s (pinned)\n", name, orDash(deref(before.Version)), orDash(deref(after.Version)))
+				_, err := fmt.Fprintf(e.Stdout, "%s: %s -> %s (pinned)\n", name, OrDash(deref(before.Version)), OrDash(deref(after.Version)))
 				return err
 			})
 		},
@@ -69,7 +69,7 @@ func newPromoteCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newUnpinCmd(e *env) *cobra.Command {
+func newUnpinCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var reason string
 	cmd := &cobra.Command{
@@ -86,8 +86,8 @@ func newUnpinCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
-				_, err := fmt.Fprintf(e.stdout, "%s: following its stream, now %s\n", args[0], orDash(deref(after.Version)))
+			return f.output.print(e.Stdout, raw, func() error {
+				_, err := fmt.Fprintf(e.Stdout, "%s: following its stream, now %s\n", args[0], OrDash(deref(after.Version)))
 				return err
 			})
 		},
@@ -104,10 +104,10 @@ func reasonBody(reason string) any {
 	return openapi.ReasonRequest{Reason: reason}
 }
 
-func newBlockCmd(e *env) *cobra.Command   { return blockCmd(e, true) }
-func newUnblockCmd(e *env) *cobra.Command { return blockCmd(e, false) }
+func newBlockCmd(e *Env) *cobra.Command   { return blockCmd(e, true) }
+func newUnblockCmd(e *Env) *cobra.Command { return blockCmd(e, false) }
 
-func blockCmd(e *env, block bool) *cobra.Command {
+func blockCmd(e *Env, block bool) *cobra.Command {
 	var f clientFlags
 	var reason string
 	use, short, method := "block SOURCE VERSION --reason R", "Block a version: no channel serves it, no resolve answer offers it", http.MethodPut
@@ -139,7 +139,7 @@ func blockCmd(e *env, block bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
+			return f.output.print(e.Stdout, raw, func() error {
 				state := "unblocked"
 				if after.Blocked {
 					state = "blocked"
@@ -147,7 +147,7 @@ func blockCmd(e *env, block bool) *cobra.Command {
 				if before.Blocked == after.Blocked {
 					state = "already " + state
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s %s: %s\n", args[0], after.Version, state)
+				_, err := fmt.Fprintf(e.Stdout, "%s %s: %s\n", args[0], after.Version, state)
 				return err
 			})
 		},
@@ -157,7 +157,7 @@ func blockCmd(e *env, block bool) *cobra.Command {
 	return cmd
 }
 
-func newScanCmd(e *env) *cobra.Command {
+func newScanCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "scan SOURCE",
@@ -173,12 +173,12 @@ func newScanCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.stdout, raw, func() error {
+			return f.output.print(e.Stdout, raw, func() error {
 				msg := "scan started"
 				if s.Status == "running" {
 					msg = "a scan is already running"
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s: %s; see tidemark sources %s\n", s.Source, msg, s.Source)
+				_, err := fmt.Fprintf(e.Stdout, "%s: %s; see tidemark sources %s\n", s.Source, msg, s.Source)
 				return err
 			})
 		},

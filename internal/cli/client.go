@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -29,21 +29,21 @@ type apiClient struct {
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
 	server string
-	output outputFlag
+	output OutputFlag
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "", "Tidemark server URL (default $TIDEMARK_SERVER, else http://localhost:8080)")
-	f.output.register(cmd)
+	f.output.Register(cmd)
 }
 
-func (f *clientFlags) client(e *env) (*apiClient, error) {
-	if err := f.output.check(); err != nil {
+func (f *clientFlags) client(e *Env) (*apiClient, error) {
+	if err := f.output.Check(); err != nil {
 		return nil, err
 	}
 	server := f.server
 	if server == "" {
-		server = e.getenv("TIDEMARK_SERVER")
+		server = e.Getenv("TIDEMARK_SERVER")
 	}
 	if server == "" {
 		server = "http://localhost:8080"
@@ -54,7 +54,7 @@ func (f *clientFlags) client(e *env) (*apiClient, error) {
 	}
 	return &apiClient{
 		base:  u,
-		token: e.getenv("TIDEMARK_TOKEN"),
+		token: e.Getenv("TIDEMARK_TOKEN"),
 		http:  &http.Client{Timeout: 30 * time.Second},
 	}, nil
 }
@@ -165,8 +165,8 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// orDash prints "-" for empty cells so table columns stay readable.
-func orDash(s string) string {
+// OrDash prints "-" for empty cells so table columns stay readable.
+func OrDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "-"
 	}
@@ -185,5 +185,5 @@ func stampPtr(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return stamp(*t)
+	return Stamp(*t)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -10,16 +10,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// outputFlag is -o table|json|yaml, shared by every command that prints
+// OutputFlag is -o table|json|yaml, shared by every command that prints
 // data. json and yaml print the API's JSON as the server sent it (nulls stay
 // null, field order stays), so a script sees the API's object, not a copy.
-type outputFlag struct{ format string }
+type OutputFlag struct{ format string }
 
-func (o *outputFlag) register(cmd *cobra.Command) {
+func (o *OutputFlag) Register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.format, "output", "o", "table", "output format: table, json or yaml")
 }
 
-func (o *outputFlag) check() error {
+func (o *OutputFlag) Check() error {
 	switch o.format {
 	case "table", "json", "yaml":
 		return nil
@@ -31,7 +31,7 @@ func (o *outputFlag) check() error {
 }
 
 // print writes raw (the API's JSON) as json or yaml, or calls table.
-func (o *outputFlag) print(w io.Writer, raw []byte, table func() error) error {
+func (o *OutputFlag) print(w io.Writer, raw []byte, table func() error) error {
 	switch o.format {
 	case "json":
 		var b bytes.Buffer
@@ -52,9 +52,9 @@ func (o *outputFlag) print(w io.Writer, raw []byte, table func() error) error {
 	return table()
 }
 
-// printValue prints v, a value this command made rather than an API answer
+// PrintValue prints v, a value this command made rather than an API answer
 // (token list), in the chosen format.
-func (o *outputFlag) printValue(w io.Writer, v any, table func() error) error {
+func (o *OutputFlag) PrintValue(w io.Writer, v any, table func() error) error {
 	if o.format == "table" {
 		return table()
 	}
