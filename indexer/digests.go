@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 )
 
 const (
@@ -147,8 +148,8 @@ func registryDown(err error) bool {
 	if errors.As(err, &te) {
 		return te.StatusCode >= 500
 	}
-	var unreach *unreachableError
-	return transient(err) || errors.As(explainUnreachable("", err), &unreach)
+	var unreach *registryhttp.UnreachableError
+	return registryhttp.Transient(err) || errors.As(registryhttp.ExplainUnreachable("", err), &unreach)
 }
 
 func (ix *Indexer) head(ctx context.Context, p *remote.Puller, src *source, tag string) (string, error) {

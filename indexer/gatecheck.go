@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/tidemark-dev/tidemark/indexer/gates"
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -158,7 +159,7 @@ func (ix *Indexer) GateTag(ctx context.Context, source, tag string) error {
 	var n atomic.Int64
 	rt, err := ix.authTransport(ctx, src, &n)
 	if err != nil {
-		return explainUnreachable(src.repo.RegistryStr(), err)
+		return registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 	}
 	log := ix.log.With("source", src.Name, "image", src.repo.String(), "tag", tag)
 	return ix.checkGates(ctx, log, src, rt, []string{tag}, true)
@@ -200,7 +201,7 @@ func (ix *Indexer) GateSignedDigest(ctx context.Context, source, tag string) (ok
 	var n atomic.Int64
 	rt, err := ix.authTransport(ctx, src, &n)
 	if err != nil {
-		return true, explainUnreachable(src.repo.RegistryStr(), err)
+		return true, registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 	}
 	log := ix.log.With("source", src.Name, "image", src.repo.String(), "signature", tag)
 	return true, ix.checkGates(ctx, log, src, rt, names, true)

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/indexer/gates"
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -128,13 +129,13 @@ type Indexer struct {
 	metrics       *metrics
 	onChng        func(string)
 	keychain      authn.Keychain
-	retry         retryPolicy
+	retry         registryhttp.RetryPolicy
 	lockRetry     time.Duration // how often a standby replica tries the lock
 	progressEvery time.Duration
-	pageSize      int         // tags asked per page
-	pageLimits    pageLimits  // what one page may hold
-	leading       atomic.Bool // holds the indexer lock and runs the schedule
-	scans         scanGroup   // scans in flight, whoever started them
+	pageSize      int                     // tags asked per page
+	pageLimits    registryhttp.PageLimits // what one page may hold
+	leading       atomic.Bool             // holds the indexer lock and runs the schedule
+	scans         scanGroup               // scans in flight, whoever started them
 	push          PushStore
 	maxPending    int // per source's push queue
 	pushMetrics   *pushMetrics
@@ -250,11 +251,11 @@ func New(opts Options) (*Indexer, error) {
 		metrics:       m,
 		onChng:        opts.OnChange,
 		keychain:      keychain,
-		retry:         defaultRetry,
+		retry:         registryhttp.DefaultRetry,
 		lockRetry:     15 * time.Second,
 		progressEvery: 5 * time.Second,
 		pageSize:      pageSize,
-		pageLimits:    pageLimits{bytes: maxPageBytes, tags: maxPageTags},
+		pageLimits:    registryhttp.PageLimits{Bytes: registryhttp.MaxPageBytes, Tags: registryhttp.MaxPageTags},
 		push:          pushStoreOf(opts),
 		maxPending:    cmp.Or(max(opts.MaxPending, 0), DefaultMaxPending),
 		pushMetrics:   pm,

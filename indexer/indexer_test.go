@@ -214,7 +214,7 @@ func TestScanNowJoinsTheRunningScan(t *testing.T) {
 		}
 	})
 	st, ix := newStoreIndexer(t, reg)
-	ix.retry.timeout = 10 * time.Second
+	ix.retry.Timeout = 10 * time.Second
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {

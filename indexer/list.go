@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 )
 
 // The listing is done here rather than with ggcr's remote.List/Lister because
@@ -31,8 +32,8 @@ type lister struct {
 	client   *http.Client // authenticated, retrying, counting
 	repo     name.Repository
 	pageSize int
-	limits   pageLimits            // per page; see tagpage.go
-	progress func(pages, tags int) // called after every page
+	limits   registryhttp.PageLimits // per page (registryhttp.DecodeTagPage)
+	progress func(pages, tags int)   // called after every page
 	// first, when set, is the answer to the first page's request already
 	// made (Indexer.probe); it is used once, closed by the lister.
 	first *http.Response
@@ -55,7 +56,7 @@ func (l *lister) list(ctx context.Context) ([]string, error) {
 		}
 	}()
 	tags, err := l.walk(ctx, "")
-	if errors.Is(err, errPageTooLarge) && l.pageSize > 0 {
+	if errors.Is(err, registryhttp.ErrPageTooLarge) && l.pageSize > 0 {
 		return l.walk(ctx, fmt.Sprintf("n=%d", l.pageSize))
 	}
 	return tags, err
@@ -116,13 +117,13 @@ func (l *lister) page(ctx context.Context, u *url.URL) (tagPage, *url.URL, error
 			return tagPage{}, nil, err
 		}
 		var p tagPage
-		p.Tags, err = decodeTagPage(resp.Body, l.repo.RegistryStr(), l.limits)
+		p.Tags, err = registryhttp.DecodeTagPage(resp.Body, l.repo.RegistryStr(), l.limits)
 		resp.Body.Close()
 		if err != nil {
 			if ctx.Err() != nil {
 				return tagPage{}, nil, ctx.Err()
 			}
-			if errors.Is(err, errPageTooLarge) {
+			if errors.Is(err, registryhttp.ErrPageTooLarge) {
 				return tagPage{}, nil, err
 			}
 			lastErr = fmt.Errorf("reading tag list %s: %w", u.Redacted(), err)

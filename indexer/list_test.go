@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -25,7 +26,7 @@ import (
 // Its per-request timeout is long: on a starved CI core a request may take a
 // while, and a timeout would add a retry that tests counting requests do not
 // expect. A test about timeouts sets its own.
-var fastRetry = retryPolicy{attempts: 4, base: time.Millisecond, max: 10 * time.Millisecond, maxRetryAfter: 3 * time.Second, timeout: 10 * time.Second}
+var fastRetry = registryhttp.RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: 10 * time.Millisecond, MaxRetryAfter: 3 * time.Second, Timeout: 10 * time.Second}
 
 func testSource(t *testing.T, name, image string) Source {
 	t.Helper()
@@ -208,7 +209,7 @@ func TestListFaults(t *testing.T) {
 		{name: "a truncated body is fetched again", fault: failing(2, truncated), wantLists: 1},
 		{name: "a body always truncated fails the listing", fault: failing(-1, truncated), wantErr: "unexpected EOF"},
 		{name: "a hung connection times out and is retried", fault: failing(1, func(http.ResponseWriter) { time.Sleep(3 * time.Second) }),
-			timeout: 300 * time.Millisecond, minTime: 300 * time.Millisecond, maxTime: 2500 * time.Millisecond, wantLists: 1, maxLists: int64(fastRetry.attempts) - 1},
+			timeout: 300 * time.Millisecond, minTime: 300 * time.Millisecond, maxTime: 2500 * time.Millisecond, wantLists: 1, maxLists: int64(fastRetry.Attempts) - 1},
 		{name: "a 404 is not retried", fault: failing(-1, status(404)), wantErr: "404"},
 	}
 	for _, tc := range tests {
@@ -218,7 +219,7 @@ func TestListFaults(t *testing.T) {
 			reg.set(func(r *testRegistry) { r.fault = tc.fault })
 			ix := newTestIndexer(t, nil, reg, "app")
 			if tc.timeout > 0 {
-				ix.retry.timeout = tc.timeout
+				ix.retry.Timeout = tc.timeout
 			}
 			start := time.Now()
 			got, n, err := list(t, ix)
@@ -296,18 +297,18 @@ func TestRetryAfter(t *testing.T) {
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
 	}
 	for _, tc := range tests {
-		if got := retryAfter(tc.in, now); got != tc.want {
+		if got := registryhttp.RetryAfter(tc.in, now); got != tc.want {
 			t.Errorf("retryAfter(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestBackoffIsBoundedFullJitter(t *testing.T) {
-	rt := &retryTransport{policy: retryPolicy{base: 100 * time.Millisecond, max: time.Second}}
+	rt := &registryhttp.RetryTransport{Policy: registryhttp.RetryPolicy{Base: 100 * time.Millisecond, Max: time.Second}}
 	for attempt := 1; attempt <= 10; attempt++ {
 		ceil := min(100*time.Millisecond<<(attempt-1), time.Second)
 		for range 50 {
-			if d := rt.backoff(attempt); d < 0 || d >= ceil {
+			if d := rt.Backoff(attempt); d < 0 || d >= ceil {
 				t.Fatalf("backoff(%d) = %s, want in [0, %s)", attempt, d, ceil)
 			}
 		}
@@ -419,7 +420,7 @@ func TestListAsksForPagesWhenTheOnePageIsTooLarge(t *testing.T) {
 	reg.set(func(r *testRegistry) { r.pageSize = 1000 })
 	queries := listQueries(reg)
 	ix := newTestIndexer(t, nil, reg, "app")
-	ix.pageLimits.tags, ix.pageSize = 10, 4
+	ix.pageLimits.Tags, ix.pageSize = 10, 4
 
 	got, _, err := list(t, ix)
 	if err != nil {

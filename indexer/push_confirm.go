@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -80,7 +81,7 @@ func (ix *Indexer) pushTransport(ctx context.Context, src *source) (http.RoundTr
 	var n atomic.Int64
 	rt, err := ix.authTransport(ctx, src, &n)
 	if err != nil {
-		return nil, explainUnreachable(src.repo.RegistryStr(), err)
+		return nil, registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 	}
 	q.mu.Lock()
 	q.rt, q.rtAt = rt, time.Now()

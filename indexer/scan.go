@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -192,7 +193,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, n *atomic.Int64) (rt http.RoundTripper, tags []string, err error) {
 	base, auth, err := ix.scanTransport(ctx, src, n)
 	if err != nil {
-		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
+		return nil, nil, registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 	}
 	var first *http.Response
 	if auth == authn.Anonymous {
@@ -204,7 +205,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 			first.Body.Close()
 		}
 		ix.pings.forget(src.repo.RegistryStr())
-		return nil, nil, explainUnreachable(src.repo.RegistryStr(), err)
+		return nil, nil, registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 	}
 	l := &lister{
 		client:   &http.Client{Transport: rt},
@@ -220,7 +221,7 @@ func (ix *Indexer) listTags(ctx context.Context, log *slog.Logger, src *source, 
 		// remembered ping: the next scan asks again.
 		ix.pings.forget(src.repo.RegistryStr())
 	}
-	return rt, tags, explainUnreachable(src.repo.RegistryStr(), err)
+	return rt, tags, registryhttp.ExplainUnreachable(src.repo.RegistryStr(), err)
 }
 
 // authTransport builds the scan's transport: counting, rate limit and retry
@@ -236,13 +237,13 @@ func (ix *Indexer) authTransport(ctx context.Context, src *source, n *atomic.Int
 // scanTransport is a scan's transport before authentication (counting,
 // rate limit, retries, remembered pings) and the credentials to use.
 func (ix *Indexer) scanTransport(ctx context.Context, src *source, n *atomic.Int64) (http.RoundTripper, authn.Authenticator, error) {
-	var rt http.RoundTripper = &countTransport{next: src.base, n: n, registry: src.registry, metrics: ix.metrics}
-	rt = &limitTransport{next: rt, limiter: src.limiter}
+	var rt http.RoundTripper = &registryhttp.CountTransport{Next: src.base, N: n, Registry: src.registry, Requests: ix.metrics.requests}
+	rt = &registryhttp.LimitTransport{Next: rt, Limiter: src.limiter}
 	policy := ix.retry
 	if src.Timeout > 0 {
-		policy.timeout = src.Timeout
+		policy.Timeout = src.Timeout
 	}
-	rt = &retryTransport{next: rt, policy: policy}
+	rt = &registryhttp.RetryTransport{Next: rt, Policy: policy}
 	var auth authn.Authenticator
 	if src.Password != nil {
 		auth = &basicAuth{username: src.Username, password: src.Password}

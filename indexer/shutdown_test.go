@@ -42,7 +42,7 @@ func TestScanInterruptedByShutdownIsNotAFailure(t *testing.T) {
 	reg := newTestRegistry(t)
 	reg.push("app", "v1.0.0")
 	st, ix := newStoreIndexer(t, reg)
-	ix.retry.timeout = 10 * time.Second
+	ix.retry.Timeout = 10 * time.Second
 	var logs testutil.LockedBuffer
 	ix.log = slog.New(slog.NewTextHandler(&logs, nil))
 	listing, release := holdListing(reg)
@@ -78,7 +78,7 @@ func TestRunReturnsOnlyAfterTheTriggeredScanFinished(t *testing.T) {
 	reg := newTestRegistry(t)
 	reg.push("app", "v1.0.0")
 	st, ix := newStoreIndexer(t, reg)
-	ix.retry.timeout = 10 * time.Second
+	ix.retry.Timeout = 10 * time.Second
 	other, held, err := st.TryIndexerLock(context.Background())
 	if err != nil || !held {
 		t.Fatalf("lock: held=%v err=%v", held, err)

@@ -1,4 +1,9 @@
-package indexer
+// Package registryhttp is the HTTP plumbing under every registry request
+// the indexer makes: retries with backoff and Retry-After, the per-registry
+// rate limit, the request count, bounded tag-list pages, and errors that
+// say why a registry could not be reached. It knows nothing of sources or
+// scans; package indexer chains these transports per source.
+package registryhttp
 
 import (
 	"context"
@@ -12,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
@@ -26,32 +32,32 @@ import (
 // registry waits for a token and is counted: a retried 429 is a request the
 // registry saw, and politeness is about what the registry sees.
 
-// retryPolicy bounds retries. Fields are tuned down in tests.
-type retryPolicy struct {
-	attempts      int           // total attempts per request, first included
-	base          time.Duration // backoff before the 2nd attempt is drawn from [0, base)
-	max           time.Duration // cap of the exponential backoff
-	maxRetryAfter time.Duration // a longer Retry-After is shortened to this
-	timeout       time.Duration // per attempt, headers and body
+// RetryPolicy bounds retries. Fields are tuned down in tests.
+type RetryPolicy struct {
+	Attempts      int           // total attempts per request, first included
+	Base          time.Duration // backoff before the 2nd attempt is drawn from [0, base)
+	Max           time.Duration // cap of the exponential backoff
+	MaxRetryAfter time.Duration // a longer Retry-After is shortened to this
+	Timeout       time.Duration // per attempt, headers and body
 }
 
-var defaultRetry = retryPolicy{
-	attempts:      4,
-	base:          250 * time.Millisecond,
-	max:           8 * time.Second,
-	maxRetryAfter: 60 * time.Second,
-	timeout:       30 * time.Second,
+var DefaultRetry = RetryPolicy{
+	Attempts:      4,
+	Base:          250 * time.Millisecond,
+	Max:           8 * time.Second,
+	MaxRetryAfter: 60 * time.Second,
+	Timeout:       30 * time.Second,
 }
 
-type retryTransport struct {
-	next   http.RoundTripper
-	policy retryPolicy
+type RetryTransport struct {
+	Next   http.RoundTripper
+	Policy RetryPolicy
 }
 
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Only requests without a body are replayed; ggcr's token POST is not.
 	idempotent := (req.Method == http.MethodGet || req.Method == http.MethodHead) && req.Body == nil
-	attempts := t.policy.attempts
+	attempts := t.Policy.Attempts
 	if !idempotent || attempts < 1 {
 		attempts = 1
 	}
@@ -63,18 +69,18 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var wait time.Duration
 		switch {
 		case err != nil:
-			if !transient(err) {
+			if !Transient(err) {
 				return nil, err
 			}
-			wait = t.backoff(attempt)
+			wait = t.Backoff(attempt)
 		case resp.StatusCode == http.StatusTooManyRequests:
-			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			wait = RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 			if wait < 0 {
-				wait = t.backoff(attempt)
+				wait = t.Backoff(attempt)
 			}
-			wait = min(wait, t.policy.maxRetryAfter)
+			wait = min(wait, t.Policy.MaxRetryAfter)
 		case retryableStatus(resp.StatusCode):
-			wait = t.backoff(attempt)
+			wait = t.Backoff(attempt)
 		default:
 			return resp, nil
 		}
@@ -95,12 +101,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // once makes one attempt under the per-attempt timeout. The timeout covers
 // reading the body too, so it is cancelled only when the body is closed.
-func (t *retryTransport) once(req *http.Request) (*http.Response, error) {
-	if t.policy.timeout <= 0 {
-		return t.next.RoundTrip(req)
+func (t *RetryTransport) once(req *http.Request) (*http.Response, error) {
+	if t.Policy.Timeout <= 0 {
+		return t.Next.RoundTrip(req)
 	}
-	ctx, cancel := context.WithTimeoutCause(req.Context(), t.policy.timeout, errAttemptTimeout)
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	ctx, cancel := context.WithTimeoutCause(req.Context(), t.Policy.Timeout, errAttemptTimeout)
+	resp, err := t.Next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
 		if errors.Is(context.Cause(ctx), errAttemptTimeout) && req.Context().Err() == nil {
@@ -114,11 +120,11 @@ func (t *retryTransport) once(req *http.Request) (*http.Response, error) {
 
 var errAttemptTimeout = errors.New("registry request timed out")
 
-// backoff is exponential with full jitter: uniform in [0, min(max, base*2^(n-1))).
-func (t *retryTransport) backoff(attempt int) time.Duration {
-	ceil := t.policy.base << (attempt - 1)
-	if ceil <= 0 || ceil > t.policy.max {
-		ceil = t.policy.max
+// Backoff is exponential with full jitter: uniform in [0, min(max, base*2^(n-1))).
+func (t *RetryTransport) Backoff(attempt int) time.Duration {
+	ceil := t.Policy.Base << (attempt - 1)
+	if ceil <= 0 || ceil > t.Policy.Max {
+		ceil = t.Policy.Max
 	}
 	if ceil <= 0 {
 		return 0
@@ -126,10 +132,10 @@ func (t *retryTransport) backoff(attempt int) time.Duration {
 	return rand.N(ceil)
 }
 
-// transient reports network errors worth another attempt. Others (a TLS
+// Transient reports network errors worth another attempt. Others (a TLS
 // handshake with a plain-http server, a bad certificate, a bad URL) would
 // fail the same way again.
-func transient(err error) bool {
+func Transient(err error) bool {
 	var ne net.Error
 	return errors.Is(err, errAttemptTimeout) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
@@ -142,9 +148,9 @@ func retryableStatus(code int) bool {
 	return code >= 500 && code != http.StatusNotImplemented && code != http.StatusHTTPVersionNotSupported
 }
 
-// retryAfter reads a Retry-After value (delay-seconds or an HTTP-date);
+// RetryAfter reads a Retry-After value (delay-seconds or an HTTP-date);
 // -1 when it is absent or unreadable.
-func retryAfter(v string, now time.Time) time.Duration {
+func RetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return -1
 	}
@@ -171,37 +177,38 @@ func (b *cancelBody) Close() error {
 	return err
 }
 
-// limitTransport waits for the registry's shared limiter before each attempt.
-type limitTransport struct {
-	next    http.RoundTripper
-	limiter *rate.Limiter // nil: unlimited
+// LimitTransport waits for the registry's shared limiter before each attempt.
+type LimitTransport struct {
+	Next    http.RoundTripper
+	Limiter *rate.Limiter // nil: unlimited
 }
 
-func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.limiter != nil {
-		if err := t.limiter.Wait(req.Context()); err != nil {
+func (t *LimitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.Limiter != nil {
+		if err := t.Limiter.Wait(req.Context()); err != nil {
 			return nil, err
 		}
 	}
-	return t.next.RoundTrip(req)
+	return t.Next.RoundTrip(req)
 }
 
-// countTransport counts every request that reaches the registry, for the
-// scan record (n) and for the metric (by status code, or "error").
-type countTransport struct {
-	next     http.RoundTripper
-	n        *atomic.Int64
-	registry string
-	metrics  *metrics
+// CountTransport counts every request that reaches the registry, for the
+// scan record (N) and in Requests (by registry and status code, or
+// "error").
+type CountTransport struct {
+	Next     http.RoundTripper
+	N        *atomic.Int64
+	Registry string
+	Requests *prometheus.CounterVec
 }
 
-func (t *countTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.n.Add(1)
-	resp, err := t.next.RoundTrip(req)
+func (t *CountTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.N.Add(1)
+	resp, err := t.Next.RoundTrip(req)
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
 	}
-	t.metrics.requests.WithLabelValues(t.registry, code).Inc()
+	t.Requests.WithLabelValues(t.Registry, code).Inc()
 	return resp, err
 }

@@ -1,4 +1,4 @@
-package indexer
+package registryhttp
 
 import (
 	"encoding/json"
@@ -14,25 +14,25 @@ import (
 // few others send every tag in one page, with per-tag manifest details
 // that are skipped here without being held.
 const (
-	maxPageBytes = 32 << 20 // body bytes of one page
-	maxPageTags  = 100_000  // tags in one page
+	MaxPageBytes = 32 << 20 // body bytes of one page
+	MaxPageTags  = 100_000  // tags in one page
 )
 
-// errPageTooLarge is a page over a cap. It is refused, never fetched again.
-var errPageTooLarge = errors.New("tag list page too large")
+// ErrPageTooLarge is a page over a cap. It is refused, never fetched again.
+var ErrPageTooLarge = errors.New("tag list page too large")
 
-type pageLimits struct {
-	bytes int64
-	tags  int
+type PageLimits struct {
+	Bytes int64
+	Tags  int
 }
 
-// decodeTagPage reads {"tags":[...], ...} from r, skipping other members.
-func decodeTagPage(r io.Reader, registry string, lim pageLimits) ([]string, error) {
-	cr := &cappedReader{r: r, left: lim.bytes}
+// DecodeTagPage reads {"tags":[...], ...} from r, skipping other members.
+func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, error) {
+	cr := &cappedReader{r: r, left: lim.Bytes}
 	dec := json.NewDecoder(cr)
 	tooLarge := func(err error) error {
 		if cr.over {
-			return fmt.Errorf("%w: registry %s sent more than %d MiB in one page", errPageTooLarge, registry, lim.bytes>>20)
+			return fmt.Errorf("%w: registry %s sent more than %d MiB in one page", ErrPageTooLarge, registry, lim.Bytes>>20)
 		}
 		return err
 	}
@@ -62,8 +62,8 @@ func decodeTagPage(r io.Reader, registry string, lim pageLimits) ([]string, erro
 			return nil, fmt.Errorf(`"tags" is %v, not a list`, tok)
 		}
 		for dec.More() {
-			if len(tags) >= lim.tags {
-				return nil, fmt.Errorf("%w: registry %s sent more than %d tags in one page", errPageTooLarge, registry, lim.tags)
+			if len(tags) >= lim.Tags {
+				return nil, fmt.Errorf("%w: registry %s sent more than %d tags in one page", ErrPageTooLarge, registry, lim.Tags)
 			}
 			var t string
 			if err := dec.Decode(&t); err != nil {
@@ -123,7 +123,7 @@ type cappedReader struct {
 func (c *cappedReader) Read(p []byte) (int, error) {
 	if c.left <= 0 {
 		c.over = true
-		return 0, errPageTooLarge
+		return 0, ErrPageTooLarge
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]

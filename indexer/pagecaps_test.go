@@ -9,45 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 )
-
-func TestDecodeTagPage(t *testing.T) {
-	lim := pageLimits{bytes: 1 << 10, tags: 3}
-	for _, tc := range []struct {
-		name, body string
-		want       []string
-		err        string
-	}{
-		{name: "distribution shape", body: `{"name":"app","tags":["a","b"]}`, want: []string{"a", "b"}},
-		{name: "google shape skips manifest details",
-			body: `{"child":[],"manifest":{"sha256:1":{"tag":["x"],"n":[1,{"a":null}]}},"name":"app","tags":["a"]}`,
-			want: []string{"a"}},
-		{name: "null tags is none", body: `{"name":"app","tags":null}`},
-		{name: "tags not a list", body: `{"tags":"a"}`, err: `"tags" is a, not a list`},
-		{name: "truncated is an error", body: `{"tags":["a",`, err: "EOF"},
-		{name: "too many tags are refused", body: `{"tags":["a","b","c","d"]}`,
-			err: "registry r.example sent more than 3 tags in one page"},
-		{name: "too many bytes are refused", body: `{"name":"` + strings.Repeat("x", 2<<10) + `","tags":[]}`,
-			err: "registry r.example sent more than 0 MiB in one page"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeTagPage(strings.NewReader(tc.body), "r.example", lim)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("tags (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // hugePage streams a tag list page of n tags, never held in memory whole.
 func hugePage(n int, pad int) func(w http.ResponseWriter, r *http.Request) bool {
@@ -76,8 +39,8 @@ func TestListRefusesAHugePageNamingTheRegistry(t *testing.T) {
 		pad      int
 		wantText string
 	}{
-		{"too many tags", maxPageTags + 1, 0, fmt.Sprintf("more than %d tags in one page", maxPageTags)},
-		{"too many bytes", 40_000, 1000, fmt.Sprintf("more than %d MiB in one page", maxPageBytes>>20)},
+		{"too many tags", registryhttp.MaxPageTags + 1, 0, fmt.Sprintf("more than %d tags in one page", registryhttp.MaxPageTags)},
+		{"too many bytes", 40_000, 1000, fmt.Sprintf("more than %d MiB in one page", registryhttp.MaxPageBytes>>20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := newTestRegistry(t)
@@ -95,7 +58,7 @@ func TestListRefusesAHugePageNamingTheRegistry(t *testing.T) {
 				}
 			})
 			_, _, err := list(t, ix)
-			if !errors.Is(err, errPageTooLarge) || !strings.Contains(err.Error(), tc.wantText) ||
+			if !errors.Is(err, registryhttp.ErrPageTooLarge) || !strings.Contains(err.Error(), tc.wantText) ||
 				!strings.Contains(err.Error(), "registry "+reg.host) {
 				t.Fatalf("err = %v, want a refusal naming registry %s and %q", err, reg.host, tc.wantText)
 			}
@@ -111,9 +74,9 @@ func TestListRefusesAHugePageNamingTheRegistry(t *testing.T) {
 func TestListReadsAPageJustUnderTheCaps(t *testing.T) {
 	reg := newTestRegistry(t)
 	reg.push("app", "v1.0.0")
-	reg.set(func(r *testRegistry) { r.fault = hugePage(maxPageTags, 0) })
+	reg.set(func(r *testRegistry) { r.fault = hugePage(registryhttp.MaxPageTags, 0) })
 	tags, _, err := list(t, newTestIndexer(t, nil, reg, "app"))
-	if err != nil || len(tags) != maxPageTags {
-		t.Fatalf("got %d tags, err %v; want %d", len(tags), err, maxPageTags)
+	if err != nil || len(tags) != registryhttp.MaxPageTags {
+		t.Fatalf("got %d tags, err %v; want %d", len(tags), err, registryhttp.MaxPageTags)
 	}
 }

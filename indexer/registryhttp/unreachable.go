@@ -1,4 +1,4 @@
-package indexer
+package registryhttp
 
 import (
 	"context"
@@ -9,25 +9,25 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// unreachableError is a scan that could not reach the registry at all: no
+// UnreachableError is a scan that could not reach the registry at all: no
 // DNS answer, connection refused, or no answer in time. Operators read it in
 // the log and in the source's status, so it says so plainly instead of
 // showing ggcr's nested "authenticating to ...: Get ...: dial tcp ..." text.
-type unreachableError struct {
+type UnreachableError struct {
 	registry string
 	why      string
 	err      error
 }
 
-func (e *unreachableError) Error() string {
+func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("registry %s unreachable: %s", e.registry, e.why)
 }
 
-func (e *unreachableError) Unwrap() []error { return []error{resolver.ErrUnavailable, e.err} }
+func (e *UnreachableError) Unwrap() []error { return []error{resolver.ErrUnavailable, e.err} }
 
-// explainUnreachable rewrites a failure to reach registry as an
+// ExplainUnreachable rewrites a failure to reach registry as an
 // unreachableError; any other error comes back unchanged.
-func explainUnreachable(registry string, err error) error {
+func ExplainUnreachable(registry string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -40,11 +40,11 @@ func explainUnreachable(registry string, err error) error {
 		if dns.Err != "" {
 			why += ": " + dns.Err
 		}
-		return &unreachableError{registry: registry, why: why, err: err}
+		return &UnreachableError{registry: registry, why: why, err: err}
 	case errors.As(err, &op) && op.Op == "dial":
-		return &unreachableError{registry: registry, why: "cannot connect: " + op.Err.Error(), err: err}
+		return &UnreachableError{registry: registry, why: "cannot connect: " + op.Err.Error(), err: err}
 	case errors.As(err, &nerr) && nerr.Timeout(), errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
-		return &unreachableError{registry: registry, why: "no answer in time", err: err}
+		return &UnreachableError{registry: registry, why: "no answer in time", err: err}
 	}
 	return err
 }
