@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,12 +16,14 @@ import (
 // replaces) on loopback, fed the same versions: channelserver resolves a
 // latestRegexp against GitHub releases, which a loopback bench cannot
 // reach, so each channel is written with the latest version Tidemark's
-// snapshot answers, under the same redirect base. It is untested here
-// without a binary; build one with
+// snapshot answers, under the same redirect base. Build one from its
+// public source (the module proxy does not serve it, its dependencies it
+// does) with
 //
 //	git clone https://github.com/rancher/channelserver && cd channelserver && go build -o channelserver .
 //
-// and run CHANNELSERVER=./channelserver make bench-serve.
+// and run CHANNELSERVER=./channelserver make bench-serve (measured with
+// 0d8ed6d, docs/development.md "Performance").
 func startChannelserver(bin string, snap *resolver.Snapshot) (string, func(), error) {
 	var b strings.Builder
 	b.WriteString("k3s:\n  channels:\n")
@@ -31,16 +34,18 @@ func startChannelserver(bin string, snap *resolver.Snapshot) (string, func(), er
 		fmt.Fprintf(&b, "  - name: %q\n    latest: %q\n", a.Channel.Name, a.Tag.Version.String())
 	}
 	fmt.Fprintf(&b, "  redirectBase: %q\n", strings.TrimSuffix(location, "v1.33.6+k3s2"))
-	f, err := os.CreateTemp("", "benchserve-channels-*.yaml")
+	// channelserver reads ./channels.yaml whatever --url says (its --url
+	// flag has no destination as of 0d8ed6d), so it runs in a directory of
+	// its own holding that file.
+	dir, err := os.MkdirTemp("", "benchserve-channelserver-")
 	if err != nil {
 		return "", nil, err
 	}
-	path := f.Name()
-	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
+	path := filepath.Join(dir, "channels.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	f.Close()
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
@@ -48,12 +53,14 @@ func startChannelserver(bin string, snap *resolver.Snapshot) (string, func(), er
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "--url", path, "--config-key", "k3s", "--path-prefix", "v1-release",
 		"--listen-address", addr, "--refresh-interval", "24h")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// Its access log (a line a request, its default) is written to
+	// /dev/null rather than interleaved with the bench's table.
+	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
-		os.Remove(path)
+		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("starting channelserver %s: %w", bin, err)
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.Remove(path) }
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.RemoveAll(dir) }
 	u := "http://" + addr
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if check(u+"/v1-release/channels/v1.33") == nil {
