@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -26,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -41,6 +43,9 @@ func main() {
 	flag.IntVar(&rounds, "rounds", 3, "rounds of every target, interleaved; each target keeps its best")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the channel URL with 10k clusters to this file")
 	flag.StringVar(&channelserver, "channelserver", os.Getenv("CHANNELSERVER"), "rancher/channelserver binary to load side by side (env CHANNELSERVER)")
+	flag.IntVar(&clusters, "clusters", 10_000, "distinct cluster IDs the cluster targets rotate")
+	flag.BoolVar(&forwarded, "forwarded", false, "each cluster asks from its own X-Forwarded-For address behind a trusted loopback proxy, "+
+		"with the shipped admission limits (max_clusters raised to fit): what recording costs at full speed (issue 31)")
 	flag.Parse()
 	wrkCPUs = *wrkCPU
 	if err := run(*wrk, *duration, *conns, *threads); err != nil {
@@ -58,13 +63,21 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	}
 	var loads atomic.Int64
 	discard := &discardFleet{}
+	// Fleet recording on: every sighting goes through the buffer and the
+	// flusher; the store takes batches at once (no database here). Without
+	// -forwarded every request comes from loopback: admission limits are
+	// raised so that they measure recording, not refusal. With it, each
+	// cluster has its own address and the shipped limits apply.
+	fo := fleet.Options{Store: discard, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30}
+	var trusted []netip.Prefix
+	if forwarded {
+		fo = fleet.Options{Store: discard, MaxClusters: max(clusters, config.DefaultMaxClusters)}
+		trusted = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}
 	s, err := server.New(server.Options{
-		// Fleet recording on: every sighting goes through the buffer and
-		// the flusher; the store takes batches at once (no database here).
-		// Every load generator's request comes from loopback: admission
-		// limits are raised so that they measure recording, not refusal.
-		Fleet:       fleet.Options{Store: discard, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30},
-		ExternalURL: "https://tidemark.example.com",
+		Fleet:          fo,
+		TrustedProxies: trusted,
+		ExternalURL:    "https://tidemark.example.com",
 		// A real JSON access log line per request, thrown away: its cost is
 		// part of what is measured.
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -111,14 +124,19 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 
 	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback, best of %d interleaved rounds; snapshot: %d tags, 1 source, %d channels; access log: default mode\n",
 		threads, conns, d, rounds, tags, len(snap.Channels()))
+	if forwarded {
+		fmt.Printf("%d clusters, each from its own X-Forwarded-For address (trusted proxy 127.0.0.0/8), shipped admission limits, max_clusters %d\n",
+			clusters, fo.MaxClusters)
+	}
+	k := clusterLabel()
 	targets := []target{
 		{name: "floor (bare net/http 302)", url: floorURL + "/"},
 		{name: "tidemark v1.33", url: tmURL},
 		// The same wrk script on both sides: generating 10k clusters'
 		// headers costs wrk too, and the floor must pay it as well.
-		{name: "floor, 10k clusters' headers", url: floorURL + "/", script: script},
-		{name: "tidemark v1.33, 10k clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile},
-		{name: "stepwise, 10k clusters (fleet on)", url: stepURL, script: script},
+		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script},
+		{name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile},
+		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script},
 	}
 	if channelserver != "" {
 		csURL, stopCS, err := startChannelserver(channelserver, snap)
@@ -151,11 +169,12 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	floorR, plain, floorC, fleetR, stepR := results[0], results[1], results[2], results[3], results[4]
 	ratio := fleetR.rps / floorC.rps
 	p99 := float64(fleetR.p99) / float64(floorC.p99)
-	fmt.Printf("\nv1.33 with 10k clusters/floor with the same headers: %.2fx requests/s (goal >= 0.85x), p99 %.2fx (goal <= 1.3x)\n", ratio, p99)
+	fmt.Printf("\nv1.33 with %s clusters/floor with the same headers: %.2fx requests/s (goal >= 0.85x), p99 %.2fx (goal <= 1.3x)\n", k, ratio, p99)
 	fmt.Printf("v1.33 without clusters/floor: %.2fx requests/s, p99 %.2fx\n", plain.rps/floorR.rps, float64(plain.p99)/float64(floorR.p99))
 	step := stepR.rps / plain.rps
 	fmt.Printf("stepwise/plain: %.2fx (goal >= 0.80x); p99 %s; fleet records written: %d; snapshot loads during the run: %d (no database)\n",
 		step, stepR.p99, discard.rows.Load(), loads.Load()-loadsBefore)
+	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
 	if ratio < 0.85 || p99 > 1.3 || step < 0.8 {
 		fmt.Println("GOAL MISSED")
 	}
@@ -246,6 +265,8 @@ var (
 	rounds        int
 	cpuProfile    string
 	channelserver string
+	clusters      int
+	forwarded     bool
 )
 
 // wrkCPUs, when set, keeps the load generator off the servers' CPUs, so
@@ -300,9 +321,10 @@ func wrkDuration(m []string) time.Duration {
 	return d
 }
 
-// clusterScript writes a wrk script that rotates 10,000 cluster IDs, each
-// reporting one of the released versions of the bench's source, as a fleet
-// of system-upgrade-controllers would.
+// clusterScript writes a wrk script that rotates -clusters cluster IDs,
+// each reporting one of the released versions of the bench's source, as a
+// fleet of system-upgrade-controllers would; with -forwarded each also
+// names its own address in X-Forwarded-For (10.x.y.z from its number).
 func clusterScript() (string, error) {
 	var vs []string
 	for minor := 16; minor <= 33; minor++ {
@@ -310,14 +332,19 @@ func clusterScript() (string, error) {
 			vs = append(vs, fmt.Sprintf("%q", fmt.Sprintf("v1.%d.%d-k3s1", minor, patch)))
 		}
 	}
+	forwardedLua := ""
+	if forwarded {
+		forwardedLua = `  wrk.headers["X-Forwarded-For"] = "10." .. (math.floor(i / 65536) % 256) .. "." .. (math.floor(i / 256) % 256) .. "." .. (i % 256)
+`
+	}
 	lua := `local versions = {` + strings.Join(vs, ", ") + `}
 local n = 0
 request = function()
   n = n + 1
-  local i = n % 10000
+  local i = n % ` + strconv.Itoa(clusters) + `
   wrk.headers["X-SUC-Cluster-ID"] = "bench-cluster-" .. i
   wrk.headers["X-SUC-Latest-Version"] = versions[(i % #versions) + 1]
-  return wrk.format("GET")
+` + forwardedLua + `  return wrk.format("GET")
 end
 `
 	f, err := os.CreateTemp("", "benchserve-*.lua")
@@ -355,3 +382,26 @@ func (f *discardFleet) FleetCounts(context.Context, time.Time) (map[string]resol
 }
 func (f *discardFleet) PurgeFleet(context.Context, time.Time) (int64, error)     { return 0, nil }
 func (f *discardFleet) FleetMembers(context.Context, func(string, string)) error { return nil }
+
+// clusterLabel is -clusters as the table names it: 10k, 200k.
+func clusterLabel() string {
+	if clusters%1000 == 0 {
+		return strconv.Itoa(clusters/1000) + "k"
+	}
+	return strconv.Itoa(clusters)
+}
+
+// peakRSS is this process's peak resident set (VmHWM), 0 when unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
