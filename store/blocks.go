@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // Block blocks version (canonical) of source, with an audit event and a
@@ -36,7 +37,7 @@ func (s *Store) Block(ctx context.Context, source, version, actor, reason string
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "block", Source: source, To: version, Reason: reason}); err != nil {
 			return err
 		}
-		if err := addEvent(ctx, tx, resolver.Event{Type: resolver.EventVersionBlocked, Source: source, To: version, Actor: actor, Reason: reason}); err != nil {
+		if err := outboxdb.Add(ctx, tx, resolver.Event{Type: resolver.EventVersionBlocked, Source: source, To: version, Actor: actor, Reason: reason}); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, "block", source, "version", version)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // Pin pins c.Channel to c.Version with the digest captured at promotion,
@@ -65,7 +66,7 @@ func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) 
 	if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: action, Channel: c.Channel, From: from, To: c.Version, Reason: c.Reason}); err != nil {
 		return st, err
 	}
-	if err := channelEvent(ctx, tx, c, from, c.Version); err != nil {
+	if err := outboxdb.ChannelEvent(ctx, tx, c, from, c.Version); err != nil {
 		return st, err
 	}
 	if err := rolloutChange(ctx, tx, c, c.Version); err != nil {
@@ -106,7 +107,7 @@ func (s *Store) unpinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange
 	if err := audit(ctx, tx, resolver.AuditEvent{Actor: c.Actor, Action: "unpin", Channel: c.Channel, From: from, To: c.To, Reason: c.Reason}); err != nil {
 		return st, err
 	}
-	if err := channelEvent(ctx, tx, c, from, c.To); err != nil {
+	if err := outboxdb.ChannelEvent(ctx, tx, c, from, c.To); err != nil {
 		return st, err
 	}
 	if err := rolloutChange(ctx, tx, c, c.To); err != nil {

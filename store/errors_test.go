@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
 // TestDBErrMapsSQLStates: a serialization failure or a deadlock is a
@@ -23,7 +24,7 @@ func TestDBErrMapsSQLStates(t *testing.T) {
 		{"40P01", resolver.ErrUnavailable},
 		{"23505", resolver.ErrConflict},
 	} {
-		err := dbErr("pin channel \"stable\"", &pgconn.PgError{Code: tc.code, Message: "m"})
+		err := pg.Err("pin channel \"stable\"", &pgconn.PgError{Code: tc.code, Message: "m"})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("SQLSTATE %s: %v, want %v", tc.code, err, tc.want)
 		}

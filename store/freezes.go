@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // CreateFreeze declares a freeze, audited and notified.
@@ -33,7 +34,7 @@ func freezeEvent(ctx context.Context, tx pgx.Tx, f *resolver.Freeze, action, act
 	if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: action, Reason: text}); err != nil {
 		return err
 	}
-	if err := addEvent(ctx, tx, resolver.Event{Type: resolver.EventFreezeChanged, Actor: actor, Reason: action + ": " + text}); err != nil {
+	if err := outboxdb.Add(ctx, tx, resolver.Event{Type: resolver.EventFreezeChanged, Actor: actor, Reason: action + ": " + text}); err != nil {
 		return err
 	}
 	return nil

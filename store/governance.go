@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // Governance (CONTRACT section 15): scheduled and pending changes,
@@ -50,7 +51,7 @@ func changeEvent(ctx context.Context, tx pgx.Tx, c *resolver.ScheduledChange, ac
 			return err
 		}
 	}
-	return addEvent(ctx, tx, resolver.Event{Type: typ, Channel: c.Channel, To: c.Version, Actor: actor, Reason: text})
+	return outboxdb.Add(ctx, tx, resolver.Event{Type: typ, Channel: c.Channel, To: c.Version, Actor: actor, Reason: text})
 }
 
 // ScheduleChange records c (State scheduled, or pending when it needs

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
 // pingTimeout bounds Ping so that a health loop never hangs on a database
@@ -24,5 +25,5 @@ func (s *Store) Ping(ctx context.Context) error {
 	if ctx.Err() == nil && pctx.Err() != nil {
 		return fmt.Errorf("%w: database at %s did not answer within %s", resolver.ErrUnavailable, s.addr, pingTimeout)
 	}
-	return dbErr("ping", err)
+	return pg.Err("ping", err)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/tidemark-dev/tidemark/migrations"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
 // versionTable is tern's bookkeeping table.
@@ -25,31 +26,31 @@ const versionTable = "public.schema_version"
 func (s *Store) Migrate(ctx context.Context) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return dbErr("migrate", err)
+		return pg.Err("migrate", err)
 	}
 	conn := pc.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 
 	m, err := migrate.NewMigrator(ctx, conn, versionTable)
 	if err != nil {
-		return dbErr("migrate: version table", err)
+		return pg.Err("migrate: version table", err)
 	}
 	if err := m.LoadMigrations(migrations.FS); err != nil {
 		return fmt.Errorf("migrate: load migrations: %w", err)
 	}
 	before, err := m.GetCurrentVersion(ctx)
 	if err != nil {
-		return dbErr("migrate: current version", err)
+		return pg.Err("migrate: current version", err)
 	}
 	m.OnStart = func(seq int32, name, direction, _ string) {
 		s.log.InfoContext(ctx, "applying migration", "seq", seq, "name", name, "direction", direction)
 	}
 	if err := m.Migrate(ctx); err != nil {
-		return dbErr("migrate", err)
+		return pg.Err("migrate", err)
 	}
 	after, err := m.GetCurrentVersion(ctx)
 	if err != nil {
-		return dbErr("migrate: current version", err)
+		return pg.Err("migrate: current version", err)
 	}
 	s.log.InfoContext(ctx, "database migrated", "from", before, "to", after, "db", s.addr)
 	return nil

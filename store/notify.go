@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
 // ReconnectedPayload is passed to Listen's fn each time the listening
@@ -41,7 +42,7 @@ func (s *Store) Listen(ctx context.Context, fn func(payload string)) error {
 			backoff = listenBackoffStart
 		}
 		s.log.WarnContext(ctx, "change listener lost its connection; reconnecting",
-			"err", dbErr("listen", err), "retry_in", backoff)
+			"err", pg.Err("listen", err), "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // PutRisk declares (or replaces) a known risk of r.Source, compiled by the
@@ -41,7 +42,7 @@ func (s *Store) PutRisk(ctx context.Context, r resolver.Risk, actor string) (res
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "risk-add", Source: r.Source, To: r.Name, Reason: reason}); err != nil {
 			return err
 		}
-		if err := addEvent(ctx, tx, resolver.Event{Type: resolver.EventRiskChanged, Source: r.Source, To: r.Name, Actor: actor, Reason: reason}); err != nil {
+		if err := outboxdb.Add(ctx, tx, resolver.Event{Type: resolver.EventRiskChanged, Source: r.Source, To: r.Name, Actor: actor, Reason: reason}); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, "risk", r.Source, "risk", r.Name)
@@ -66,7 +67,7 @@ func (s *Store) DeleteRisk(ctx context.Context, source, name, actor, reason stri
 		if err := audit(ctx, tx, resolver.AuditEvent{Actor: actor, Action: "risk-remove", Source: source, From: name, Reason: reason}); err != nil {
 			return err
 		}
-		if err := addEvent(ctx, tx, resolver.Event{Type: resolver.EventRiskChanged, Source: source, From: name, Actor: actor, Reason: reason}); err != nil {
+		if err := outboxdb.Add(ctx, tx, resolver.Event{Type: resolver.EventRiskChanged, Source: source, From: name, Actor: actor, Reason: reason}); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, "risk", source, "risk", name)

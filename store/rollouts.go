@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // rolloutCols are the columns scanRollout reads, in its order.
@@ -180,7 +181,7 @@ func rolloutAudit(ctx context.Context, tx pgx.Tx, e resolver.AuditEvent) error {
 	if e.Reason != "" {
 		reason += ": " + e.Reason
 	}
-	return addEvent(ctx, tx, resolver.Event{Type: resolver.EventRolloutChanged, Channel: e.Channel,
+	return outboxdb.Add(ctx, tx, resolver.Event{Type: resolver.EventRolloutChanged, Channel: e.Channel,
 		From: e.From, To: e.To, Actor: e.Actor, Reason: reason})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
 // scanTagColumns are the columns COPYed into the per-scan temp table.
@@ -54,7 +55,7 @@ func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.
 		fp   []byte
 	)
 	if r.Err != nil {
-		sc.Outcome, sc.Error = "failed", oneLine(r.Err.Error())
+		sc.Outcome, sc.Error = "failed", pg.OneLine(r.Err.Error())
 	} else {
 		sc.Complete = r.Complete
 		rows = scanRows(r.Tags)
@@ -314,7 +315,7 @@ func (s *Store) FailScan(ctx context.Context, scanID int64, cause error) error {
 	return s.inTx(ctx, op, func(tx pgx.Tx) error {
 		var source string
 		err := tx.QueryRow(ctx, `update scans set outcome = 'failed', error = $2
-			where id = $1 returning source`, scanID, oneLine(cause.Error())).Scan(&source)
+			where id = $1 returning source`, scanID, pg.OneLine(cause.Error())).Scan(&source)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: scan %d", resolver.ErrNotFound, scanID)
 		}

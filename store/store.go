@@ -1,13 +1,10 @@
-// Package store keeps Tidemark's index, channel state, blocks, tokens and
-// audit trail in Postgres through pgx. Every exported method takes ctx first,
-// runs in one transaction, and speaks resolver types; errors wrap the
-// resolver taxonomy (ErrNotFound, ErrConflict, ErrUnavailable, ...), mapped
-// from driver errors in one place (errors.go).
-//
-// One file per entity: sources.go, scans.go (ApplyScan; fingerprint.go for
-// its no-change fast path), tags.go, load.go, channels.go (pins, history),
-// blocks.go, tokens.go, fleet.go (clusters per channel), notify.go (Listen,
-// NOTIFY), lock.go (the indexer lock), migrate.go.
+// Package store keeps Tidemark's index, channel state, blocks, risks,
+// rollouts, governance and audit trail in Postgres through pgx, and puts
+// the parts kept in packages of their own (fleetdb, tokendb, outboxdb,
+// lockdb) into one Store. Every exported method takes ctx first, runs in
+// one transaction (internal/pg) and speaks resolver types; errors wrap the
+// resolver taxonomy, mapped from driver errors in one place
+// (internal/pg/errors.go).
 package store
 
 import (
@@ -16,8 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	neturl "net/url"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -25,18 +20,35 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/fleetdb"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
+	"github.com/tidemark-dev/tidemark/store/lockdb"
+	"github.com/tidemark-dev/tidemark/store/outboxdb"
+	"github.com/tidemark-dev/tidemark/store/tokendb"
 )
 
 // Store is a handle on the database. Safe for concurrent use.
 type Store struct {
-	log      *slog.Logger
-	pool     *pgxpool.Pool
-	addr     string        // host:port, for error messages (never the password)
-	lockPing time.Duration // how often a held indexer lock's quiet connection is pinged
-	origin   string        // random per Store; marks the notifications it sends
-	// lockPingTimeout is how long that ping may take before the lock counts
-	// as lost.
-	lockPingTimeout time.Duration
+	log    *slog.Logger
+	pool   *pgxpool.Pool
+	addr   string // host:port, for error messages (never the password)
+	origin string // random per Store; marks the notifications it sends
+	db     *pg.DB // the transactions every part runs
+	// The parts in packages of their own; their methods are the Store's.
+	*fleetdb.Fleet
+	*tokendb.Tokens
+	*outboxdb.Outbox
+	*lockdb.Locker
+}
+
+// RedactURL is a database URL as logs may show it (password xxxxx).
+var RedactURL = pg.RedactURL
+
+// newStore assembles a Store on an open pool.
+func newStore(log *slog.Logger, pool *pgxpool.Pool, addr string) *Store {
+	db := &pg.DB{Pool: pool, Log: log}
+	return &Store{log: log, pool: pool, addr: addr, Locker: &lockdb.Locker{Pool: pool, Log: log, Ping: 5 * time.Second, PingTimeout: 5 * time.Second},
+		origin: newOrigin(), db: db, Fleet: fleetdb.New(db), Tokens: tokendb.New(db), Outbox: outboxdb.New(db)}
 }
 
 // Open connects to url and checks the connection. The error is one line that
@@ -50,7 +62,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		// pgx's parse error sometimes quotes the URL and sometimes not:
 		// name it once, without its password, then the reason.
-		return nil, fmt.Errorf("%w: database URL %s: %s", resolver.ErrInvalid, RedactURL(url), cause(err))
+		return nil, fmt.Errorf("%w: database URL %s: %s", resolver.ErrInvalid, RedactURL(url), pg.Cause(err))
 	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
 	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
@@ -61,7 +73,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	within := cfg.ConnConfig.ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
+		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, pg.Cause(err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
@@ -70,9 +82,9 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		if ctx.Err() == nil && (pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 			return nil, &noAnswerError{addr: addr, within: within}
 		}
-		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, cause(err))
+		return nil, fmt.Errorf("%w: database at %s: %s", resolver.ErrUnavailable, addr, pg.Cause(err))
 	}
-	return &Store{log: log, pool: pool, addr: addr, lockPing: 5 * time.Second, lockPingTimeout: 5 * time.Second, origin: newOrigin()}, nil
+	return newStore(log, pool, addr), nil
 }
 
 // DefaultConnectTimeout bounds a new connection, handshake included, when
@@ -97,31 +109,15 @@ func (e *noAnswerError) Unwrap() error { return resolver.ErrUnavailable }
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// inTx runs fn in one transaction and maps its error. Nothing fn wrote
-// survives an error: a lost connection mid-way rolls the whole thing back.
+// inTx runs fn in one transaction and maps its error (pg.DB.InTx).
+// Nothing fn wrote survives an error: a lost connection mid-way rolls the
+// whole thing back.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	return s.inTxOpts(ctx, op, pgx.TxOptions{}, fn)
+	return s.db.InTx(ctx, op, fn)
 }
 
 func (s *Store) inTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
-	if err != nil && connLost(err) && ctx.Err() == nil {
-		// A pooled connection whose session ended while idle (a database
-		// restart, pg_terminate_backend) fails its BEGIN; its idle siblings
-		// are most likely dead too. Nothing was done yet, so drop them all
-		// and try once more on a fresh connection.
-		s.log.WarnContext(ctx, "database connection lost; reconnecting", "op", op, "err", cause(err))
-		s.pool.Reset()
-		tx, err = s.pool.BeginTx(ctx, opts)
-	}
-	if err != nil {
-		return dbErr(op, err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return dbErr(op, err)
-	}
-	return dbErr(op, tx.Commit(ctx))
+	return s.db.InTxOpts(ctx, op, opts, fn)
 }
 
 // notify queues a change notification that Postgres delivers on commit, so
@@ -136,27 +132,3 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind, source string, kv .
 
 // NotifyChannel is the Postgres NOTIFY channel that carries change notifications.
 const NotifyChannel = "tidemark"
-
-// RedactURL is a database URL (or keyword/value string) as it may be
-// shown: any password replaced by xxxxx.
-func RedactURL(s string) string {
-	if s == "" {
-		return "(not set)"
-	}
-	u, err := neturl.Parse(s)
-	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
-		// keyword/value ("host=h password=p"), or a URL too broken to
-		// parse: mask what may be a password either way.
-		s = urlPassword.ReplaceAllString(s, "${1}xxxxx@")
-		return dsnPassword.ReplaceAllString(fmt.Sprintf("%q", s), "${1}xxxxx")
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return fmt.Sprintf("%q", u.Redacted())
-}
-
-var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
-
-var dsnPassword = regexp.MustCompile(`(password\s*=\s*)('[^']*'|[^\s"]*)`)

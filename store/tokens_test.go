@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/tokendb"
 )
 
 func TestTokens(t *testing.T) {
@@ -22,7 +23,7 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(plain, store.TokenPrefix) || len(plain) < 40 {
+	if !strings.HasPrefix(plain, tokendb.TokenPrefix) || len(plain) < 40 {
 		t.Errorf("token %q: want tdm_ and 32 random bytes", plain)
 	}
 	if n := query(t, u, `select count(*) from tokens where position(convert_to($1, 'UTF8') in hash) > 0 or hash = convert_to($1, 'UTF8')`, plain)[0][0].(int64); n != 0 {
@@ -125,7 +126,7 @@ func TestAuthenticateWritesOnlyForAValidToken(t *testing.T) {
 	}
 	defer ro.Close()
 	for i := range 3 {
-		if _, err := ro.Authenticate(ctx, store.TokenPrefix+"guessed"+strings.Repeat("x", i)); !errors.Is(err, resolver.ErrUnauthorized) {
+		if _, err := ro.Authenticate(ctx, tokendb.TokenPrefix+"guessed"+strings.Repeat("x", i)); !errors.Is(err, resolver.ErrUnauthorized) {
 			t.Fatalf("guessed token on a read-only database: %v, want ErrUnauthorized (a read, no write)", err)
 		}
 	}

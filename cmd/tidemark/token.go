@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/tokendb"
 )
 
 func newTokenCmd(e *cli.Env) *cobra.Command {
@@ -45,7 +46,7 @@ func newTokenCreateCmd(e *cli.Env) *cobra.Command {
 			}
 			list := splitScopes(scopes)
 			if len(list) == 0 {
-				return fmt.Errorf("token create needs --scope (%s)", strings.Join(store.Scopes, ", "))
+				return fmt.Errorf("token create needs --scope (%s)", strings.Join(tokendb.Scopes, ", "))
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
 				tok, err := st.CreateChannelToken(cmd.Context(), name, list, splitList(channels))

@@ -1,4 +1,8 @@
-package store
+// Package fleetdb keeps the fleet's records in Postgres (CONTRACT section
+// 5): batched upserts of sightings, the summaries and pages the API reads,
+// the counts the rollout loops and the console show, and the purge.
+// *store.Store embeds its Fleet, so callers see one store.
+package fleetdb
 
 import (
 	"cmp"
@@ -11,7 +15,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
+
+// Fleet is the fleet's part of the store.
+type Fleet struct{ db *pg.DB }
+
+// New is the fleet's part of the store on db.
+func New(db *pg.DB) *Fleet { return &Fleet{db: db} }
 
 // fleetChunk is the most rows one upsert statement carries: large enough
 // that a busy second is a handful of statements, small enough that one
@@ -44,7 +55,7 @@ returning f.channel, f.cluster, f.reported, f.reported_since`
 // since when: the earliest any replica saw it, which the caller's settle
 // clock adopts. Rows are written in key order, so two replicas writing
 // overlapping batches lock them in the same order and never deadlock.
-func (s *Store) RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error) {
 	rows := slices.Clone(sightings)
 	slices.SortFunc(rows, func(a, b resolver.Sighting) int {
 		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Cluster, b.Cluster))
@@ -98,9 +109,9 @@ func (s *Store) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 	return out, nil
 }
 
-func (s *Store) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
-	err := s.inTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
 		out = out[:0]
 		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served)
 		if err != nil {
@@ -143,9 +154,9 @@ func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 // caller orders versions by its scheme). The counts are kept as the fleet
 // is written (migration 008), so it reads a few rows per version and per
 // minute of the active window, and the window's first minute from fleet.
-func (s *Store) FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error) {
+func (s *Fleet) FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error) {
 	sum := resolver.FleetSummary{Channel: channel, Versions: []resolver.VersionCount{}, Served: []resolver.VersionCount{}}
-	err := s.inTxOpts(ctx, fmt.Sprintf("fleet summary of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, fmt.Sprintf("fleet summary of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select kind, version, clusters from fleet_versions where channel = $1 and clusters > 0`, channel)
 		if err != nil {
 			return err
@@ -184,11 +195,11 @@ func (s *Store) FleetSummary(ctx context.Context, channel string, activeSince ti
 
 // FleetClusters is one page of a channel's clusters by ID; next is the last
 // ID when more may follow, "" at the end.
-func (s *Store) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (page []resolver.ClusterRecord, next string, err error) {
+func (s *Fleet) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (page []resolver.ClusterRecord, next string, err error) {
 	if q.Limit <= 0 {
 		return nil, "", fmt.Errorf("%w: fleet page limit %d", resolver.ErrInvalid, q.Limit)
 	}
-	err = s.inTxOpts(ctx, fmt.Sprintf("list fleet clusters of channel %q", q.Channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = s.db.InTxOpts(ctx, fmt.Sprintf("list fleet clusters of channel %q", q.Channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet
 			where channel = $1 and cluster > $2
 				and ($3 = '' or reported = $3)
@@ -212,9 +223,9 @@ func (s *Store) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (pag
 
 // FleetCluster is every channel record of one cluster, by channel.
 // ErrNotFound when the fleet has none.
-func (s *Store) FleetCluster(ctx context.Context, id string) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) FleetCluster(ctx context.Context, id string) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
-	err := s.inTxOpts(ctx, fmt.Sprintf("fleet cluster %q", id), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, fmt.Sprintf("fleet cluster %q", id), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet where cluster = $1 order by channel`, id)
 		if err != nil {
 			return err
@@ -231,9 +242,9 @@ func (s *Store) FleetCluster(ctx context.Context, id string) ([]resolver.Cluster
 // FleetCounts counts every channel's clusters, all of them and those seen
 // since activeSince, in one pass: the console's channel list shows them.
 // A channel without records is absent.
-func (s *Store) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
+func (s *Fleet) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
 	out := map[string]resolver.FleetCount{}
-	err := s.inTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select channel, count(*), count(*) filter (where last_seen >= $1)
 			from fleet group by channel`, activeSince)
 		if err != nil {
@@ -253,7 +264,7 @@ func (s *Store) FleetCounts(ctx context.Context, activeSince time.Time) (map[str
 // ServedCounts counts, for every (channel, version) in keys, the clusters
 // last served that version on that channel, in one query on the counts
 // kept as the fleet is written (migration 008). A key with none counts 0.
-func (s *Store) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]int, error) {
+func (s *Fleet) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]int, error) {
 	out := make(map[resolver.ChannelVersion]int, len(keys))
 	channels := make([]string, len(keys))
 	versions := make([]string, len(keys))
@@ -264,7 +275,7 @@ func (s *Store) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion
 	if len(keys) == 0 {
 		return out, nil
 	}
-	err := s.inTxOpts(ctx, fmt.Sprintf("count served clusters of %d versions", len(keys)), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, fmt.Sprintf("count served clusters of %d versions", len(keys)), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select f.channel, f.version, f.clusters from fleet_versions f
 			join unnest($1::text[], $2::text[]) as k(channel, version) on f.channel = k.channel and f.version = k.version
 			where f.kind = 'served'`, channels, versions)
@@ -284,9 +295,9 @@ func (s *Store) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion
 
 // FleetActive counts the clusters seen since activeSince by channel and
 // reported version (the tidemark_fleet_clusters gauge).
-func (s *Store) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
+func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
 	out := map[string][]resolver.VersionCount{}
-	err := s.inTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select channel, reported, count(*) from fleet
 			where last_seen >= $1 and reported <> '' group by channel, reported`, activeSince)
 		if err != nil {
@@ -309,11 +320,11 @@ func (s *Store) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 // PurgeFleet deletes the records last seen before cutoff, a bounded batch
 // per statement so that no purge holds many row locks at once against the
 // recorders' upserts. It returns how many went.
-func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *Fleet) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error) {
 	var total int64
 	for {
 		var n int64
-		err := s.inTx(ctx, "purge fleet", func(tx pgx.Tx) error {
+		err := s.db.InTx(ctx, "purge fleet", func(tx pgx.Tx) error {
 			tag, err := tx.Exec(ctx, `delete from fleet where ctid = any(array(
 				select ctid from fleet where last_seen < $1 limit 10000))`, cutoff)
 			n = tag.RowsAffected()
@@ -322,7 +333,7 @@ func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 		total += n
 		if err == nil && n < 10000 {
 			// Counters of versions and minutes no cluster is at any more.
-			err = s.inTx(ctx, "purge fleet counts", func(tx pgx.Tx) error {
+			err = s.db.InTx(ctx, "purge fleet counts", func(tx pgx.Tx) error {
 				if _, err := tx.Exec(ctx, `delete from fleet_versions where clusters = 0`); err != nil {
 					return err
 				}
@@ -338,8 +349,8 @@ func (s *Store) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 
 // FleetMembers calls fn with every recorded (channel, cluster), for the
 // admission limits' set of known clusters.
-func (s *Store) FleetMembers(ctx context.Context, fn func(channel, cluster string)) error {
-	return s.inTxOpts(ctx, "list recorded clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+func (s *Fleet) FleetMembers(ctx context.Context, fn func(channel, cluster string)) error {
+	return s.db.InTxOpts(ctx, "list recorded clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select channel, cluster from fleet`)
 		if err != nil {
 			return err

@@ -1,4 +1,7 @@
-package store
+// Package tokendb keeps Tidemark's bearer tokens in Postgres: creation
+// (the plaintext shown once, only its hash stored), authentication,
+// listing and revocation. *store.Store embeds its Tokens.
+package tokendb
 
 import (
 	"context"
@@ -15,7 +18,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
+
+// Tokens is the tokens' part of the store.
+type Tokens struct{ db *pg.DB }
+
+// New is the tokens' part of the store on db.
+func New(db *pg.DB) *Tokens { return &Tokens{db: db} }
 
 // Scopes a token may carry (CONTRACT section 3): admin implies the others.
 var Scopes = []string{"promote", "scan", "read", "admin"}
@@ -38,13 +48,13 @@ type Token struct {
 // CreateToken makes a token named name with scopes and returns its
 // plaintext, which exists only in this return value: the database keeps its
 // SHA-256. ErrConflict when the name is taken (revoked tokens keep theirs).
-func (s *Store) CreateToken(ctx context.Context, name string, scopes []string) (string, error) {
+func (s *Tokens) CreateToken(ctx context.Context, name string, scopes []string) (string, error) {
 	return s.CreateChannelToken(ctx, name, scopes, nil)
 }
 
 // CreateChannelToken is CreateToken for a token whose channel writes are
 // limited to channels (names or globs); nil: every channel.
-func (s *Store) CreateChannelToken(ctx context.Context, name string, scopes, channels []string) (string, error) {
+func (s *Tokens) CreateChannelToken(ctx context.Context, name string, scopes, channels []string) (string, error) {
 	for _, g := range channels {
 		if !resolver.ValidChannelGlob(g) {
 			return "", fmt.Errorf("%w: token %q: channels: %q is not a channel name or glob", resolver.ErrInvalid, name, g)
@@ -70,7 +80,7 @@ func (s *Store) CreateChannelToken(ctx context.Context, name string, scopes, cha
 	}
 	plain := TokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
 	hash := sha256.Sum256([]byte(plain))
-	err := s.inTx(ctx, fmt.Sprintf("create token %q", name), func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, fmt.Sprintf("create token %q", name), func(tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, `insert into tokens (name, hash, scopes, channels) values ($1, $2, $3, $4)
 			on conflict (name) do nothing returning id`, name, hash[:], scopes, channels).Scan(&id)
@@ -93,7 +103,7 @@ func (s *Store) CreateChannelToken(ctx context.Context, name string, scopes, cha
 // A failed lookup only reads: a guessed token must not cost a database
 // write. A valid one records last_used at most once a minute, which is
 // what `token list` shows, without a write per request.
-func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Principal, error) {
+func (s *Tokens) Authenticate(ctx context.Context, plaintext string) (resolver.Principal, error) {
 	denied := fmt.Errorf("%w: unknown or revoked token", resolver.ErrUnauthorized)
 	if !strings.HasPrefix(plaintext, TokenPrefix) {
 		return resolver.Principal{}, denied
@@ -103,7 +113,7 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Pr
 		t      Token
 		stored []byte
 	)
-	err := s.inTx(ctx, "authenticate", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "authenticate", func(tx pgx.Tx) error {
 		// The lookup is by hash, so timing reveals nothing about the secret;
 		// the constant-time compare below is belt and braces.
 		var stale bool
@@ -133,9 +143,9 @@ func (s *Store) Authenticate(ctx context.Context, plaintext string) (resolver.Pr
 }
 
 // ListTokens lists every token, revoked ones included, by name.
-func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
+func (s *Tokens) ListTokens(ctx context.Context) ([]Token, error) {
 	tokens := []Token{}
-	err := s.inTx(ctx, "list tokens", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "list tokens", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select id, name, scopes, channels, created_at, coalesce(last_used, 'epoch'), coalesce(revoked_at, 'epoch')
 			from tokens order by name`)
@@ -159,8 +169,8 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 
 // RevokeToken revokes the token named name; ErrNotFound when there is none.
 // Revoking a revoked token is a no-op.
-func (s *Store) RevokeToken(ctx context.Context, name string) error {
-	return s.inTx(ctx, fmt.Sprintf("revoke token %q", name), func(tx pgx.Tx) error {
+func (s *Tokens) RevokeToken(ctx context.Context, name string) error {
+	return s.db.InTx(ctx, fmt.Sprintf("revoke token %q", name), func(tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, `
 			update tokens set revoked_at = coalesce(revoked_at, now()) where name = $1 returning id`, name).Scan(&id)

@@ -1,4 +1,7 @@
-package store
+// Package lockdb is the indexer lock: a Postgres advisory lock held on a
+// connection of its own by the one replica that indexes, watched so that
+// its loss is noticed within seconds. *store.Store embeds its Locker.
+package lockdb
 
 import (
 	"context"
@@ -8,7 +11,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
+
+// Locker takes the indexer lock.
+type Locker struct {
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+	// Ping is how often a held lock's quiet connection is pinged; a ping
+	// slower than PingTimeout counts the lock as lost.
+	Ping, PingTimeout time.Duration
+}
 
 // lockTimeout bounds TryIndexerLock.
 const lockTimeout = 10 * time.Second
@@ -35,19 +49,19 @@ type IndexerLock struct {
 // TryIndexerLock; if the holder's session ends under it (database restart,
 // pg_terminate_backend, a network cut), lock.Lost fires, so the holder stops
 // indexing before another replica takes over.
-func (s *Store) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
+func (s *Locker) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
 	// Not held: a nil *IndexerLock, whose methods are safe to call.
 	var none *IndexerLock
 	// A database that does not answer must not hold the indexer's loop.
 	ctx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel()
-	pc, err := s.pool.Acquire(ctx)
+	pc, err := s.Pool.Acquire(ctx)
 	if err != nil {
-		return none, false, dbErr("indexer lock", err)
+		return none, false, pg.Err("indexer lock", err)
 	}
 	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", indexerLockKey).Scan(&held); err != nil {
 		pc.Release()
-		return none, false, dbErr("indexer lock", err)
+		return none, false, pg.Err("indexer lock", err)
 	}
 	if !held {
 		pc.Release()
@@ -58,10 +72,10 @@ func (s *Store) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held boo
 	// way to let the lock go.
 	wctx, stop := context.WithCancel(context.Background())
 	l := &IndexerLock{
-		conn: pc.Hijack(), log: s.log,
+		conn: pc.Hijack(), log: s.Log,
 		lost: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
 	}
-	go l.watch(wctx, s.lockPing, s.lockPingTimeout)
+	go l.watch(wctx, s.Ping, s.PingTimeout)
 	return l, true, nil
 }
 
@@ -90,11 +104,11 @@ func (l *IndexerLock) Release() {
 			// Unlock first: closing alone frees the lock only once the
 			// server notices, and the next TryIndexerLock may come sooner.
 			if _, err := l.conn.Exec(ctx, "select pg_advisory_unlock($1)", indexerLockKey); err != nil {
-				l.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
+				l.log.Warn("releasing indexer lock", "err", pg.Err("indexer lock", err))
 			}
 		}
 		if err := l.conn.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			l.log.Warn("releasing indexer lock", "err", dbErr("indexer lock", err))
+			l.log.Warn("releasing indexer lock", "err", pg.Err("indexer lock", err))
 		}
 	})
 }
@@ -132,7 +146,7 @@ func (l *IndexerLock) watch(ctx context.Context, every, timeout time.Duration) {
 				continue
 			}
 		}
-		l.log.Warn("indexer lock lost: its database session ended", "err", dbErr("indexer lock", err))
+		l.log.Warn("indexer lock lost: its database session ended", "err", pg.Err("indexer lock", err))
 		close(l.lost)
 		return
 	}

@@ -1,4 +1,8 @@
-package store
+// Package outboxdb is the notification outbox in Postgres: events written
+// in the transaction of the change they describe (Add, ChannelEvent),
+// each endpoint's cursor, delivery in commit order, the backlog and the
+// recent events. *store.Store embeds its Outbox.
+package outboxdb
 
 import (
 	"context"
@@ -9,11 +13,18 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
-// addEvent writes e into the outbox inside tx: the event exists exactly
+// Outbox is the outbox's part of the store.
+type Outbox struct{ db *pg.DB }
+
+// New is the outbox's part of the store on db.
+func New(db *pg.DB) *Outbox { return &Outbox{db: db} }
+
+// Add writes e into the outbox inside tx: the event exists exactly
 // when the change it reports committed.
-func addEvent(ctx context.Context, tx pgx.Tx, e resolver.Event) error {
+func Add(ctx context.Context, tx pgx.Tx, e resolver.Event) error {
 	_, err := tx.Exec(ctx, `
 		insert into outbox (type, channel, source, from_version, to_version, actor, reason)
 		values ($1, $2, $3, $4, $5, $6, $7)`,
@@ -24,13 +35,13 @@ func addEvent(ctx context.Context, tx pgx.Tx, e resolver.Event) error {
 // AddEvents writes events into the outbox in one transaction: the events
 // that are not a store write's own (a served version moved by indexing, a
 // rollout step).
-func (s *Store) AddEvents(ctx context.Context, events []resolver.Event) error {
+func (s *Outbox) AddEvents(ctx context.Context, events []resolver.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, fmt.Sprintf("add %d outbox events", len(events)), func(tx pgx.Tx) error {
+	return s.db.InTx(ctx, fmt.Sprintf("add %d outbox events", len(events)), func(tx pgx.Tx) error {
 		for _, e := range events {
-			if err := addEvent(ctx, tx, e); err != nil {
+			if err := Add(ctx, tx, e); err != nil {
 				return err
 			}
 		}
@@ -40,8 +51,8 @@ func (s *Store) AddEvents(ctx context.Context, events []resolver.Event) error {
 
 // StartCursor creates endpoint's cursor at the newest event if it has none:
 // a new endpoint receives what happens from now on, not the past.
-func (s *Store) StartCursor(ctx context.Context, endpoint string) error {
-	return s.inTx(ctx, fmt.Sprintf("start notification cursor %q", endpoint), func(tx pgx.Tx) error {
+func (s *Outbox) StartCursor(ctx context.Context, endpoint string) error {
+	return s.db.InTx(ctx, fmt.Sprintf("start notification cursor %q", endpoint), func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			insert into notify_cursors (endpoint, last_xid, last_id)
 			select $1, coalesce(max(xid), '0'), coalesce(max(id), 0) from outbox
@@ -64,11 +75,11 @@ func (s *Store) StartCursor(ctx context.Context, endpoint string) error {
 // Events are read in (xid, id) order and only below the oldest running
 // transaction (see migrations/010_outbox_horizon.sql), so an event whose
 // transaction commits late is still ahead of the cursor when it appears.
-func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.EventFilter,
+func (s *Outbox) DeliverNext(ctx context.Context, endpoint string, f resolver.EventFilter,
 	send func(context.Context, resolver.Event) error, backoff func(attempts int) time.Duration) (d resolver.Delivery, ok bool, err error) {
 	const lease = time.Minute
 	var claim int64
-	err = s.inTx(ctx, fmt.Sprintf("claim delivery to %q", endpoint), func(tx pgx.Tx) error {
+	err = s.db.InTx(ctx, fmt.Sprintf("claim delivery to %q", endpoint), func(tx pgx.Tx) error {
 		// The horizon is read first, before this transaction takes a
 		// transaction id of its own by locking the cursor.
 		var horizon int64
@@ -113,7 +124,7 @@ func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.Eve
 	// lease after a restart.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err = s.inTx(rctx, fmt.Sprintf("record delivery to %q", endpoint), func(tx pgx.Tx) error {
+	err = s.db.InTx(rctx, fmt.Sprintf("record delivery to %q", endpoint), func(tx pgx.Tx) error {
 		if d.Err == nil {
 			_, err := tx.Exec(rctx, `
 				update notify_cursors set last_xid = $3::bigint::text::xid8, last_id = $4, attempts = 0,
@@ -124,7 +135,7 @@ func (s *Store) DeliverNext(ctx context.Context, endpoint string, f resolver.Eve
 		_, err := tx.Exec(rctx, `
 			update notify_cursors set attempts = $3, last_error = $4,
 				next_attempt = now() + $5 * interval '1 microsecond'
-			where endpoint = $1 and claim = $2`, endpoint, claim, d.Attempts, oneLine(d.Err.Error()), d.Retry.Microseconds())
+			where endpoint = $1 and claim = $2`, endpoint, claim, d.Attempts, pg.OneLine(d.Err.Error()), d.Retry.Microseconds())
 		return err
 	})
 	return d, true, err
@@ -164,9 +175,9 @@ func nextEvent(ctx context.Context, tx pgx.Tx, afterXID, after, horizon int64, f
 }
 
 // Backlog counts the events endpoint wants and has not been sent.
-func (s *Store) Backlog(ctx context.Context, endpoint string, f resolver.EventFilter) (int, error) {
+func (s *Outbox) Backlog(ctx context.Context, endpoint string, f resolver.EventFilter) (int, error) {
 	var n int
-	err := s.inTx(ctx, fmt.Sprintf("backlog of %q", endpoint), func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, fmt.Sprintf("backlog of %q", endpoint), func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `
 			select count(*) from outbox, notify_cursors c
 			where c.endpoint = $1 and (xid, id) > (c.last_xid, c.last_id) and `+filterSQL(2),
@@ -177,10 +188,10 @@ func (s *Store) Backlog(ctx context.Context, endpoint string, f resolver.EventFi
 
 // RecentEvents lists the newest limit events, newest first, and every
 // endpoint's cursor, read together so that they agree.
-func (s *Store) RecentEvents(ctx context.Context, limit int) ([]resolver.Event, []resolver.NotifyCursor, error) {
+func (s *Outbox) RecentEvents(ctx context.Context, limit int) ([]resolver.Event, []resolver.NotifyCursor, error) {
 	events := []resolver.Event{}
 	var cursors []resolver.NotifyCursor
-	err := s.inTx(ctx, "recent notifications", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "recent notifications", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select `+eventColumns+` from outbox order by id desc limit $1`, limit)
 		if err != nil {
 			return err
@@ -214,21 +225,21 @@ func (s *Store) RecentEvents(ctx context.Context, limit int) ([]resolver.Event, 
 	return events, cursors, err
 }
 
-// channelEvent records a pin's or unpin's channel.changed event, unless the
+// ChannelEvent records a pin's or unpin's channel.changed event, unless the
 // channel serves what it served before (a pin of the version it followed).
-func channelEvent(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, from, to string) error {
+func ChannelEvent(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, from, to string) error {
 	if from == to {
 		return nil
 	}
-	return addEvent(ctx, tx, resolver.Event{Type: resolver.EventChannelChanged, Channel: c.Channel,
+	return Add(ctx, tx, resolver.Event{Type: resolver.EventChannelChanged, Channel: c.Channel,
 		Source: c.Source, From: from, To: to, Actor: c.Actor, Reason: c.Reason})
 }
 
 // LastServed is the "to" of each channel's newest channel.changed event:
 // what was last announced as the channel's served version.
-func (s *Store) LastServed(ctx context.Context) (map[string]string, error) {
+func (s *Outbox) LastServed(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	err := s.inTxOpts(ctx, "last announced versions", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.db.InTxOpts(ctx, "last announced versions", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			select distinct on (channel) channel, to_version from outbox
 			where type = 'dev.tidemark.channel.changed' and channel <> ''

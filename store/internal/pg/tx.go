@@ -1,0 +1,41 @@
+package pg
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DB runs transactions on a pool: what every part of the store shares.
+type DB struct {
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+}
+
+// InTx runs fn in a read-write transaction; op names the work in errors.
+func (d *DB) InTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	return d.InTxOpts(ctx, op, pgx.TxOptions{}, fn)
+}
+
+// InTxOpts runs fn in a transaction with opts. A pooled connection whose
+// session ended while idle (a database restart, pg_terminate_backend)
+// fails its BEGIN; the pool is reset once and the BEGIN retried. Every
+// error comes back through Err: one line, in the resolver taxonomy.
+func (d *DB) InTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := d.Pool.BeginTx(ctx, opts)
+	if err != nil && ConnLost(err) && ctx.Err() == nil {
+		d.Log.WarnContext(ctx, "database connection lost; reconnecting", "op", op, "err", Cause(err))
+		d.Pool.Reset()
+		tx, err = d.Pool.BeginTx(ctx, opts)
+	}
+	if err != nil {
+		return Err(op, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return Err(op, err)
+	}
+	return Err(op, tx.Commit(ctx))
+}
