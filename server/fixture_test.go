@@ -115,8 +115,6 @@ func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*
 	return s, ts, logs
 }
 
-// send makes one request to url with an optional bearer token and JSON
-// body, and returns the answer with its body read.
 // send is the one request helper of the server tests: token is a bearer
 // token, or a whole Authorization value when it holds a space; hdr are
 // header name/value pairs. Redirects are not followed (a 302 is an answer).

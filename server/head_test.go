@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -58,19 +57,7 @@ type fetched struct {
 
 func fetch(t *testing.T, method, url string) fetched {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, b := send(t, method, url, "", "")
 	h := res.Header.Clone()
 	h.Del("Date")
 	return fetched{res.StatusCode, h, string(b)}

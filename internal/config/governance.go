@@ -8,6 +8,10 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
+// DefaultApprovalTTL is how long a pending change waits for approvals when
+// its channel sets no approval_ttl.
+const DefaultApprovalTTL = 24 * time.Hour
+
 var windowKeys = []string{"days", "start", "end", "timezone"}
 
 // maxApprovals bounds a channel's approvals: more people than a team.

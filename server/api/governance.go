@@ -12,14 +12,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
-
-// DefaultApprovalTTL is how long a pending change waits for approvals.
-const DefaultApprovalTTL = 24 * time.Hour
 
 // maxChangesListed bounds GET /api/v1/changes.
 const maxChangesListed = 500
@@ -102,7 +100,7 @@ func (s *API) recordChange(c echo.Context, e *core.Entry, sc resolver.ScheduledC
 	if n := e.Ans.Channel.Approvals; n > 0 {
 		ttl := e.Ans.Channel.ApprovalTTL
 		if ttl <= 0 {
-			ttl = DefaultApprovalTTL
+			ttl = config.DefaultApprovalTTL
 		}
 		sc.State, sc.ApprovalsNeeded, sc.ExpiresAt = resolver.ChangePending, n, time.Now().Add(ttl)
 		status = http.StatusAccepted
