@@ -46,7 +46,7 @@ type Options struct {
 	// the others well within the contract's 5 s).
 	FlushEvery time.Duration
 	// NewClustersPerMinute and MaxClusters are the admission limits
-	// (fleetadmit.go). 0: the config package's defaults.
+	// (admission.go). 0: the config package's defaults.
 	NewClustersPerMinute int
 	MaxClusters          int
 }
@@ -64,7 +64,7 @@ const (
 
 // Recorder takes sightings off the request path: a request appends to a
 // bounded queue and never waits (a full queue drops and counts; see
-// fleetqueue.go); one goroutine takes the queue every 50 ms, coalesces the
+// queue.go); one goroutine takes the queue every 50 ms, coalesces the
 // sightings per (channel, cluster) and writes a batch every FlushEvery. While the database is down a flush fails after its deadline,
 // its batch is dropped and counted, and the buffer fills and drops too, so
 // memory stays bounded and no request notices.
