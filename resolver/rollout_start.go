@@ -92,3 +92,33 @@ func (st RolloutStart) Begin(prev *Rollout, t time.Time) Rollout {
 	}
 	return r
 }
+
+// rolloutView builds a's rollout view from its state, or nil when the
+// channel has no policy, no rollout yet, or only a baseline that matches.
+func (s *Snapshot) rolloutView(a *ChannelAnswer, f filter) *RolloutView {
+	r := a.State.Rollout
+	if a.Channel.Rollout == nil || r == nil {
+		return nil
+	}
+	v := &RolloutView{Rollout: *r, phase: r.folded(), fallback: a.Tag}
+	idx := s.bySource[a.Channel.Source]
+	servable := func(version string) *Tag {
+		if idx == nil || version == "" {
+			return nil
+		}
+		if a.Tag != nil && a.Tag.Version.String() == version {
+			return a.Tag
+		}
+		// The channel's own rule: blocked and gated versions are skipped
+		// as the channel skips them.
+		if vv, ok := idx.lookup(version); ok && !vv.Blocked && f.servable(vv) {
+			return &vv.Tag
+		}
+		return nil
+	}
+	v.to, v.from = servable(r.To), servable(r.From)
+	for _, l := range r.Carried {
+		v.carried = append(v.carried, carriedTag{percent: l.Percent, tag: servable(l.Version)})
+	}
+	return v
+}

@@ -33,25 +33,6 @@ func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
 	return idx.view, nil
 }
 
-// VersionView is a tag with whether it is blocked and its gate state.
-type VersionView struct {
-	Tag
-	BlockReason string
-	// Gates is the version's state per release gate of its source when the
-	// snapshot was built; nil when the source has no gates. Servable is
-	// false while a gate holds it: no channel serves it and no resolve
-	// answer offers it, as if blocked (a channel's own soak may differ).
-	Gates    *GateState
-	Blocked  bool
-	Servable bool
-	// GatesUnchecked: the registry gates (platforms, signature) have not
-	// been checked for this digest yet (just indexed, or just started), so
-	// Gates holds it on no answer rather than on a finding.
-	GatesUnchecked bool
-	// registryHeld: held by platforms or signature, which no soak lifts.
-	registryHeld bool
-}
-
 // Versions lists a source's valid versions ascending, filtered by stream
 // (nested) and a Masterminds constraint ("" for none). ErrNotFound for an
 // unknown source; ErrInvalid for a bad constraint. Blocked versions are listed
