@@ -80,12 +80,12 @@ func (s *Snapshot) avoidRisks(channel string, q Asker, t Tag) (Tag, string, erro
 		return t, "", nil
 	}
 	f := s.filters[i]
-	f.builds = f.builds || q.Reported.Build > 0
+	f.Builds = f.Builds || q.Reported.Build > 0
 	vs := idx.versions
 	// Candidates are above the reported version and at most t, newest first.
 	hi := sort.Search(len(vs), func(k int) bool { return Compare(vs[k].Version, t.Version) > 0 })
 	ok := func(v *VersionView) bool {
-		return Compare(v.Version, q.Reported) > 0 && f.ok(v) && !idx.risky(q.Reported, v.Version, q.ID)
+		return Compare(v.Version, q.Reported) > 0 && f.OK(v) && !idx.risky(q.Reported, v.Version, q.ID)
 	}
 	if !a.Channel.Stepwise {
 		for k := hi - 1; k >= 0 && Compare(vs[k].Version, q.Reported) > 0; k-- {

@@ -62,15 +62,15 @@ type ChannelState struct {
 	Hold *Hold
 }
 
-// filter is the part of eligibility a channel and a resolve query share.
+// Filter is the part of eligibility a channel and a resolve query share.
 // A nil channel means "no channel": only stream, blocks and builds apply.
-type filter struct {
-	ch     *Channel
-	stream Stream
-	// builds lets juju build-numbered versions through. Semver build numbers
+type Filter struct {
+	Channel *Channel
+	Stream  Stream
+	// Builds lets juju build-numbered versions through. Semver build numbers
 	// are release revisions and always pass.
-	builds bool
-	cons   *constraint // ch.Constraint compiled; nil: none
+	Builds bool
+	cons   *Constraint // ch.Constraint compiled; nil: none
 	// soak is the channel's own soak (Channel.Soak); nil: the source's
 	// gates decide alone (VersionView.Servable). now is when the snapshot
 	// was built, the moment soaks are measured at.
@@ -78,30 +78,30 @@ type filter struct {
 	now  time.Time
 }
 
-// channelFilter compiles c's constraint (memoized by text). The snapshot
+// ChannelFilter compiles c's constraint (memoized by text). The snapshot
 // keeps one per channel; this is for callers holding only a Channel.
-func channelFilter(c *Channel, now time.Time) filter {
-	return filter{ch: c, stream: c.Stream, builds: c.Builds, cons: channelConstraint(c), soak: c.Soak, now: now}
+func ChannelFilter(c *Channel, now time.Time) Filter {
+	return Filter{Channel: c, Stream: c.Stream, Builds: c.Builds, cons: channelConstraint(c), soak: c.Soak, now: now}
 }
 
-// ok is the hot path of channel evaluation: cheapest checks first, the
+// OK is the hot path of channel evaluation: cheapest checks first, the
 // regexps last, and no allocation.
-func (f filter) ok(v *VersionView) bool {
-	return f.base(v) && (f.cons == nil || f.cons.check(&v.Version)) && f.regexps(v)
+func (f Filter) OK(v *VersionView) bool {
+	return f.base(v) && (f.cons == nil || f.cons.Check(&v.Version)) && f.regexps(v)
 }
 
 // base is everything but the constraint and regexps.
-func (f filter) base(v *VersionView) bool {
-	if !v.Valid || v.Blocked || !f.servable(v) || !f.stream.Includes(v.Stream) {
+func (f Filter) base(v *VersionView) bool {
+	if !v.Valid || v.Blocked || !f.Servable(v) || !f.Stream.Includes(v.Stream) {
 		return false
 	}
-	return f.builds || v.Version.Build == 0 || v.Version.Scheme != SchemeJuju
+	return f.Builds || v.Version.Build == 0 || v.Version.Scheme != SchemeJuju
 }
 
 // regexps go last: a compiled constraint costs nanoseconds, a regexp a
 // hundred.
-func (f filter) regexps(v *VersionView) bool {
-	c := f.ch
+func (f Filter) regexps(v *VersionView) bool {
+	c := f.Channel
 	if c == nil || c.Include == nil && c.Exclude == nil {
 		return true
 	}
@@ -123,27 +123,27 @@ func matches(re *regexp.Regexp, s string) bool {
 	return re.MatchString(s)
 }
 
-// whyNot explains, for a person, why ok rejects v; "" when it does not. It
+// WhyNot explains, for a person, why ok rejects v; "" when it does not. It
 // mirrors ok check for check so the two cannot disagree silently (a test
 // asserts they agree).
-func (f filter) whyNot(v *VersionView) string {
+func (f Filter) WhyNot(v *VersionView) string {
 	switch {
 	case !v.Valid:
 		return fmt.Sprintf("tag %q is not a version", v.Name)
 	case v.Blocked:
 		return fmt.Sprintf("%s is blocked", v.Version)
-	case !f.servable(v):
-		return fmt.Sprintf("%s is held by release gates (%s)", v.Version, f.gates(v).Reason())
-	case !f.stream.Includes(v.Stream):
-		return fmt.Sprintf("%s is a %s version, not served on the %s stream", v.Version, v.Stream, f.stream)
-	case !f.builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0:
+	case !f.Servable(v):
+		return fmt.Sprintf("%s is held by release gates (%s)", v.Version, f.Gates(v).Reason())
+	case !f.Stream.Includes(v.Stream):
+		return fmt.Sprintf("%s is a %s version, not served on the %s stream", v.Version, v.Stream, f.Stream)
+	case !f.Builds && v.Version.Scheme == SchemeJuju && v.Version.Build > 0:
 		return fmt.Sprintf("%s is a development build (build %d); ask for builds or run a build-numbered version", v.Version, v.Version.Build)
 	}
-	if f.cons != nil && !f.cons.check(&v.Version) {
+	if f.cons != nil && !f.cons.Check(&v.Version) {
 		// Only channelFilter sets cons, so ch is set.
-		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", v.Version, f.ch.Name, f.ch.ConstraintText)
+		return fmt.Sprintf("%s does not satisfy channel %q constraint %q", v.Version, f.Channel.Name, f.Channel.ConstraintText)
 	}
-	c := f.ch
+	c := f.Channel
 	if c == nil {
 		return ""
 	}
@@ -171,16 +171,16 @@ func constraintVersion(v Version) *semver.Version {
 // Snapshot.Channel). It is the uncached evaluation the snapshot runs once per
 // channel.
 func Pick(c *Channel, versions []VersionView) int {
-	return pick(channelFilter(c, time.Now()), versions, nil)
+	return ChannelFilter(c, time.Now()).Pick(versions, nil)
 }
 
-// pick scans from the top: the answer is usually among the newest versions,
+// Pick scans from the top: the answer is usually among the newest versions,
 // so the common case touches a handful of entries. keys (the index's, or nil)
 // let the constraint answer once per run of builds.
-func pick(f filter, versions []VersionView, keys []conKey) int {
+func (f Filter) Pick(versions []VersionView, keys []ConstraintKey) int {
 	if keys == nil || f.cons == nil {
 		for i := len(versions) - 1; i >= 0; i-- {
-			if f.ok(&versions[i]) {
+			if f.OK(&versions[i]) {
 				return i
 			}
 		}
@@ -188,26 +188,26 @@ func pick(f filter, versions []VersionView, keys []conKey) int {
 	}
 	// The constraint reads only the compact keys and skips what it rejects
 	// by run; the rest of the filter runs on what it accepts.
-	return f.cons.scan(keys, len(versions), func(i int) bool {
+	return f.cons.Scan(keys, len(versions), func(i int) bool {
 		v := &versions[i]
 		return f.base(v) && f.regexps(v)
 	})
 }
 
-// servable is the one rule for "not servable", beside blocked: the source's
+// Servable is the one rule for "not Servable", beside blocked: the source's
 // gates as evaluated when the snapshot was built, or, for a channel with its
 // own soak, the registry gates with the channel's soak. No allocation: it
 // runs for every version a channel looks at.
-func (f filter) servable(v *VersionView) bool {
+func (f Filter) Servable(v *VersionView) bool {
 	if f.soak == nil {
 		return v.Servable
 	}
-	return !v.registryHeld && (*f.soak <= 0 || !f.now.Before(v.FirstSeen.Add(*f.soak)))
+	return !v.RegistryHeld && (*f.soak <= 0 || !f.now.Before(v.FirstSeen.Add(*f.soak)))
 }
 
-// gates is v's gate state as f sees it: the source's, with the channel's
+// Gates is v's gate state as f sees it: the source's, with the channel's
 // own soak in place of the source's. nil when no gate applies.
-func (f filter) gates(v *VersionView) *GateState {
+func (f Filter) Gates(v *VersionView) *GateState {
 	if f.soak == nil {
 		return v.Gates
 	}
@@ -217,7 +217,7 @@ func (f filter) gates(v *VersionView) *GateState {
 	}
 	st.Soak = ""
 	if *f.soak > 0 {
-		st.Soak = soakState(v.FirstSeen.Time(), *f.soak, f.now)
+		st.Soak = SoakState(v.FirstSeen.Time(), *f.soak, f.now)
 	}
 	if st == (GateState{}) {
 		return nil

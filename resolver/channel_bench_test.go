@@ -62,11 +62,11 @@ func BenchmarkChannelResolve(b *testing.B) {
 	idx := s.bySource["k3s-upgrade"]
 	for i := range cases {
 		c := &cases[i]
-		f := channelFilter(c, testTime)
+		f := ChannelFilter(c, testTime)
 		b.Run("pick/"+c.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				pick(f, idx.versions, idx.keys)
+				f.Pick(idx.versions, idx.keys)
 			}
 		})
 	}

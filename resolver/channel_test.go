@@ -115,19 +115,19 @@ func TestChannelAnswers(t *testing.T) {
 func TestFilterReasonsAgree(t *testing.T) {
 	data := []SourceData{jujuData(t, "2.9.40", "3.0-rc1"), k3sData(t, "v1.33.6+k3s2")}
 	s := NewSnapshot(nil, data, nil, testTime)
-	filters := []filter{
-		{stream: Released},
-		{stream: Devel},
-		{stream: Testing, builds: true},
-		channelFilter(&Channel{Name: "c", Stream: Proposed, Constraint: mustConstraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}, testTime),
-		channelFilter(&Channel{Name: "r", Stream: Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}, testTime),
+	filters := []Filter{
+		{Stream: Released},
+		{Stream: Devel},
+		{Stream: Testing, Builds: true},
+		ChannelFilter(&Channel{Name: "c", Stream: Proposed, Constraint: mustConstraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}, testTime),
+		ChannelFilter(&Channel{Name: "r", Stream: Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}, testTime),
 	}
 	for _, idx := range s.sources {
 		all := append(slices.Clone(idx.versions), idx.others...)
 		for i := range all {
 			v := &all[i]
 			for fi, f := range filters {
-				ok, why := f.ok(v), f.whyNot(v)
+				ok, why := f.OK(v), f.WhyNot(v)
 				if ok != (why == "") {
 					t.Errorf("filter %d on %s %q: ok=%v but whyNot=%q", fi, idx.view.Source.Name, v.Name, ok, why)
 				}

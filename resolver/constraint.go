@@ -9,18 +9,18 @@ import (
 	"github.com/Masterminds/semver/v3"
 )
 
-// constraint is a Masterminds constraint compiled for checks that allocate
+// Constraint is a Masterminds Constraint compiled for checks that allocate
 // nothing. Masterminds' Check builds an error for every version it rejects
-// (about 1 µs and 4 allocations), which made a constraint channel over 10,000
+// (about 1 µs and 4 allocations), which made a Constraint channel over 10,000
 // versions cost 10 ms, and the same again on every
-// GET .../versions?constraint= request.
+// GET .../versions?Constraint= request.
 //
 // The semantics are Masterminds' exactly, quirks included (a prerelease only
 // satisfies an AND group that names a prerelease; "!=1.x" and ">1.2" treat
 // the wildcard as Masterminds does): TestConstraintMatchesMasterminds and
 // FuzzConstraint compare the two. When compiling finds anything it does not
-// mirror, the constraint keeps Masterminds' own Check (correct, only slower).
-type constraint struct {
+// mirror, the Constraint keeps Masterminds' own Check (correct, only slower).
+type Constraint struct {
 	groups     []conGroup // OR of ANDs
 	includePre bool       // Masterminds' IncludePrerelease
 	anyPre     bool       // some group has hasPre: else no prerelease passes
@@ -81,20 +81,20 @@ var conRes = sync.OnceValue(func() (r struct{ one, rng, find *regexp.Regexp }) {
 
 // compileConstraint parses text with Masterminds (its errors are the
 // errors) and compiles it. It never fails on a text Masterminds accepts.
-func compileConstraint(text string) (*constraint, error) {
+func compileConstraint(text string) (*Constraint, error) {
 	ms, err := semver.NewConstraint(text)
 	if err != nil {
 		return nil, err
 	}
-	c := &constraint{canonical: ms.String()}
+	c := &Constraint{canonical: ms.String()}
 	if !c.parse(text) {
-		return &constraint{canonical: c.canonical, fallback: ms}, nil
+		return &Constraint{canonical: c.canonical, fallback: ms}, nil
 	}
 	return c, nil
 }
 
 // parse mirrors semver.NewConstraint; false when the result might differ.
-func (c *constraint) parse(text string) bool {
+func (c *Constraint) parse(text string) bool {
 	res := conRes()
 	// Hyphen ranges become ">= a, <= b" before anything else, as in Masterminds.
 	for _, m := range res.rng.FindAllStringSubmatch(text, -1) {
@@ -164,22 +164,22 @@ const constraintCacheSize = 256
 // any work, and never cached: a flood of huge strings costs nothing kept.
 const maxConstraintLen = 512
 
-// constraintCache memoizes compileConstraint for one snapshot's requests.
+// ConstraintCache memoizes compileConstraint for one snapshot's requests.
 // Errors are cached too, so a client repeating a bad constraint costs a map
 // lookup. When full, an arbitrary entry (Go's map order) makes room: a
 // constraint in steady use survives a flood of one-off strings with high
 // probability, and losing it only costs one recompile.
-type constraintCache struct {
+type ConstraintCache struct {
 	mu sync.Mutex
 	m  map[string]conCacheEntry
 }
 
 type conCacheEntry struct {
-	c   *constraint
+	c   *Constraint
 	err error
 }
 
-func (cc *constraintCache) get(text string) (*constraint, error) {
+func (cc *ConstraintCache) Get(text string) (*Constraint, error) {
 	if len(text) > maxConstraintLen {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalid, len(text), maxConstraintLen)
 	}
@@ -208,14 +208,14 @@ func (cc *constraintCache) get(text string) (*constraint, error) {
 // channelConstraint compiles a channel's constraint from ConstraintText. The
 // Constraint field stays the authority: if the text is missing or parses to
 // something else, the result checks with Constraint itself.
-func channelConstraint(ch *Channel) *constraint {
+func channelConstraint(ch *Channel) *Constraint {
 	if ch.Constraint == nil {
 		return nil
 	}
 	c, err := compileConstraint(ch.ConstraintText)
 	switch {
 	case err != nil || c.fallback != nil || c.canonical != ch.Constraint.String():
-		return &constraint{fallback: ch.Constraint}
+		return &Constraint{fallback: ch.Constraint}
 	case ch.Constraint.IncludePrerelease:
 		cp := *c
 		cp.includePre = true

@@ -21,21 +21,21 @@ func cverOf(v *Version) cver {
 	return cver{uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease}
 }
 
-// conKey is one indexed version's cver and two runs it starts or belongs
+// ConstraintKey is one indexed version's cver and two runs it starts or belongs
 // to, as indexes of the run's first version. Builds and build revisions
 // (v1.33.6+k3s1, +k3s2; 2.9.10, 2.9.10.1) share a constraint's answer, so a
 // scan checks each run once; and most constraints rule out whole minors, so
 // a scan skips a minor it cannot match (see mayMatchMinor).
-type conKey struct {
+type ConstraintKey struct {
 	v        cver
 	run      int32 // adjacent versions with this cver
 	minorRun int32 // adjacent versions with this major.minor
 }
 
-// conKeys builds the keys for versions (ascending, so equal cvers are
+// ConstraintKeys builds the keys for versions (ascending, so equal cvers are
 // adjacent; where they are not, runs are only shorter, never wrong).
-func conKeys(versions []VersionView) []conKey {
-	keys := make([]conKey, len(versions))
+func ConstraintKeys(versions []VersionView) []ConstraintKey {
+	keys := make([]ConstraintKey, len(versions))
 	for i := range versions {
 		k := &keys[i]
 		k.v, k.run, k.minorRun = cverOf(&versions[i].Version), int32(i), int32(i)
@@ -53,11 +53,11 @@ func conKeys(versions []VersionView) []conKey {
 	return keys
 }
 
-// scan returns the index of the highest version in keys[:end] that c
+// Scan returns the index of the highest version in keys[:end] that c
 // accepts and ok (which sees the index) also accepts, or -1. A rejection
 // skips the version's whole run of equal cvers, and minors c rules out are
 // skipped unchecked.
-func (c *constraint) scan(keys []conKey, end int, ok func(int) bool) int {
+func (c *Constraint) Scan(keys []ConstraintKey, end int, ok func(int) bool) int {
 	minorRun, minorOK := int32(-1), false
 	for i := end - 1; i >= 0; i-- {
 		k := &keys[i]
@@ -76,13 +76,13 @@ func (c *constraint) scan(keys []conKey, end int, ok func(int) bool) int {
 	return -1
 }
 
-// check is Masterminds' Constraints.Check on constraintVersion(v).
-func (c *constraint) check(v *Version) bool {
+// Check is Masterminds' Constraints.Check on constraintVersion(v).
+func (c *Constraint) Check(v *Version) bool {
 	cv := cverOf(v)
 	return c.checkC(&cv)
 }
 
-func (c *constraint) checkC(v *cver) bool {
+func (c *Constraint) checkC(v *cver) bool {
 	if c.fallback != nil {
 		return c.fallback.Check(semver.New(v.major, v.minor, v.patch, v.pre, ""))
 	}
@@ -114,7 +114,7 @@ func (c *constraint) checkC(v *cver) bool {
 // prerelease) satisfies c: each comparator's check below, with the facts
 // that hold for the whole minor. It ignores the prerelease gate, so it errs
 // towards true; the tests hold it to checkC.
-func (c *constraint) mayMatchMinor(major, minor uint64) bool {
+func (c *Constraint) mayMatchMinor(major, minor uint64) bool {
 	if c.fallback != nil {
 		return true
 	}

@@ -213,28 +213,28 @@ func TestChannelConstraint(t *testing.T) {
 }
 
 func TestConstraintCacheIsBounded(t *testing.T) {
-	var cc constraintCache
-	first, err := cc.get(">=1.2.3")
+	var cc ConstraintCache
+	first, err := cc.Get(">=1.2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := cc.get(">=1.2.3"); again != first {
+	if again, _ := cc.Get(">=1.2.3"); again != first {
 		t.Error("a repeated constraint was compiled again")
 	}
 	for i := range 3 * constraintCacheSize {
-		_, _ = cc.get(fmt.Sprintf(">=%d.0.%d", i, i))
-		_, _ = cc.get(fmt.Sprintf("bad %d", i))
+		_, _ = cc.Get(fmt.Sprintf(">=%d.0.%d", i, i))
+		_, _ = cc.Get(fmt.Sprintf("bad %d", i))
 	}
 	if n := len(cc.m); n > constraintCacheSize {
 		t.Errorf("cache holds %d constraints, bound is %d", n, constraintCacheSize)
 	}
-	if _, err := cc.get("bad 1"); err == nil {
+	if _, err := cc.Get("bad 1"); err == nil {
 		t.Error("a bad constraint passed through the cache")
 	}
 	// Text over Masterminds' limit is refused up front and never kept.
 	huge := ">=1.0.0 " + strings.Repeat("|| >=1.0.0 ", 100)
 	before := len(cc.m)
-	if _, err := cc.get(huge); !errors.Is(err, ErrInvalid) {
+	if _, err := cc.Get(huge); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a %d-byte constraint: err %v, want ErrInvalid", len(huge), err)
 	}
 	if _, ok := cc.m[huge]; ok || len(cc.m) > before {
@@ -245,7 +245,7 @@ func TestConstraintCacheIsBounded(t *testing.T) {
 // refPick is Pick as it was before constraints were compiled: every version
 // checked with Masterminds.
 func refPick(c *Channel, versions []VersionView) int {
-	f := filter{ch: c, stream: c.Stream, builds: c.Builds}
+	f := Filter{Channel: c, Stream: c.Stream, Builds: c.Builds}
 	for i := len(versions) - 1; i >= 0; i-- {
 		v := &versions[i]
 		if f.base(v) && f.regexps(v) && (c.Constraint == nil || c.Constraint.Check(constraintVersion(v.Version))) {
@@ -268,11 +268,11 @@ func TestPickMatchesMasterminds(t *testing.T) {
 			for _, stream := range []Stream{Released, Testing} {
 				c := Channel{Name: "c", Stream: stream, Constraint: mustConstraint(t, text), ConstraintText: text}
 				want := refPick(&c, idx.versions)
-				f := channelFilter(&c, testTime)
-				if got := pick(f, idx.versions, idx.keys); got != want {
+				f := ChannelFilter(&c, testTime)
+				if got := f.Pick(idx.versions, idx.keys); got != want {
 					t.Errorf("%s %q on %s: keyed pick %d, Masterminds %d", idx.view.Source.Name, text, stream, got, want)
 				}
-				if got := pick(f, idx.versions, nil); got != want {
+				if got := f.Pick(idx.versions, nil); got != want {
 					t.Errorf("%s %q on %s: pick %d, Masterminds %d", idx.view.Source.Name, text, stream, got, want)
 				}
 			}
@@ -322,7 +322,7 @@ func TestConstraintPathsAllocateNothing(t *testing.T) {
 		max  float64
 		run  func()
 	}{
-		{"pick", 0, func() { pick(f, idx.versions, idx.keys) }},
+		{"pick", 0, func() { f.Pick(idx.versions, idx.keys) }},
 		{"Versions unfiltered", 0, func() { _, _ = s.Versions("k3s-upgrade", Testing, "") }},
 		{"Versions filtered allocates the result only", 1, func() { _, _ = s.Versions("k3s-upgrade", Released, "~1.10 || >=1.15.2") }},
 		// Only the error is built: the cache spares the parse (hundreds).

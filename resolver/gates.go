@@ -171,13 +171,13 @@ func EvaluateGates(g Gates, t *Tag, now time.Time, soak *time.Duration) (*GateSt
 		}
 	}
 	if g.Soak > 0 {
-		st.Soak = soakState(t.FirstSeen.Time(), g.Soak, now)
+		st.Soak = SoakState(t.FirstSeen.Time(), g.Soak, now)
 	}
 	return &st, len(st.Held()) == 0
 }
 
-// soakState is the soak gate's state of a version indexed at indexedAt.
-func soakState(indexedAt time.Time, soak time.Duration, now time.Time) string {
+// SoakState is the soak gate's state of a version indexed at indexedAt.
+func SoakState(indexedAt time.Time, soak time.Duration, now time.Time) string {
 	if until := indexedAt.Add(soak); now.Before(until) {
 		return "until " + until.UTC().Format(time.RFC3339)
 	}

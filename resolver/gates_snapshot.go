@@ -10,7 +10,7 @@ func (idx *sourceIndex) gate(v *VersionView, now time.Time) {
 	if v.Gates == nil {
 		return
 	}
-	v.registryHeld = v.Gates.Platforms != "" && v.Gates.Platforms != GateOK ||
+	v.RegistryHeld = v.Gates.Platforms != "" && v.Gates.Platforms != GateOK ||
 		v.Gates.Signature != "" && v.Gates.Signature != GateOK
 	v.GatesUnchecked = (len(g.Platforms) > 0 || g.SignatureKeyFile != "") && !v.Tag.Gates.For(g, v.Digest)
 	if g.Soak > 0 {
@@ -47,7 +47,7 @@ func soakEnds(sources []*sourceIndex, channels []Channel, bySource map[string]*s
 		}
 		for j := range idx.versions {
 			v := &idx.versions[j]
-			if end := v.FirstSeen.Add(*c.Soak); !v.registryHeld && end.After(now) {
+			if end := v.FirstSeen.Add(*c.Soak); !v.RegistryHeld && end.After(now) {
 				note(c.Source, end)
 			}
 		}

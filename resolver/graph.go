@@ -58,10 +58,10 @@ func (s *Snapshot) Graph(channel, cluster string) (Graph, error) {
 		to[ri] = make([]bool, len(nodes))
 		for k := range nodes {
 			v := &nodes[k].Version
-			if r.from.check(v) {
+			if r.CoversFrom(v) {
 				from[k] = append(from[k], ri)
 			}
-			to[ri][k] = r.to.check(v)
+			to[ri][k] = r.CoversTo(v)
 		}
 	}
 	groups := map[string]int{}

@@ -60,13 +60,13 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (ChannelChange, 
 	if v.Blocked {
 		return ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason)
 	}
-	if f := s.filters[s.byChannel[channel]]; !f.servable(&v) && (!force || v.registryHeld) {
-		if v.GatesUnchecked && v.registryHeld {
+	if f := s.filters[s.byChannel[channel]]; !f.Servable(&v) && (!force || v.RegistryHeld) {
+		if v.GatesUnchecked && v.RegistryHeld {
 			return ChannelChange{}, fmt.Errorf("%w: pin %q: %s is held until its release gates are checked (%s not checked yet for digest %s; "+
 				"the indexer checks them within seconds of a start, scan or push); retry shortly", ErrGatesPending, ch.Name, v.Version,
-				strings.Join(registryGates(f.gates(&v)), " and "), v.Digest)
+				strings.Join(registryGates(f.Gates(&v)), " and "), v.Digest)
 		}
-		return ChannelChange{}, GatedError(ch.Name, v.Version.String(), f.gates(&v))
+		return ChannelChange{}, GatedError(ch.Name, v.Version.String(), f.Gates(&v))
 	}
 	if !force {
 		if _, err := s.Eligible(channel, version); err != nil {

@@ -21,7 +21,7 @@ type Risk struct {
 	CreatedBy string
 	CreatedAt time.Time
 
-	from, to *constraint
+	from, to *Constraint
 	clusters []*regexp.Regexp
 }
 
@@ -74,7 +74,7 @@ func (r *Risk) Compile() error {
 	var err error
 	for _, c := range []struct {
 		field, text string
-		dst         **constraint
+		dst         **Constraint
 	}{{"from", r.From, &r.from}, {"to", r.To, &r.to}} {
 		if c.text == "" {
 			return fieldErr(c.field, "a constraint is required (\"*\" for any version)")
@@ -103,8 +103,15 @@ var absoluteHTTP = regexp.MustCompile(`^https?://[^\s/]+\S*$`)
 
 // Covers reports whether the edge from -> to is one r declares risky.
 func (r *Risk) Covers(from, to Version) bool {
-	return r.from != nil && r.to != nil && r.from.check(&from) && r.to.check(&to)
+	return r.CoversFrom(&from) && r.CoversTo(&to)
 }
+
+// CoversFrom reports whether v matches r's From: an edge leaving v may be
+// risky. False before Compile.
+func (r *Risk) CoversFrom(v *Version) bool { return r.from != nil && r.from.Check(v) }
+
+// CoversTo reports whether v matches r's To. False before Compile.
+func (r *Risk) CoversTo(v *Version) bool { return r.to != nil && r.to.Check(v) }
 
 // For reports whether r applies to the cluster with this ID: a risk
 // without cluster patterns applies to every cluster, one with patterns
@@ -124,8 +131,8 @@ func (r *Risk) For(cluster string) bool {
 	return false
 }
 
-// compileRisks keeps the risks of d that compile, for the index.
-func compileRisks(rs []Risk) []Risk {
+// CompileRisks keeps the risks of d that compile, for the index.
+func CompileRisks(rs []Risk) []Risk {
 	if len(rs) == 0 {
 		return nil
 	}

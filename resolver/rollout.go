@@ -107,10 +107,10 @@ type Progress struct {
 	NextStepAt time.Time // when the next step begins; zero unless running
 }
 
-// phase is a rollout folded up to some moment: its state, its step, and
+// Phase is a rollout folded up to some moment: its state, its step, and
 // the clock of that step. clock is when the step began, moved forward by
 // the time spent paused or halted; frozen is when that began.
-type phase struct {
+type Phase struct {
 	state  RolloutState
 	step   int
 	clock  time.Time
@@ -119,7 +119,7 @@ type phase struct {
 
 // run lets the clock of a running rollout run to t, passing the step
 // boundaries it crosses: floor((t - clock) / interval) of them.
-func (p *phase) run(r *Rollout, t time.Time) {
+func (p *Phase) run(r *Rollout, t time.Time) {
 	last := len(r.Steps) - 1
 	if p.state != RolloutRunning {
 		return
@@ -147,7 +147,7 @@ func (p *phase) run(r *Rollout, t time.Time) {
 // apply folds one event in at its time. An event that does not apply to
 // the state (a pause of a halted rollout, anything after completion) is
 // ignored, so a race between two controls has one outcome everywhere.
-func (p *phase) apply(r *Rollout, e RolloutEvent) {
+func (p *Phase) apply(r *Rollout, e RolloutEvent) {
 	p.run(r, e.At)
 	switch e.Kind {
 	case RolloutPause:
@@ -177,11 +177,11 @@ func (p *phase) apply(r *Rollout, e RolloutEvent) {
 	}
 }
 
-// folded is r with every event applied (not run to any later moment).
-func (r *Rollout) folded() phase {
-	p := phase{state: RolloutRunning, clock: r.StartedAt}
+// Folded is r with every event applied (not run to any later moment).
+func (r *Rollout) Folded() Phase {
+	p := Phase{state: RolloutRunning, clock: r.StartedAt}
 	if len(r.Steps) == 0 {
-		return phase{state: RolloutComplete}
+		return Phase{state: RolloutComplete}
 	}
 	p.run(r, r.StartedAt)
 	for _, e := range r.Events {
@@ -190,7 +190,8 @@ func (r *Rollout) folded() phase {
 	return p
 }
 
-func (r *Rollout) progress(p phase, t time.Time) Progress {
+// ProgressAt is r's progress at t from p, a fold of r (Folded).
+func (r *Rollout) ProgressAt(p Phase, t time.Time) Progress {
 	p.run(r, t)
 	pr := Progress{State: p.state, Step: p.step}
 	switch p.state {
@@ -208,7 +209,7 @@ func (r *Rollout) progress(p phase, t time.Time) Progress {
 }
 
 // At is r's progress at t.
-func (r *Rollout) At(t time.Time) Progress { return r.progress(r.folded(), t) }
+func (r *Rollout) At(t time.Time) Progress { return r.ProgressAt(r.Folded(), t) }
 
 // Control checks that event kind may be applied to r at t: ErrConflict,
 // saying why, when the rollout's state does not allow it.
@@ -288,63 +289,4 @@ func Bucket(cluster, channel string) int {
 		h = (h ^ uint32(channel[i])) * prime
 	}
 	return int(h % 100)
-}
-
-// RolloutView is a channel's rollout as the snapshot serves it: the
-// stored rollout, folded, with its versions looked up. A version that is
-// not servable (blocked, held by a gate, gone) is skipped: a cluster gets the next one of
-// its rings, then from, then the channel's own answer.
-type RolloutView struct {
-	Rollout
-	phase    phase
-	to, from *Tag
-	carried  []carriedTag
-	fallback *Tag
-	// steps are a stepwise channel's next-step tables per destination
-	// (stepwise.go), by the destination's canonical version.
-	steps map[string]map[string]*Tag
-}
-
-type carriedTag struct {
-	percent int
-	tag     *Tag
-}
-
-// Progress is the rollout at t.
-func (v *RolloutView) Progress(t time.Time) Progress { return v.progress(v.phase, t) }
-
-// Dest is the version cluster ("" for a request without a cluster ID)
-// gets at t: To when its bucket is below the percent, else what it had.
-// A request without a cluster ID gets From until the rollout is complete.
-// The cost is a hash and a few comparisons.
-func (v *RolloutView) Dest(cluster string, t time.Time) *Tag {
-	p := v.phase
-	p.run(&v.Rollout, t)
-	if p.state == RolloutComplete && v.to != nil {
-		return v.to
-	}
-	if cluster != "" {
-		b := Bucket(cluster, v.Channel)
-		if p.state != RolloutHalted && v.to != nil && b < v.Steps[p.step] {
-			return v.to
-		}
-		for _, c := range v.carried {
-			if b < c.percent && c.tag != nil {
-				return c.tag
-			}
-		}
-	}
-	if v.from != nil {
-		return v.from
-	}
-	return v.fallback
-}
-
-// Tags are the versions v may answer with (for precomputed answers).
-func (v *RolloutView) Tags() []*Tag {
-	out := []*Tag{v.to, v.from, v.fallback}
-	for _, c := range v.carried {
-		out = append(out, c.tag)
-	}
-	return slices.DeleteFunc(out, func(t *Tag) bool { return t == nil })
 }

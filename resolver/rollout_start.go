@@ -58,7 +58,7 @@ func (s *Snapshot) PendingRollout(channel string) (RolloutStart, bool) {
 		if v == "" || v == c || slices.Contains(st.Unservable, v) {
 			continue
 		}
-		if vv, ok := idx.lookupOK(v); !ok || vv.Blocked || !f.servable(vv) {
+		if vv, ok := idx.lookupOK(v); !ok || vv.Blocked || !f.Servable(vv) {
 			st.Unservable = append(st.Unservable, v)
 		}
 	}
@@ -95,12 +95,12 @@ func (st RolloutStart) Begin(prev *Rollout, t time.Time) Rollout {
 
 // rolloutView builds a's rollout view from its state, or nil when the
 // channel has no policy, no rollout yet, or only a baseline that matches.
-func (s *Snapshot) rolloutView(a *ChannelAnswer, f filter) *RolloutView {
+func (s *Snapshot) rolloutView(a *ChannelAnswer, f Filter) *RolloutView {
 	r := a.State.Rollout
 	if a.Channel.Rollout == nil || r == nil {
 		return nil
 	}
-	v := &RolloutView{Rollout: *r, phase: r.folded(), fallback: a.Tag}
+	v := &RolloutView{Rollout: *r, phase: r.Folded(), fallback: a.Tag}
 	idx := s.bySource[a.Channel.Source]
 	servable := func(version string) *Tag {
 		if idx == nil || version == "" {
@@ -111,7 +111,7 @@ func (s *Snapshot) rolloutView(a *ChannelAnswer, f filter) *RolloutView {
 		}
 		// The channel's own rule: blocked and gated versions are skipped
 		// as the channel skips them.
-		if vv, ok := idx.lookup(version); ok && !vv.Blocked && f.servable(vv) {
+		if vv, ok := idx.lookup(version); ok && !vv.Blocked && f.Servable(vv) {
 			return &vv.Tag
 		}
 		return nil

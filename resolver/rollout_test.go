@@ -96,7 +96,7 @@ func clusters(n int) []string {
 
 // dests answers every cluster with the version its rollout sends it.
 func dests(r Rollout, ids []string, t time.Time) map[string]string {
-	rv := &RolloutView{Rollout: r, phase: r.folded()}
+	rv := &RolloutView{Rollout: r, phase: r.Folded()}
 	tag := func(v string) *Tag {
 		if v == "" {
 			return nil
@@ -129,7 +129,7 @@ func TestRolloutSendsExactlyTheBucketsBelowThePercent(t *testing.T) {
 			}
 		}
 	}
-	rv := &RolloutView{Rollout: r, phase: r.folded(), from: &Tag{Name: "P"}, to: &Tag{Name: "N"}}
+	rv := &RolloutView{Rollout: r, phase: r.Folded(), from: &Tag{Name: "P"}, to: &Tag{Name: "N"}}
 	if got := rv.Dest("", at(2*time.Hour)).Name; got != "P" {
 		t.Errorf("no cluster ID at 50%%: got %s, want P", got)
 	}

@@ -20,13 +20,13 @@ type Snapshot struct {
 	sources   []*sourceIndex
 	bySource  map[string]*sourceIndex
 	answers   []ChannelAnswer
-	filters   []filter // answers[i]'s channel, constraint compiled
+	filters   []Filter // answers[i]'s channel, constraint compiled
 	byChannel map[string]int
 	// steps are stepwise channels' precomputed next steps (stepwise.go);
 	// nil for other channels.
 	steps []map[string]*Tag
 	// constraints are the clients' ?constraint= values, compiled (Versions).
-	constraints constraintCache
+	constraints ConstraintCache
 	// channels and states are what the answers were computed from, kept
 	// so that Apply can recompute them without the caller restating them.
 	channels []Channel
@@ -44,7 +44,7 @@ type sourceIndex struct {
 	view SourceView
 	// versions holds the valid tags, one per canonical version, ascending.
 	versions []VersionView
-	keys     []conKey // keys[i] is versions[i] as constraints see it
+	keys     []ConstraintKey // keys[i] is versions[i] as constraints see it
 	// A canonical version is found by parsing it and searching versions
 	// (ascending by Compare, which ties only on equal canonicals): a map
 	// from every canonical string cost ~40 bytes a version. oddCanon holds
@@ -105,7 +105,7 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 	s.channels, s.states = channels, states
 	s.byChannel = make(map[string]int, len(channels))
 	s.answers = make([]ChannelAnswer, len(channels))
-	s.filters = make([]filter, len(channels))
+	s.filters = make([]Filter, len(channels))
 	s.steps = make([]map[string]*Tag, len(channels))
 	s.serials = make([]uint64, len(channels))
 	s.soakEnds = soakEnds(s.sources, channels, s.bySource, s.LoadedAt)
@@ -116,14 +116,14 @@ func (s *Snapshot) answerChannels(channels []Channel, states map[string]ChannelS
 		if s.carried(prev, i, statesChanged) {
 			s.answers[i], s.steps[i], s.serials[i] = prev.answers[i], prev.steps[i], prev.serials[i]
 			f := prev.filters[i]
-			f.ch = &s.answers[i].Channel
+			f.Channel = &s.answers[i].Channel
 			s.filters[i] = f
 			continue
 		}
-		f := channelFilter(&channels[i], s.LoadedAt)
+		f := ChannelFilter(&channels[i], s.LoadedAt)
 		s.answers[i] = s.answer(&channels[i], states[channels[i].Name], f)
 		// Keep the filter pointing at the snapshot's own copy of the channel.
-		f.ch = &s.answers[i].Channel
+		f.Channel = &s.answers[i].Channel
 		s.filters[i] = f
 		s.serials[i] = serial
 		fresh = append(fresh, i)
@@ -149,7 +149,7 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 		},
 		byTag:  make(map[string]int),
 		blocks: make(map[string]Block, len(d.Blocks)),
-		risks:  compileRisks(d.Risks),
+		risks:  CompileRisks(d.Risks),
 	}
 	for _, b := range d.Blocks {
 		idx.blocks[b.Version] = b
@@ -228,7 +228,7 @@ func indexSource(d *SourceData, now time.Time) *sourceIndex {
 			idx.byTag[t.Name] = idx.byCanonical(canon)
 		}
 	}
-	idx.keys = conKeys(idx.versions)
+	idx.keys = ConstraintKeys(idx.versions)
 	return idx
 }
 
@@ -274,7 +274,7 @@ type ChannelAnswer struct {
 // every client to a version nobody promoted — the surprise upgrade that
 // juju bug 1455260 describes. A 404 keeps clients where they are and makes
 // the conflict visible, so a person re-pins or unblocks.
-func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
+func (s *Snapshot) answer(c *Channel, st ChannelState, f Filter) ChannelAnswer {
 	a := s.unheldAnswer(c, st, f)
 	if st.Hold == nil {
 		return a
@@ -282,14 +282,14 @@ func (s *Snapshot) answer(c *Channel, st ChannelState, f filter) ChannelAnswer {
 	// A hold keeps the version the channel answered when it began (a
 	// window closed, a freeze), unless that version can no longer be
 	// served: a block takes effect at once, whatever holds the channel.
-	if v, ok := s.bySource[c.Source].lookupOK(st.Hold.Version); ok && v.Valid && !v.Blocked && !v.registryHeld {
+	if v, ok := s.bySource[c.Source].lookupOK(st.Hold.Version); ok && v.Valid && !v.Blocked && !v.RegistryHeld {
 		a.Tag, a.Why = &v.Tag, ""
 	}
 	return a
 }
 
 // unheldAnswer is answer without a hold: the pin, else the stream.
-func (s *Snapshot) unheldAnswer(c *Channel, st ChannelState, f filter) ChannelAnswer {
+func (s *Snapshot) unheldAnswer(c *Channel, st ChannelState, f Filter) ChannelAnswer {
 	a := ChannelAnswer{Channel: *c, State: st}
 	idx := s.bySource[c.Source]
 	pin := st.Pin
@@ -308,10 +308,10 @@ func (s *Snapshot) unheldAnswer(c *Channel, st ChannelState, f filter) ChannelAn
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is not indexed", c.Name, pin)
 		case v.Blocked:
 			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is blocked", c.Name, pin)
-		case v.registryHeld:
+		case v.RegistryHeld:
 			// A pin overrides a soak (force), never an incomplete or
 			// unsigned image: like a block, it holds the pin too.
-			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is held by release gates (%s)", c.Name, pin, f.gates(v).Reason())
+			a.Why = fmt.Sprintf("channel %q is pinned to %s, which is held by release gates (%s)", c.Name, pin, f.Gates(v).Reason())
 		default:
 			a.Tag = &v.Tag
 		}
@@ -321,7 +321,7 @@ func (s *Snapshot) unheldAnswer(c *Channel, st ChannelState, f filter) ChannelAn
 		a.Why = fmt.Sprintf("channel %q follows source %q, which is not configured", c.Name, c.Source)
 		return a
 	}
-	if i := pick(f, idx.versions, idx.keys); i >= 0 {
+	if i := f.Pick(idx.versions, idx.keys); i >= 0 {
 		a.Tag = &idx.versions[i].Tag
 	} else {
 		a.Why = fmt.Sprintf("no version of %q is eligible for channel %q", c.Source, c.Name)
@@ -383,7 +383,7 @@ func (s *Snapshot) Eligible(channel, version string) (VersionView, error) {
 	if err != nil {
 		return VersionView{}, err
 	}
-	if why := s.filters[i].whyNot(&v); why != "" {
+	if why := s.filters[i].WhyNot(&v); why != "" {
 		return v, fmt.Errorf("%w: %s", ErrUnprocessable, why)
 	}
 	return v, nil

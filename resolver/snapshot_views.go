@@ -46,9 +46,9 @@ func (s *Snapshot) Versions(source string, stream Stream, constraintText string)
 	if err != nil {
 		return nil, err
 	}
-	var cons *constraint
+	var cons *Constraint
 	if constraintText != "" {
-		cons, err = s.constraints.get(constraintText)
+		cons, err = s.constraints.Get(constraintText)
 		if err != nil {
 			return nil, fmt.Errorf("%w: constraint %q: %w", ErrInvalid, constraintText, err)
 		}
@@ -77,7 +77,7 @@ func (s *Snapshot) Versions(source string, stream Stream, constraintText string)
 	// scans go downwards, so the copy fills from the end.
 	n := 0
 	for i := len(idx.versions); ; n++ {
-		if i = cons.scan(idx.keys, i, inStream); i < 0 {
+		if i = cons.Scan(idx.keys, i, inStream); i < 0 {
 			break
 		}
 	}
@@ -86,7 +86,7 @@ func (s *Snapshot) Versions(source string, stream Stream, constraintText string)
 	}
 	out := make([]VersionView, n)
 	for i, j := len(idx.versions), n; j > 0; {
-		i = cons.scan(idx.keys, i, inStream)
+		i = cons.Scan(idx.keys, i, inStream)
 		j--
 		out[j] = idx.versions[i]
 	}
@@ -128,7 +128,7 @@ func (s *Snapshot) Servable(channel string) ([]VersionView, error) {
 	f := s.filters[i]
 	for j := range idx.versions {
 		v := &idx.versions[j]
-		if c := Compare(v.Version, a.Tag.Version); c > 0 || c < 0 && f.whyNot(v) != "" {
+		if c := Compare(v.Version, a.Tag.Version); c > 0 || c < 0 && f.WhyNot(v) != "" {
 			continue
 		}
 		out = append(out, *v)

@@ -69,7 +69,7 @@ func (s *Snapshot) nextStep(i int, reported Version) *Tag {
 	}
 	idx := s.bySource[a.Channel.Source]
 	f := s.filters[i]
-	f.builds = f.builds || reported.Build > 0 // as Resolve does
+	f.Builds = f.Builds || reported.Build > 0 // as Resolve does
 	r := resolution{cur: reported, idx: idx, ch: a, f: f}
 	r.collect()
 	if v := r.step(); v != nil {
@@ -91,7 +91,7 @@ func (s *Snapshot) stepTable(i int) map[string]*Tag {
 }
 
 // stepTableFor is stepTable toward a's version with filter f.
-func (s *Snapshot) stepTableFor(a *ChannelAnswer, f filter) map[string]*Tag {
+func (s *Snapshot) stepTableFor(a *ChannelAnswer, f Filter) map[string]*Tag {
 	idx := s.bySource[a.Channel.Source]
 	if idx == nil {
 		return nil
@@ -107,7 +107,7 @@ func (s *Snapshot) stepTableFor(a *ChannelAnswer, f filter) map[string]*Tag {
 	table := make(map[string]*Tag)
 	for k := lo; k < len(vs) && Compare(vs[k].Version, c) < 0; k++ {
 		r := vs[k].Version
-		if r.Build > 0 && !f.builds && r.Scheme == SchemeJuju {
+		if r.Build > 0 && !f.Builds && r.Scheme == SchemeJuju {
 			// Resolve lets builds in for a client on a build: another
 			// filter, answered on demand.
 			continue
@@ -178,7 +178,7 @@ func (s *Snapshot) nextStepToward(i int, reported Version, dest *Tag) *Tag {
 		}
 	}
 	f := s.filters[i]
-	f.builds = f.builds || reported.Build > 0
+	f.Builds = f.Builds || reported.Build > 0
 	r := resolution{cur: reported, idx: s.bySource[a.Channel.Source], ch: s.toward(i, dest), f: f}
 	if r.idx == nil {
 		return nil

@@ -61,6 +61,6 @@ type VersionView struct {
 	// been checked for this digest yet (just indexed, or just started), so
 	// Gates holds it on no answer rather than on a finding.
 	GatesUnchecked bool
-	// registryHeld: held by platforms or signature, which no soak lifts.
-	registryHeld bool
+	// RegistryHeld: held by platforms or signature, which no soak lifts.
+	RegistryHeld bool
 }

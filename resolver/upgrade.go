@@ -62,7 +62,7 @@ const noUpgrades = "no upgrades available"
 // a channel pin caps what a channel's followers are offered.
 func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	var chAns *ChannelAnswer
-	chFilter := filter{stream: Released}
+	chFilter := Filter{Stream: Released}
 	if q.Channel != "" {
 		i, ok := s.byChannel[q.Channel]
 		if !ok {
@@ -88,14 +88,14 @@ func (s *Snapshot) Resolve(q Query) (Answer, error) {
 	// filters still apply.
 	r := resolution{cur: cur, idx: idx, ch: chAns, f: chFilter}
 	if q.Stream != nil {
-		r.f.stream = *q.Stream
+		r.f.Stream = *q.Stream
 	}
 	// A client already on a development build keeps receiving builds:
 	// refusing them would strand it (juju's JUJU_BUILD_NUMBER workflow).
-	r.f.builds = r.f.builds || q.Builds || cur.Build > 0
+	r.f.Builds = r.f.Builds || q.Builds || cur.Build > 0
 	r.collect()
 
-	a := Answer{Source: q.Source, Current: cur, Stream: r.f.stream, Channel: q.Channel}
+	a := Answer{Source: q.Source, Current: cur, Stream: r.f.Stream, Channel: q.Channel}
 	for _, v := range r.cands {
 		a.Available = append(a.Available, v.Tag)
 	}
@@ -172,7 +172,7 @@ type resolution struct {
 	cur Version
 	idx *sourceIndex
 	ch  *ChannelAnswer // nil without a channel
-	f   filter
+	f   Filter
 	// cands are the eligible versions newer than cur in its major, ascending.
 	cands []*VersionView
 	// otherMajor is the oldest eligible version of a newer major: not
@@ -276,7 +276,7 @@ func (r *resolution) collect() {
 			(len(r.minors) == 0 || r.minors[len(r.minors)-1] != v.Version.Minor) {
 			r.minors = append(r.minors, v.Version.Minor)
 		}
-		if !isPin && !r.f.ok(v) {
+		if !isPin && !r.f.OK(v) {
 			continue
 		}
 		switch {
@@ -354,7 +354,7 @@ func (r *resolution) explicit(target string) (*VersionView, error) {
 		return nil, fmt.Errorf("%w: target %s is above %s, the version channel %q is pinned to", ErrUnprocessable, tv, pin.Version, r.ch.Channel.Name)
 	}
 	if !isPin {
-		if why := r.f.whyNot(t); why != "" {
+		if why := r.f.WhyNot(t); why != "" {
 			return nil, fmt.Errorf("%w: target %s is not eligible: %s", ErrUnprocessable, tv, why)
 		}
 	}
@@ -363,7 +363,7 @@ func (r *resolution) explicit(target string) (*VersionView, error) {
 		if n := r.newestIn(nm); n != nil {
 			return nil, fmt.Errorf("%w: target %s would skip minor %s; upgrade to %s first", ErrUnprocessable, tv, next, n.Version)
 		}
-		return nil, fmt.Errorf("%w: target %s would skip minor %s, which has no eligible %s version yet", ErrUnprocessable, tv, next, r.f.stream)
+		return nil, fmt.Errorf("%w: target %s would skip minor %s, which has no eligible %s version yet", ErrUnprocessable, tv, next, r.f.Stream)
 	}
 	return t, nil
 }
@@ -377,7 +377,7 @@ func (r *resolution) reason(target *Tag, path []Tag) string {
 	}
 	if target != nil {
 		tv := target.Version
-		s := fmt.Sprintf("%s is the newest %s version of %s%s", tv, r.f.stream, minorOf(tv), inChannel)
+		s := fmt.Sprintf("%s is the newest %s version of %s%s", tv, r.f.Stream, minorOf(tv), inChannel)
 		if tv.Minor > r.cur.Minor {
 			s += ", the next minor"
 		}
