@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // serveTagList answers the tag list of every repository with body, as a
@@ -64,9 +65,9 @@ func TestTagWithANulByteIsUnparsedNotAFailedScan(t *testing.T) {
 // failures.
 type refusingStore struct{ Store }
 
-func (s refusingStore) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.Scan, error) {
+func (s refusingStore) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.Scan, error) {
 	if r.Err == nil {
-		return resolver.Scan{}, errors.New(`apply scan of source "app": invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`)
+		return catalog.Scan{}, errors.New(`apply scan of source "app": invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`)
 	}
 	return s.Store.ApplyScan(ctx, r)
 }

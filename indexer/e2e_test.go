@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/distreg"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -57,7 +57,7 @@ func TestEndToEndDistributionRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SyncSources(ctx, []resolver.Source{src.Source}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src.Source}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -38,7 +40,7 @@ func pushRepo(t *testing.T, reg *testRegistry, repo string) name.Repository {
 // server would list them now.
 func gateStates(t *testing.T, st *store.Store, ix *Indexer) map[string]string {
 	t.Helper()
-	snap := resolver.NewSnapshot(nil, []resolver.SourceData{indexed(t, st, ix)}, nil, time.Now())
+	snap := snapshot.New(nil, []catalog.SourceData{indexed(t, st, ix)}, nil, time.Now())
 	vs, err := snap.Versions("app", resolver.Testing, "")
 	if err != nil {
 		t.Fatal(err)

@@ -25,17 +25,18 @@ import (
 	"github.com/tidemark-dev/tidemark/indexer/gates"
 	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // Source is one source as the indexer needs it. cmd/ builds it from the
 // configuration.
 type Source struct {
-	resolver.Source                // Name, Image, Parser, Labels
-	Interval        time.Duration  // between scheduled scans; <= 0: only at start and on demand
-	Exclude         *regexp.Regexp // tags never stored; nil: none
-	Insecure        bool           // plain-http registry
-	Concurrency     int            // digest requests in flight; <= 0: 8
-	Timeout         time.Duration  // per registry request; <= 0: 30s
+	catalog.Source                // Name, Image, Parser, Labels
+	Interval       time.Duration  // between scheduled scans; <= 0: only at start and on demand
+	Exclude        *regexp.Regexp // tags never stored; nil: none
+	Insecure       bool           // plain-http registry
+	Concurrency    int            // digest requests in flight; <= 0: 8
+	Timeout        time.Duration  // per registry request; <= 0: 30s
 	// Recheck is how often a scheduled scan also re-reads the digests of
 	// tags it already knows, to notice re-tags (a tag pointed at another
 	// image). Other scans never re-read a known digest. The time of the last
@@ -53,8 +54,8 @@ type Source struct {
 
 // Store is what the indexer needs of *store.Store.
 type Store interface {
-	SyncSources(ctx context.Context, sources []resolver.Source) error
-	ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.Scan, error)
+	SyncSources(ctx context.Context, sources []catalog.Source) error
+	ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.Scan, error)
 	TagsWithoutDigest(ctx context.Context, source string) ([]string, error)
 	SetDigests(ctx context.Context, source string, digests map[string]string) error
 	AddScanRequests(ctx context.Context, scanID int64, n int) error

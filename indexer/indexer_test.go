@@ -18,14 +18,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // indexed loads what the store holds for the indexer's only source.
-func indexed(t *testing.T, st *store.Store, ix *Indexer) resolver.SourceData {
+func indexed(t *testing.T, st *store.Store, ix *Indexer) catalog.SourceData {
 	t.Helper()
-	data, _, err := st.Load(context.Background(), []resolver.Source{ix.order[0].Source.Source})
+	data, _, err := st.Load(context.Background(), []catalog.Source{ix.order[0].Source.Source})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func newStoreIndexer(t *testing.T, reg *testRegistry, edit ...func(*Source)) (*s
 	t.Helper()
 	st := storetest.New(t)
 	ix := newTestIndexer(t, st, reg, "app", edit...)
-	if err := st.SyncSources(context.Background(), []resolver.Source{ix.order[0].Source.Source}); err != nil {
+	if err := st.SyncSources(context.Background(), []catalog.Source{ix.order[0].Source.Source}); err != nil {
 		t.Fatal(err)
 	}
 	return st, ix

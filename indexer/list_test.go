@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -34,7 +35,7 @@ func testSource(t *testing.T, name, image string) Source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Source{Source: resolver.Source{Name: name, Image: image, Parser: p}, Insecure: true}
+	return Source{Source: catalog.Source{Name: name, Image: image, Parser: p}, Insecure: true}
 }
 
 // newTestIndexer indexes one source "app" at reg/<repo>.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -64,7 +64,7 @@ func TestRunStopsLeadingWhenTheLockIsLostAndAnotherTakesOver(t *testing.T) {
 	hourly := func(s *Source) { s.Interval = time.Hour }
 	a := newTestIndexer(t, st, reg, "app", hourly)
 	b := newTestIndexer(t, st, reg, "app", hourly)
-	if err := st.SyncSources(context.Background(), []resolver.Source{a.order[0].Source.Source}); err != nil {
+	if err := st.SyncSources(context.Background(), []catalog.Source{a.order[0].Source.Source}); err != nil {
 		t.Fatal(err)
 	}
 	a.lockRetry = time.Hour // once a has lost the lock, it stays out of b's way

@@ -14,13 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 func TestMatchNormalisesHostsAndDockerHub(t *testing.T) {
 	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
 	src := func(name, image string) Source {
-		return Source{Source: resolver.Source{Name: name, Image: image, Parser: p}}
+		return Source{Source: catalog.Source{Name: name, Image: image, Parser: p}}
 	}
 	ix, err := New(Options{Store: unusedStore{}, Sources: []Source{
 		src("nginx", "nginx"),
@@ -242,7 +243,7 @@ func TestPushLookUpsAreBoundedPerRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SyncSources(context.Background(), []resolver.Source{a.Source, b.Source}); err != nil {
+	if err := st.SyncSources(context.Background(), []catalog.Source{a.Source, b.Source}); err != nil {
 		t.Fatal(err)
 	}
 	var inFlight, peak atomic.Int64

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // TryLock tries to take the lock whose holder indexes (one replica of
@@ -92,7 +92,7 @@ func (ix *Indexer) leadWhileHeld(ctx context.Context, lost <-chan struct{}) erro
 // lead indexes while this replica holds the lock: one scan of every source at
 // once, then one gocron job per source at its interval, until ctx ends.
 func (ix *Indexer) lead(ctx context.Context) error {
-	srcs := make([]resolver.Source, len(ix.order))
+	srcs := make([]catalog.Source, len(ix.order))
 	for i, s := range ix.order {
 		srcs[i] = s.Source.Source
 	}

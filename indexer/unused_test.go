@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // unusedStore stands in where a test exercises only the registry side; any
@@ -16,9 +17,9 @@ type unusedStore struct{}
 
 var errUnused = errors.New("test bug: this test does not use the store")
 
-func (unusedStore) SyncSources(context.Context, []resolver.Source) error { return errUnused }
-func (unusedStore) ApplyScan(context.Context, resolver.ScanResult) (resolver.Scan, error) {
-	return resolver.Scan{}, errUnused
+func (unusedStore) SyncSources(context.Context, []catalog.Source) error { return errUnused }
+func (unusedStore) ApplyScan(context.Context, resolver.ScanResult) (catalog.Scan, error) {
+	return catalog.Scan{}, errUnused
 }
 func (unusedStore) TagsWithoutDigest(context.Context, string) ([]string, error) {
 	return nil, errUnused

@@ -1,12 +1,17 @@
-// Package resolver is Tidemark's domain: what a version is (juju and semver
-// schemes, streams, pre-release labels), what a channel serves (its stream,
-// constraint, include and exclude patterns, pins and blocks), and the
-// upgrade paths between versions, all answered from an immutable Snapshot
-// that is rebuilt per change (Snapshot.Apply) and never per request.
+// Package resolver is the vocabulary of Tidemark's domain: what a version is
+// (juju and semver schemes, streams, pre-release labels), tags and their
+// release gates, rollouts, governance (holds, windows, freezes, scheduled
+// changes), events, and the fleet's counts. It does no I/O and imports none
+// of the other packages: store, indexer and server import it.
 //
-// It does no I/O and imports none of the other packages: store, indexer and
-// server import it. Besides the domain it holds the two things every layer
-// must agree on: the error taxonomy (ErrNotFound, ErrInvalid, ErrConflict,
+// The domain is three packages, each importing only the ones before it:
+// resolver (this one), resolver/catalog (channels, sources, constraints and
+// risks: what a channel serves from which source) and resolver/snapshot (the
+// immutable Snapshot, rebuilt per change and never per request, and every
+// answer read from it).
+//
+// Besides the domain this package holds the two things every layer must
+// agree on: the error taxonomy (ErrNotFound, ErrInvalid, ErrConflict,
 // ErrUnprocessable, ErrUnauthorized, ErrForbidden, ErrUnavailable;
 // errors.go), which the server maps to HTTP statuses in one table, and the
 // records that cross from the store to its consumers (records.go: scan

@@ -64,3 +64,14 @@ type VersionView struct {
 	// RegistryHeld: held by platforms or signature, which no soak lifts.
 	RegistryHeld bool
 }
+
+// Classify parses a tag under p's scheme and the label map (nil:
+// DefaultLabels). It never fails: a tag that does not parse comes back
+// with Valid false and Error set.
+func (p *Parser) Classify(name string, labels Labels) Tag {
+	v, err := p.Parse(name)
+	if err != nil {
+		return Tag{Name: name, Error: err.Error()}
+	}
+	return Tag{Name: name, Valid: true, Version: v, Stream: labels.StreamOf(v)}
+}

@@ -54,7 +54,10 @@ var sinkTag Tag
 // error text included for tags that are no version.
 func BenchmarkClassify(b *testing.B) {
 	tags := benchTags(100_000)
-	for _, src := range []Source{
+	for _, src := range []struct {
+		Name   string
+		Parser *Parser
+	}{
 		{Name: "juju", Parser: MustParser(SchemeJuju, "")},
 		{Name: "semver", Parser: MustParser(SchemeSemver, "")},
 		{Name: "semver-k3s", Parser: MustParser(SchemeSemver, `k3s(\d+)`)},
@@ -66,7 +69,7 @@ func BenchmarkClassify(b *testing.B) {
 			for b.Loop() {
 				rounds++
 				for _, tag := range tags {
-					sinkTag = src.Classify(tag)
+					sinkTag = src.Parser.Classify(tag, nil)
 					if sinkTag.Valid {
 						valid++
 					}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 func TestAccessLogModes(t *testing.T) {
@@ -29,7 +29,7 @@ func TestAccessLogModes(t *testing.T) {
 			s, err := New(Options{
 				AccessLog: tc.mode,
 				Log:       slog.New(slog.NewTextHandler(logs, nil)),
-				Load:      func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+				Load:      func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -58,7 +58,7 @@ func TestAccessLogModes(t *testing.T) {
 }
 
 func TestAccessLogModeUnknownIsRefused(t *testing.T) {
-	_, err := New(Options{AccessLog: "some", Load: func(context.Context) (*resolver.Snapshot, error) { return nil, nil }})
+	_, err := New(Options{AccessLog: "some", Load: func(context.Context) (*snapshot.Snapshot, error) { return nil, nil }})
 	if err == nil || !strings.Contains(err.Error(), `access log "some": want all, sample or off`) {
 		t.Fatalf("err = %v, want the mode named", err)
 	}

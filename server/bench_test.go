@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // BenchmarkChannelRedirect is the hot path without the network: one channel
@@ -26,8 +28,8 @@ func BenchmarkChannelRedirect(b *testing.B) {
 // path every surface's cluster answer goes through.
 func BenchmarkStepwiseRedirect(b *testing.B) {
 	src := semverSource(b, "k3s", "docker.io/rancher/k3s-upgrade")
-	snap := resolver.NewSnapshot([]resolver.Channel{{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true}},
-		[]resolver.SourceData{sourceData(src, k3sTags(), nil)}, nil, time.Now())
+	snap := snapshot.New([]catalog.Channel{{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true}},
+		[]catalog.SourceData{sourceData(src, k3sTags(), nil)}, nil, time.Now())
 	h := benchHandler(b, snap)
 	req := httptest.NewRequest(http.MethodGet, "/v1-release/channels/latest", nil)
 	req.Header.Set("X-SUC-Cluster-ID", "cluster-1")
@@ -37,12 +39,12 @@ func BenchmarkStepwiseRedirect(b *testing.B) {
 
 // benchHandler is a server answering from snap, with a real JSON access
 // log line (discarded) and metrics, as the hot path runs in production.
-func benchHandler(b *testing.B, snap *resolver.Snapshot) http.Handler {
+func benchHandler(b *testing.B, snap *snapshot.Snapshot) http.Handler {
 	b.Helper()
 	s, err := New(Options{
 		ExternalURL: "https://tidemark.example.com",
 		Log:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 	})
 	if err != nil {
 		b.Fatal(err)

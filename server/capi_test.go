@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestClusterAPIHooksThroughTheServer: the hooks answer through the whole
@@ -19,7 +19,7 @@ func TestClusterAPIHooksThroughTheServer(t *testing.T) {
 	snap := k3sSnapshot(t)
 	s, err := New(Options{
 		Log:        slog.New(slog.NewTextHandler(&testutil.LockedBuffer{}, nil)),
-		Load:       func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:       func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 		ClusterAPI: []string{"k3s"},
 	})
 	if err != nil {

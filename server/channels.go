@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -91,7 +92,7 @@ func wantsJSON(r *http.Request) bool {
 
 // noAnswer is the 404 of a channel that serves nothing, saying why when the
 // resolver knows (a pin on a blocked or vanished version).
-func noAnswer(a resolver.ChannelAnswer) error {
+func noAnswer(a snapshot.ChannelAnswer) error {
 	if a.Why != "" {
 		return fmt.Errorf("%w: %s", resolver.ErrNotFound, a.Why)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -143,9 +145,9 @@ func TestReTagChangesETag(t *testing.T) {
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	const rebuilt = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
 	digests := map[string]string{}
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) {
-		states := map[string]resolver.ChannelState{"k3s-released": {Revision: 3, UpdatedAt: scanned}}
-		return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sourceData(src, k3sTags(), digests)}, states, loadedAt), nil
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) {
+		states := map[string]catalog.ChannelState{"k3s-released": {Revision: 3, UpdatedAt: scanned}}
+		return snapshot.New(k3sChannels(), []catalog.SourceData{sourceData(src, k3sTags(), digests)}, states, loadedAt), nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +253,8 @@ func TestAccessLogRecordsUpgradeControllerHeaders(t *testing.T) {
 
 func TestPathRedirectIsAbsolute(t *testing.T) {
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	channels := append(k3sChannels(), resolver.Channel{Name: "dl", Source: "k3s", Stream: resolver.Released, Redirect: "/dl/"})
-	snap := resolver.NewSnapshot(channels, []resolver.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt)
+	channels := append(k3sChannels(), catalog.Channel{Name: "dl", Source: "k3s", Stream: resolver.Released, Redirect: "/dl/"})
+	snap := snapshot.New(channels, []catalog.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt)
 	for _, tt := range []struct{ external, want string }{
 		{"https://tm.example", "https://tm.example/dl/v1.34.2+k3s2"},
 		{"", "http://tidemark.internal/dl/v1.34.2+k3s2"},

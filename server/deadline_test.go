@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestSlowClientsAreCutOff: a client that trickles its headers or a
@@ -16,7 +16,7 @@ import (
 // deadline instead of holding it (and a goroutine) for as long as it likes.
 func TestSlowClientsAreCutOff(t *testing.T) {
 	const readTimeout = 300 * time.Millisecond
-	s, err := New(Options{ReadTimeout: readTimeout, Load: func(context.Context) (*resolver.Snapshot, error) { return k3sSnapshot(t), nil }})
+	s, err := New(Options{ReadTimeout: readTimeout, Load: func(context.Context) (*snapshot.Snapshot, error) { return k3sSnapshot(t), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

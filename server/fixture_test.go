@@ -16,7 +16,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // loadedAt and scanned fix every timestamp the golden files see.
@@ -50,18 +52,18 @@ func k3sTags() []string {
 }
 
 // semverSource is a k3s-like source with build revisions.
-func semverSource(t testing.TB, name, image string) resolver.Source {
+func semverSource(t testing.TB, name, image string) catalog.Source {
 	return resolvertest.SemverSource(t, name, image)
 }
 
 // sourceData is resolvertest.SourceData as scanned at the golden files' time.
-func sourceData(src resolver.Source, tags []string, digests map[string]string) resolver.SourceData {
+func sourceData(src catalog.Source, tags []string, digests map[string]string) catalog.SourceData {
 	return resolvertest.SourceData(src, tags, digests, scanned)
 }
 
 // k3sChannelserver is k3s-io/k3s channel.yaml through the real loader,
 // read once: most tests serve it.
-var k3sChannelserver = sync.OnceValues(func() ([]resolver.Channel, error) {
+var k3sChannelserver = sync.OnceValues(func() ([]catalog.Channel, error) {
 	return loadChannelserver("k3s-channel.yaml", "k3s", `k3s(\d+)`)
 })
 
@@ -70,39 +72,39 @@ var k3sChannelserver = sync.OnceValues(func() ([]resolver.Channel, error) {
 // channels it does not have: minors of today's file (v1.32 has a blocked
 // newest release, v1.33 a second build), a minor with no tags at all, and
 // Tidemark's own default redirect.
-func k3sChannels() []resolver.Channel {
+func k3sChannels() []catalog.Channel {
 	loaded, err := k3sChannelserver()
 	if err != nil {
 		panic(fmt.Sprintf("k3s fixture: %v", err))
 	}
-	ch := func(name, include string) resolver.Channel {
-		return resolver.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: "https://github.com/k3s-io/k3s/releases/tag/",
+	ch := func(name, include string) catalog.Channel {
+		return catalog.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: "https://github.com/k3s-io/k3s/releases/tag/",
 			Include: regexp.MustCompile(include), Exclude: regexp.MustCompile(`^[^+]+-`)}
 	}
 	return append(slices.Clone(loaded), ch("v1.32", `v1\.32\..*`), ch("v1.33", `v1\.33\..*`), ch("v1.99", `v1\.99\..*`),
-		resolver.Channel{Name: "k3s-released", Source: "k3s", Stream: resolver.Released})
+		catalog.Channel{Name: "k3s-released", Source: "k3s", Stream: resolver.Released})
 }
 
 // k3sSnapshot is the snapshot most tests serve.
-func k3sSnapshot(t testing.TB) *resolver.Snapshot {
+func k3sSnapshot(t testing.TB) *snapshot.Snapshot {
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	sd := sourceData(src, k3sTags(), nil)
-	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
-	states := map[string]resolver.ChannelState{
+	sd.Blocks = []catalog.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	states := map[string]catalog.ChannelState{
 		"k3s-released": {Revision: 3, UpdatedAt: scanned},
 	}
-	return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, states, loadedAt)
+	return snapshot.New(k3sChannels(), []catalog.SourceData{sd}, states, loadedAt)
 }
 
 // newTestServer serves snap (loaded once) and returns the server and a
 // test server whose every response is validated against openapi.yaml.
-func newTestServer(t *testing.T, snap *resolver.Snapshot, externalURL string) (*Server, *httptest.Server, *testutil.LockedBuffer) {
+func newTestServer(t *testing.T, snap *snapshot.Snapshot, externalURL string) (*Server, *httptest.Server, *testutil.LockedBuffer) {
 	t.Helper()
 	logs := &testutil.LockedBuffer{}
 	s, err := New(Options{
 		ExternalURL: externalURL,
 		Log:         slog.New(slog.NewTextHandler(logs, nil)),
-		Load:        func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

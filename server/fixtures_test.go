@@ -9,13 +9,15 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // loadChannelserver loads the channelserver file from its one copy in
 // internal/config/testdata through the configuration loader, as an operator
 // imports it: `defaults: {source: <source>, stream: testing}` and a source in
 // front, the rest unchanged.
-func loadChannelserver(file, source, build string) ([]resolver.Channel, error) {
+func loadChannelserver(file, source, build string) ([]catalog.Channel, error) {
 	data, err := os.ReadFile(filepath.Join("..", "internal", "config", "testdata", file))
 	if err != nil {
 		return nil, err
@@ -83,12 +85,12 @@ func TestChannelserverFixturesAnswerEveryChannel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := resolver.Source{Name: tt.source, Image: "docker.io/rancher/" + tt.source, Parser: p}
+			src := catalog.Source{Name: tt.source, Image: "docker.io/rancher/" + tt.source, Parser: p}
 			channels, err := loadChannelserver(tt.file, tt.source, tt.build)
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap := resolver.NewSnapshot(channels, []resolver.SourceData{sourceData(src, tt.tags, nil)}, nil, loadedAt)
+			snap := snapshot.New(channels, []catalog.SourceData{sourceData(src, tt.tags, nil)}, nil, loadedAt)
 			_, ts, _ := newTestServer(t, snap, "")
 			for _, ch := range channels {
 				want, ok := tt.want[ch.Name]

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -46,9 +47,9 @@ func TestFleetOfUpgradeControllersClimbsStepwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := resolver.Channel{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: fleetSettle,
+	ch := catalog.Channel{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: fleetSettle,
 		Redirect: "https://github.com/k3s-io/k3s/releases/tag/"}
-	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
+	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Channels: []catalog.Channel{ch}, Store: st,
 		Fleet: fleet.Options{Store: st, FlushEvery: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -239,12 +240,12 @@ func getJSON(t *testing.T, url, token string, v any) {
 }
 
 // fleetStore is a fresh database with source k3s indexing fleetTags.
-func fleetStore(t *testing.T) (*store.Store, resolver.Source) {
+func fleetStore(t *testing.T) (*store.Store, catalog.Source) {
 	t.Helper()
 	ctx := context.Background()
 	st := openStore(t, storetest.URL(t))
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
 	var tags []resolver.Tag

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -26,8 +27,8 @@ func fleetTrustServer(t *testing.T, fo fleet.Options, trusted []netip.Prefix) (s
 	if fo.FlushEvery == 0 {
 		fo.FlushEvery = 50 * time.Millisecond
 	}
-	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Store: st, Fleet: fo, TrustedProxies: trusted,
-		Channels: []resolver.Channel{
+	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Store: st, Fleet: fo, TrustedProxies: trusted,
+		Channels: []catalog.Channel{
 			{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: time.Hour},
 			{Name: "stable", Source: "k3s", Stream: resolver.Released},
 		}})

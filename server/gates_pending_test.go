@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -28,7 +29,7 @@ func TestAForcedPinOfAVersionWhoseGatesArePendingChecksThemThen(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, storetest.URL(t))
 	src := gatedSource(t, repo, signer, []string{"linux/amd64"})
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
 	// Indexed with its digest, as a push or a scan's first phase leaves it:
@@ -44,14 +45,14 @@ func TestAForcedPinOfAVersionWhoseGatesArePendingChecksThemThen(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := 24 * time.Hour
-	channels := []resolver.Channel{{Name: "aged", Source: "k3s", Stream: resolver.Released, Soak: &day}}
+	channels := []catalog.Channel{{Name: "aged", Source: "k3s", Stream: resolver.Released, Soak: &day}}
 	tok, err := st.CreateToken(ctx, "rel", []string{ScopePromote})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pin := func(gate GateFunc) (int, string) {
 		t.Helper()
-		srv, err := New(Options{Data: st, Store: st, Sources: []resolver.Source{src}, Channels: channels, Gate: gate})
+		srv, err := New(Options{Data: st, Store: st, Sources: []catalog.Source{src}, Channels: channels, Gate: gate})
 		if err != nil {
 			t.Fatal(err)
 		}

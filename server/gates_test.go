@@ -20,6 +20,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/cosigntest"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -44,11 +46,11 @@ func TestReleaseGatesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
 	brief, hour := 4*time.Second, time.Hour
-	channels := []resolver.Channel{
+	channels := []catalog.Channel{
 		{Name: "stable", Source: "k3s", Stream: resolver.Released},
 		{Name: "aged", Source: "k3s", Stream: resolver.Released, Soak: &hour},
 		{Name: "brief", Source: "k3s", Stream: resolver.Released, Soak: &brief},
@@ -57,7 +59,7 @@ func TestReleaseGatesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Data: st, Store: st, Sources: []resolver.Source{src}, Channels: channels, WriteRate: 100, WriteBurst: 100})
+	srv, err := New(Options{Data: st, Store: st, Sources: []catalog.Source{src}, Channels: channels, WriteRate: 100, WriteBurst: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestReleaseGatesEndToEnd(t *testing.T) {
 	// arm64 arrives in v1.33.2's tag (signed), v1.33.3 gets its signature.
 	signer.SignAndPush(t, repo, cosigntest.PushIndex(t, repo, "v1.33.2-k3s1", both...))
 	signer.SignAndPush(t, repo, d3)
-	ix2, err := indexer.New(indexer.Options{Store: st, OnChange: func(s string) { srv.Notify(resolver.Change{Source: s}) },
+	ix2, err := indexer.New(indexer.Options{Store: st, OnChange: func(s string) { srv.Notify(snapshot.Change{Source: s}) },
 		Sources: []indexer.Source{{Source: src, Insecure: true, Exclude: regexpMust(`\.sig$`)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +233,7 @@ func signedRegistry(t *testing.T) (name.Repository, *cosigntest.Signer) {
 
 // gatedSource is source k3s of repo, gated on platforms and on signer's
 // signature, its key loaded as the configuration loads it.
-func gatedSource(t *testing.T, repo name.Repository, signer *cosigntest.Signer, platforms []string) resolver.Source {
+func gatedSource(t *testing.T, repo name.Repository, signer *cosigntest.Signer, platforms []string) catalog.Source {
 	t.Helper()
 	src := semverSource(t, "k3s", repo.String())
 	key, err := gates.LoadKey(signer.PubFile)

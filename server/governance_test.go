@@ -15,12 +15,14 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
 // governedChannels are the k3s channels with governance: v1.33 needs two
 // approvals; k3s-released has a window that is closed now.
-func governedChannels(now time.Time) []resolver.Channel {
+func governedChannels(now time.Time) []catalog.Channel {
 	chs := k3sChannels()
 	for i := range chs {
 		switch chs[i].Name {
@@ -39,12 +41,12 @@ func governedChannels(now time.Time) []resolver.Channel {
 
 // governed is a replica with governance on env's database.
 func (env *pgEnv) governed(st *store.Store) (*Server, *httptest.Server) {
-	srv, ts, _ := env.serve(st, Options{Data: st, Sources: []resolver.Source{env.src}, Channels: governedChannels(time.Now()), Governance: st})
+	srv, ts, _ := env.serve(st, Options{Data: st, Sources: []catalog.Source{env.src}, Channels: governedChannels(time.Now()), Governance: st})
 	return srv, ts
 }
 
 func (s *Server) governorOpts() governor.Options {
-	return governor.Options{Store: s.Opts.Governance, Applied: s.Notify, Log: s.Log, Snapshot: func() *resolver.Snapshot {
+	return governor.Options{Store: s.Opts.Governance, Applied: s.Notify, Log: s.Log, Snapshot: func() *snapshot.Snapshot {
 		if v := s.Cur.Load(); v != nil {
 			return v.Snap
 		}
@@ -350,7 +352,7 @@ func TestHeldRolloutWaits(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	serveRollouts(t, env, true)
 	seedRollout(t, env)
-	srv, ts, _ := env.serve(env.st, Options{Data: env.st, Sources: []resolver.Source{env.src}, Channels: rolloutChannels(),
+	srv, ts, _ := env.serve(env.st, Options{Data: env.st, Sources: []catalog.Source{env.src}, Channels: rolloutChannels(),
 		Governance: env.st, Rollouts: RolloutOptions{Store: env.st}})
 	tick := func() {
 		t.Helper()

@@ -14,7 +14,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/tidemark-dev/tidemark/openapi"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -117,16 +118,16 @@ func cvoUpdates(g *cvoGraph, version string) (updates []string, conditional map[
 
 // graphSnapshot is the k3s fixture with a risk for every cluster and one
 // for prod clusters only, served by the k3s-released channel.
-func graphSnapshot(t *testing.T) *resolver.Snapshot {
+func graphSnapshot(t *testing.T) *snapshot.Snapshot {
 	t.Helper()
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	sd := sourceData(src, k3sTags(), nil)
-	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
-	sd.Risks = []resolver.Risk{
+	sd.Blocks = []catalog.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	sd.Risks = []catalog.Risk{
 		{Source: "k3s", Name: "EtcdMigration", Message: "etcd migration loses leases", From: "<1.33.5", To: ">=1.34.0", CreatedBy: "release-bot", CreatedAt: scanned},
 		{Source: "k3s", Name: "ProdIngress", Message: "ingress class changes", URL: "https://example.com/ingress", From: "~1.33", To: "1.34.2", Clusters: []string{"^prod-"}, CreatedBy: "sre", CreatedAt: scanned},
 	}
-	return resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, nil, loadedAt)
+	return snapshot.New(k3sChannels(), []catalog.SourceData{sd}, nil, loadedAt)
 }
 
 // TestGraphConformsToTheCVOClient: every node of the graph, as the

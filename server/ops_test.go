@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestReadyzAndDegradedServing follows a server through start-up, a good
@@ -26,7 +27,7 @@ import (
 func TestReadyzAndDegradedServing(t *testing.T) {
 	snap := k3sSnapshot(t)
 	var fail atomic.Bool
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) {
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) {
 		if fail.Load() {
 			return nil, fmt.Errorf("%w: dial 127.0.0.1:5432: connection refused", resolver.ErrUnavailable)
 		}
@@ -201,7 +202,7 @@ func TestOpenAPIIsServed(t *testing.T) {
 // TestServeDrainsInFlightRequests cancels Serve's context while a slow
 // request runs: the request must complete and Serve return nil.
 func TestServeDrainsInFlightRequests(t *testing.T) {
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) { return k3sSnapshot(t), nil }})
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) { return k3sSnapshot(t), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

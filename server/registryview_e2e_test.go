@@ -30,6 +30,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 )
 
@@ -91,14 +93,14 @@ func startViewEnv(t *testing.T, rv registryview.Options, store Store) *viewEnv {
 	}
 	src := semverSource(t, "k3s", reg.Host+"/"+env.repo)
 	sd := sourceData(src, viewTags, env.digests)
-	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.33.5+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
-	chs := []resolver.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
-	states := map[string]resolver.ChannelState{"stable": {Pin: "v1.34.1+k3s1", PinDigest: env.digests["v1.34.1-k3s1"], Revision: 2, UpdatedAt: scanned}}
-	snap := resolver.NewSnapshot(chs, []resolver.SourceData{sd}, states, loadedAt)
+	sd.Blocks = []catalog.Block{{Source: "k3s", Version: "v1.33.5+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	chs := []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
+	states := map[string]catalog.ChannelState{"stable": {Pin: "v1.34.1+k3s1", PinDigest: env.digests["v1.34.1-k3s1"], Revision: 2, UpdatedAt: scanned}}
+	snap := snapshot.New(chs, []catalog.SourceData{sd}, states, loadedAt)
 	rv.Sources = []registryview.Source{{Name: "k3s", Image: reg.Host + "/" + env.repo, Insecure: true}}
 	opts := Options{
 		Log:          slog.New(slog.NewTextHandler(&testutil.LockedBuffer{}, nil)),
-		Load:         func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:         func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 		RegistryView: rv,
 	}
 	if store != nil {

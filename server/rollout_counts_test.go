@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // getChannel is GET /api/v1/channels/stable with If-None-Match inm ("":
@@ -66,7 +67,7 @@ func clustersOf(ch openapi.Channel) *openapi.RolloutClusters {
 // still compares the revision only. A rollout that indexing started is no
 // pin: updated_at stays null until one.
 func TestChannelObjectCarriesTheRolloutsLastCounts(t *testing.T) {
-	ch := resolver.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
+	ch := catalog.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
 		Rollout: &resolver.RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}}
 	r, scan, token := rolloutEnv(t, ch, "v1.33.0-k3s1")
 	scan("v1.33.0-k3s1", "v1.33.1-k3s1")

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -31,10 +32,10 @@ type rolloutReplica struct {
 	base string
 }
 
-func startRolloutReplica(t *testing.T, url, name string, src resolver.Source, ch resolver.Channel, leading bool) rolloutReplica {
+func startRolloutReplica(t *testing.T, url, name string, src catalog.Source, ch catalog.Channel, leading bool) rolloutReplica {
 	t.Helper()
 	st := openStore(t, url)
-	srv, err := New(Options{Data: st, Sources: []resolver.Source{src}, Channels: []resolver.Channel{ch}, Store: st,
+	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Channels: []catalog.Channel{ch}, Store: st,
 		// A thousand clusters from one loopback address: admission's rate per
 		// address would refuse most of them.
 		Fleet:    fleet.Options{Store: st, FlushEvery: 100 * time.Millisecond, NewClustersPerMinute: 1 << 20},
@@ -127,7 +128,7 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []int{10, 40, 70, 100}
-	ch := resolver.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/k3s/",
+	ch := catalog.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/k3s/",
 		Rollout: &resolver.RolloutPolicy{Steps: steps, Interval: time.Second}}
 	a := startRolloutReplica(t, url, "replica A (leader)", src, ch, true)
 	b := startRolloutReplica(t, url, "replica B", src, ch, false)

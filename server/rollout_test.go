@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // k3sDatabase is a fresh database with one semver source, k3s, and scan,
 // which records a complete listing of the given tags for it.
-func k3sDatabase(t *testing.T) (*store.Store, string, resolver.Source, func(...string)) {
+func k3sDatabase(t *testing.T) (*store.Store, string, catalog.Source, func(...string)) {
 	t.Helper()
 	ctx := context.Background()
 	url := storetest.URL(t)
 	st := openStore(t, url)
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
 	scan := func(names ...string) {
@@ -39,7 +40,7 @@ func k3sDatabase(t *testing.T) (*store.Store, string, resolver.Source, func(...s
 }
 
 // rolloutEnv is one leading replica over a database holding tags.
-func rolloutEnv(t *testing.T, ch resolver.Channel, tags ...string) (rolloutReplica, func(...string), string) {
+func rolloutEnv(t *testing.T, ch catalog.Channel, tags ...string) (rolloutReplica, func(...string), string) {
 	t.Helper()
 	ctx := context.Background()
 	st, url, src, scan := k3sDatabase(t)
@@ -95,7 +96,7 @@ func clusterIn(channel string, ok func(int) bool) string {
 // A stepwise channel with a rollout: the rollout picks where each cluster
 // goes (by bucket), the stepwise rule its next step toward it.
 func TestRolloutDecidesTheDestinationStepwiseTheStep(t *testing.T) {
-	ch := resolver.Channel{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Redirect: "https://example.com/",
+	ch := catalog.Channel{Name: "latest", Source: "k3s", Stream: resolver.Released, Stepwise: true, Redirect: "https://example.com/",
 		Rollout: &resolver.RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}}
 	base := []string{"v1.30.0-k3s1", "v1.31.7-k3s1", "v1.32.9-k3s1"}
 	r, scan, _ := rolloutEnv(t, ch, base...)
@@ -125,7 +126,7 @@ func TestRolloutDecidesTheDestinationStepwiseTheStep(t *testing.T) {
 // A pin while a rollout runs starts a new rollout in which no cluster
 // moves backward: the ring that had N keeps it until M reaches it.
 func TestNewChangeDuringARolloutMovesNoClusterBack(t *testing.T) {
-	ch := resolver.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
+	ch := catalog.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
 		Rollout: &resolver.RolloutPolicy{Steps: []int{10, 50, 100}, Interval: time.Hour}}
 	r, _, token := rolloutEnv(t, ch, "v1.33.0-k3s1", "v1.33.1-k3s1", "v1.33.2-k3s1")
 	// The baseline is the newest; pin back to v1.33.0 (a rollout of its

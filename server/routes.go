@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/console"
@@ -78,7 +78,7 @@ func (s *Server) routes() *echo.Echo {
 	s.Get(e, "/v1-release/channel/:name", s.releaseChannel)
 
 	s.Get(e, "/api/upgrades_info/v1/graph", s.graph)
-	hooks := &capi.Hooks{Sources: s.Opts.ClusterAPI, Answered: s.Metrics.CapiAnswer, Snapshot: func() *resolver.Snapshot {
+	hooks := &capi.Hooks{Sources: s.Opts.ClusterAPI, Answered: s.Metrics.CapiAnswer, Snapshot: func() *snapshot.Snapshot {
 		if v := s.Cur.Load(); v != nil {
 			return v.Snap
 		}

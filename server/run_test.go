@@ -8,13 +8,13 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/service"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // runOpts are what a test's replica runs besides HTTP, as cmd/tidemark
 // wires it: all optional.
 type runOpts struct {
-	Changes   func(ctx context.Context, fn func(resolver.Change)) error
+	Changes   func(ctx context.Context, fn func(snapshot.Change)) error
 	Ping      func(ctx context.Context) error
 	PingEvery time.Duration
 	// Leading, Every and CountEvery are the rollout loops' (internal/rollouts).

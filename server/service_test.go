@@ -16,7 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/live"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -35,8 +36,8 @@ func TestDatabaseOutageDegradesReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv, err := New(Options{Log: log, Load: func(context.Context) (*resolver.Snapshot, error) {
-		return resolver.NewSnapshot(nil, nil, nil, time.Now()), nil
+	srv, err := New(Options{Log: log, Load: func(context.Context) (*snapshot.Snapshot, error) {
+		return snapshot.New(nil, nil, nil, time.Now()), nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,21 +106,21 @@ type countingData struct {
 	all, sources, state int
 }
 
-func (d *countingData) Load(ctx context.Context, s []resolver.Source) ([]resolver.SourceData, map[string]resolver.ChannelState, error) {
+func (d *countingData) Load(ctx context.Context, s []catalog.Source) ([]catalog.SourceData, map[string]catalog.ChannelState, error) {
 	d.mu.Lock()
 	d.all++
 	d.mu.Unlock()
 	return d.Data.Load(ctx, s)
 }
 
-func (d *countingData) LoadSources(ctx context.Context, s []resolver.Source) ([]resolver.SourceData, error) {
+func (d *countingData) LoadSources(ctx context.Context, s []catalog.Source) ([]catalog.SourceData, error) {
 	d.mu.Lock()
 	d.sources++
 	d.mu.Unlock()
 	return d.Data.LoadSources(ctx, s)
 }
 
-func (d *countingData) LoadStates(ctx context.Context) (map[string]resolver.ChannelState, error) {
+func (d *countingData) LoadStates(ctx context.Context) (map[string]catalog.ChannelState, error) {
 	d.mu.Lock()
 	d.state++
 	d.mu.Unlock()
@@ -138,7 +139,7 @@ func (d *countingData) counts() [3]int {
 func TestAWriteRebuildsOnceAndOnlyItsPart(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	data := &countingData{Data: env.st}
-	srv, ts, _ := env.serve(env.st, Options{Data: data, Sources: []resolver.Source{env.src}, Channels: k3sChannels()})
+	srv, ts, _ := env.serve(env.st, Options{Data: data, Sources: []catalog.Source{env.src}, Channels: k3sChannels()})
 	listen(t, env, env.st, srv)
 	// listen's probes may still be arriving (each reads everything): take
 	// the baseline once the counts have held still for a while.

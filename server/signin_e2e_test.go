@@ -23,7 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/signin"
 )
@@ -170,7 +170,7 @@ func startSignInWith(t *testing.T, edit func(*signin.Config)) *signInEnv {
 	sc.Log = log
 	edit(&sc)
 	si := signin.New(sc)
-	srv, err := New(Options{Log: log, Store: env.st, Data: env.st, Sources: []resolver.Source{env.src},
+	srv, err := New(Options{Log: log, Store: env.st, Data: env.st, Sources: []catalog.Source{env.src},
 		Channels: k3sChannels(), SignIn: si, WriteRate: 1000, WriteBurst: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/tidemark-dev/tidemark/openapi"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 var (
@@ -115,7 +115,7 @@ func specRequest(r *http.Request) *http.Request {
 // or documented without being served.
 func TestRoutesMatchSpec(t *testing.T) {
 	doc, _ := loadSpec(t)
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) { return nil, nil }})
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

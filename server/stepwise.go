@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -54,14 +55,14 @@ func (s *Server) answerFor(v *core.View, e *core.Entry, id string, admitted bool
 	if e.Ans.Tag == nil {
 		return nil, noAnswer(e.Ans)
 	}
-	q := resolver.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
-	if ok && resolver.Settles(ch, id) {
+	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
+	if ok && snapshot.Settles(ch, id) {
 		if q.Unsettled = !admitted; admitted {
 			q.Since = s.FleetRec.Since(ch.Name, id, reported.String(), now)
 		}
 	}
 	tag, held, err := v.Snap.ClusterAnswer(ch.Name, q)
-	if errors.Is(err, resolver.ErrNoReportedVersion) {
+	if errors.Is(err, snapshot.ErrNoReportedVersion) {
 		return nil, &core.ProblemAnswer{Err: fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}

@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // sucResolve does what system-upgrade-controller does with a Plan's
@@ -79,7 +81,7 @@ func TestUpgradeControllerGetsPullableTags(t *testing.T) {
 	}
 	src := semverSource(t, "k3s", repo.String())
 	sd := sourceData(src, listed, nil)
-	channels := []resolver.Channel{
+	channels := []catalog.Channel{
 		{Name: "stable", Source: "k3s", Latest: "v1.33.6+k3s1"},
 		{Name: "latest", Source: "k3s", Stream: resolver.Testing, Include: regexpMust(`.*`), Exclude: regexpMust(`^[^+]+-`)},
 		{Name: "v1.33", Source: "k3s", Include: regexpMust(`v1\.33\..*`)},
@@ -88,7 +90,7 @@ func TestUpgradeControllerGetsPullableTags(t *testing.T) {
 		{Name: "github", Source: "k3s", Include: regexpMust(`v1\.33\..*`), Redirect: "https://github.com/k3s-io/k3s/releases/tag/"},
 		{Name: "v1.40", Source: "k3s", Include: regexpMust(`v1\.40\..*`)},
 	}
-	snap := resolver.NewSnapshot(channels, []resolver.SourceData{sd}, nil, loadedAt)
+	snap := snapshot.New(channels, []catalog.SourceData{sd}, nil, loadedAt)
 	_, ts, logs := newTestServer(t, snap, "")
 
 	want := map[string]string{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
@@ -296,7 +297,7 @@ func TestAChannelNeverSendsAClusterDown(t *testing.T) {
 // sends its previous version only to clusters not already on its new one;
 // a halt with "rollback": true sends them back too (CONTRACT section 13).
 func TestAHaltKeepsClustersOnTheNewVersionUnlessARollback(t *testing.T) {
-	ch := resolver.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
+	ch := catalog.Channel{Name: "stable", Source: "k3s", Stream: resolver.Released, Redirect: "https://example.com/",
 		Rollout: &resolver.RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}}
 	r, scan, token := rolloutEnv(t, ch, "v1.33.0-k3s1")
 	scan("v1.33.0-k3s1", "v1.33.1-k3s1")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestConsoleShowsFleetCounts seeds the fleet through the store and reads
@@ -111,8 +113,8 @@ func TestConsoleChannelShowsStepwise(t *testing.T) {
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	soak := 72 * time.Hour
 	channels := append(k3sChannels(),
-		resolver.Channel{Name: "climb", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: 30 * time.Minute, Soak: &soak})
-	snap := resolver.NewSnapshot(channels, []resolver.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt)
+		catalog.Channel{Name: "climb", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: 30 * time.Minute, Soak: &soak})
+	snap := snapshot.New(channels, []catalog.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt)
 	_, ts, _ := newTestServer(t, snap, "")
 	for path, want := range map[string][]string{
 		"/ui/channels/climb": {

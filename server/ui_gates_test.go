@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestConsoleMarksGatedVersions: versions a release gate holds are marked
@@ -31,8 +33,8 @@ func TestConsoleMarksGatedVersions(t *testing.T) {
 			tag.Gates.Signature = resolver.GateMissing
 		}
 	}
-	sd.Blocks = []resolver.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
-	snap := resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sd}, nil, loadedAt)
+	sd.Blocks = []catalog.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	snap := snapshot.New(k3sChannels(), []catalog.SourceData{sd}, nil, loadedAt)
 	_, ts, _ := newTestServer(t, snap, "")
 
 	res, body := get(t, ts, "/ui/sources/k3s")

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // rolloutFrom is what "latest" served before the rollout the console tests
@@ -20,7 +22,7 @@ const rolloutFrom = "v1.33.6+k3s2"
 var consolePolicy = resolver.RolloutPolicy{Steps: []int{10, 50, 100}, Interval: time.Hour}
 
 // rolloutChannels are k3sChannels with "latest" rolling out in steps.
-func rolloutChannels() []resolver.Channel {
+func rolloutChannels() []catalog.Channel {
 	chs := k3sChannels()
 	for i := range chs {
 		if chs[i].Name == "latest" {
@@ -35,7 +37,7 @@ func rolloutChannels() []resolver.Channel {
 // what a test records starts or steps a rollout.
 func serveRollouts(t *testing.T, env *pgEnv, withStore bool) {
 	t.Helper()
-	opts := Options{Data: env.st, Sources: []resolver.Source{env.src}, Channels: rolloutChannels(), Fleet: fleet.Options{Store: env.st}}
+	opts := Options{Data: env.st, Sources: []catalog.Source{env.src}, Channels: rolloutChannels(), Fleet: fleet.Options{Store: env.st}}
 	if withStore {
 		opts.Rollouts = RolloutOptions{Store: env.st}
 	}
@@ -56,14 +58,14 @@ func seedRollout(t *testing.T, env *pgEnv) string {
 	if to == rolloutFrom {
 		t.Fatalf("latest serves %q: nothing to roll out from %s", to, rolloutFrom)
 	}
-	if ok, err := env.st.StartRollout(ctx, resolver.RolloutStart{Channel: "latest", Served: rolloutFrom, To: rolloutFrom, Policy: consolePolicy, Baseline: true}); err != nil || !ok {
+	if ok, err := env.st.StartRollout(ctx, snapshot.RolloutStart{Channel: "latest", Served: rolloutFrom, To: rolloutFrom, Policy: consolePolicy, Baseline: true}); err != nil || !ok {
 		t.Fatalf("baseline: started %v, %v", ok, err)
 	}
 	states, err := env.st.LoadStates(ctx)
 	if err != nil || states["latest"].Rollout == nil {
 		t.Fatalf("no baseline recorded: %v", err)
 	}
-	if ok, err := env.st.StartRollout(ctx, resolver.RolloutStart{Channel: "latest", Prev: states["latest"].Rollout.ID,
+	if ok, err := env.st.StartRollout(ctx, snapshot.RolloutStart{Channel: "latest", Prev: states["latest"].Rollout.ID,
 		Served: rolloutFrom, To: to, Policy: consolePolicy, Actor: "tidemark", Reason: to + " indexed"}); err != nil || !ok {
 		t.Fatalf("rollout: started %v, %v", ok, err)
 	}
@@ -195,11 +197,11 @@ func TestConsoleShowsRollouts(t *testing.T) {
 func TestConsoleLiveRowsFollowRolloutSteps(t *testing.T) {
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	boundary := time.Now().Add(time.Second)
-	states := map[string]resolver.ChannelState{"latest": {Revision: 1, UpdatedAt: scanned, Rollout: &resolver.Rollout{
+	states := map[string]catalog.ChannelState{"latest": {Revision: 1, UpdatedAt: scanned, Rollout: &resolver.Rollout{
 		ID: 7, Channel: "latest", From: "v1.33.6+k3s2", To: "v1.34.2+k3s2", Steps: consolePolicy.Steps, Interval: time.Hour,
 		StartedAt: boundary.Add(-time.Hour),
 	}}}
-	snap := resolver.NewSnapshot(rolloutChannels(), []resolver.SourceData{sourceData(src, k3sTags(), nil)}, states, loadedAt)
+	snap := snapshot.New(rolloutChannels(), []catalog.SourceData{sourceData(src, k3sTags(), nil)}, states, loadedAt)
 	_, ts, _ := newTestServer(t, snap, "")
 
 	res, body := get(t, ts, "/ui/live/channels")

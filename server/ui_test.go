@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestConsolePagesWithoutJavaScript reads every console page as plain HTTP,
@@ -127,9 +128,9 @@ func TestRootSendsBrowsersToTheConsole(t *testing.T) {
 // TestConsoleLiveRowsRevalidate: the channel page's poll costs a 304 until
 // a channel moves, then brings the new rows.
 func TestConsoleLiveRowsRevalidate(t *testing.T) {
-	var cur atomic.Pointer[resolver.Snapshot]
+	var cur atomic.Pointer[snapshot.Snapshot]
 	cur.Store(k3sSnapshot(t))
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) { return cur.Load(), nil }})
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) { return cur.Load(), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +150,8 @@ func TestConsoleLiveRowsRevalidate(t *testing.T) {
 
 	// v1.33 is pinned back: the next poll has the row that says so.
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	states := map[string]resolver.ChannelState{"v1.33": {Revision: 1, Pin: "v1.33.5+k3s1", UpdatedAt: scanned}}
-	cur.Store(resolver.NewSnapshot(k3sChannels(), []resolver.SourceData{sourceData(src, k3sTags(), nil)}, states, loadedAt))
+	states := map[string]catalog.ChannelState{"v1.33": {Revision: 1, Pin: "v1.33.5+k3s1", UpdatedAt: scanned}}
+	cur.Store(snapshot.New(k3sChannels(), []catalog.SourceData{sourceData(src, k3sTags(), nil)}, states, loadedAt))
 	if err := s.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func newValidatingServer(t *testing.T, s *Server) *httptest.Server {
 // when nothing moved (a 304): the rows are rendered to compare ETags.
 func BenchmarkConsoleLivePoll(b *testing.B) {
 	snap := k3sSnapshot(b)
-	s, err := New(Options{Load: func(context.Context) (*resolver.Snapshot, error) { return snap, nil }})
+	s, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) { return snap, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -26,7 +28,7 @@ type pgEnv struct {
 	t      *testing.T
 	url    string
 	st     *store.Store
-	src    resolver.Source
+	src    catalog.Source
 	srv    *Server
 	ts     *httptest.Server
 	logs   *testutil.LockedBuffer
@@ -49,7 +51,7 @@ func newPGEnv(t *testing.T, opts Options) *pgEnv {
 	env := &pgEnv{t: t, url: storetest.URL(t), tokens: map[string]string{}}
 	env.st = openStore(t, env.url)
 	env.src = semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
-	if err := env.st.SyncSources(ctx, []resolver.Source{env.src}); err != nil {
+	if err := env.st.SyncSources(ctx, []catalog.Source{env.src}); err != nil {
 		t.Fatalf("SyncSources: %v", err)
 	}
 	var tags []resolver.Tag
@@ -94,7 +96,7 @@ func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Serve
 	opts.Store = st
 	if opts.Load == nil && opts.Data == nil {
 		// As cmd/tidemark serve does: a change reads only what it touched.
-		opts.Data, opts.Sources, opts.Channels = st, []resolver.Source{env.src}, k3sChannels()
+		opts.Data, opts.Sources, opts.Channels = st, []catalog.Source{env.src}, k3sChannels()
 	}
 	if opts.WriteRate == 0 {
 		opts.WriteRate, opts.WriteBurst = 1000, 1000
@@ -112,13 +114,13 @@ func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Serve
 }
 
 // loadFrom builds whole snapshots from st, for tests that replace Load.
-func loadFrom(st *store.Store, src resolver.Source) func(context.Context) (*resolver.Snapshot, error) {
-	return func(ctx context.Context) (*resolver.Snapshot, error) {
-		data, states, err := st.Load(ctx, []resolver.Source{src})
+func loadFrom(st *store.Store, src catalog.Source) func(context.Context) (*snapshot.Snapshot, error) {
+	return func(ctx context.Context) (*snapshot.Snapshot, error) {
+		data, states, err := st.Load(ctx, []catalog.Source{src})
 		if err != nil {
 			return nil, err
 		}
-		return resolver.NewSnapshot(k3sChannels(), data, states, time.Now()), nil
+		return snapshot.New(k3sChannels(), data, states, time.Now()), nil
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -20,12 +22,12 @@ type hangupStore struct {
 	hangup context.CancelFunc
 }
 
-func (h hangupStore) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
+func (h hangupStore) Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error) {
 	defer h.hangup()
 	return h.Store.Pin(ctx, c)
 }
 
-func (h hangupStore) Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error) {
+func (h hangupStore) Block(ctx context.Context, source, version, actor, reason string) (catalog.Block, error) {
 	defer h.hangup()
 	return h.Store.Block(ctx, source, version, actor, reason)
 }
@@ -46,7 +48,7 @@ func TestClientHangupDoesNotFailReload(t *testing.T) {
 			var deadline time.Duration
 			srv, err := New(Options{
 				Store: hangupStore{Store: env.st, hangup: hangup},
-				Load: func(ctx context.Context) (*resolver.Snapshot, error) {
+				Load: func(ctx context.Context) (*snapshot.Snapshot, error) {
 					if d, ok := ctx.Deadline(); ok {
 						deadline = time.Until(d)
 					}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/openapi"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -37,7 +37,7 @@ func listen(t *testing.T, env *pgEnv, st *store.Store, srv *Server) {
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		_ = st.ListenChanges(ctx, func(c resolver.Change) {
+		_ = st.ListenChanges(ctx, func(c snapshot.Change) {
 			heard.Add(1)
 			srv.Notify(c)
 		})
@@ -247,7 +247,7 @@ func TestWritesWithDatabaseGone(t *testing.T) {
 	// The write commits, then the reload fails: 503 that says it committed.
 	var failLoad atomic.Bool
 	load := loadFrom(env.st, env.src)
-	srv, ts, _ := env.serve(env.st, Options{Load: func(ctx context.Context) (*resolver.Snapshot, error) {
+	srv, ts, _ := env.serve(env.st, Options{Load: func(ctx context.Context) (*snapshot.Snapshot, error) {
 		if failLoad.Load() {
 			return nil, errors.New("unavailable: database connection lost")
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
@@ -16,11 +17,11 @@ import (
 // nothing and returns the existing block (PUT is idempotent). ErrNotFound
 // for a source never synced; whether the version exists is the caller's
 // (the snapshot's) business.
-func (s *Store) Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error) {
+func (s *Store) Block(ctx context.Context, source, version, actor, reason string) (catalog.Block, error) {
 	if source == "" || version == "" {
-		return resolver.Block{}, fmt.Errorf("%w: block: source %q, version %q: both are required", resolver.ErrInvalid, source, version)
+		return catalog.Block{}, fmt.Errorf("%w: block: source %q, version %q: both are required", resolver.ErrInvalid, source, version)
 	}
-	b := resolver.Block{Source: source, Version: version}
+	b := catalog.Block{Source: source, Version: version}
 	err := s.inTx(ctx, fmt.Sprintf("block %s of source %q", version, source), func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			insert into blocks (source, version, reason, blocked_by) values ($1, $2, $3, $4)
@@ -43,7 +44,7 @@ func (s *Store) Block(ctx context.Context, source, version, actor, reason string
 		return s.notify(ctx, tx, "block", source, "version", version)
 	})
 	if err != nil {
-		return resolver.Block{}, err
+		return catalog.Block{}, err
 	}
 	return b, nil
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // newOrigin names one Store among the replicas sharing a database.
@@ -17,13 +17,13 @@ func newOrigin() string {
 }
 
 // ListenChanges is Listen for consumers of the snapshot: each notification
-// comes as the resolver.Change it stands for, and those this Store sent
+// comes as the snapshot.Change it stands for, and those this Store sent
 // itself are left out, because the process that made a change applies it
 // when it makes it (a write reloads before it answers; the indexer calls its
 // OnChange). A replica thus rebuilds its snapshot once per write, not twice.
 // After every (re)connect fn gets Change{All: true}: what was sent while
 // nobody listened is lost, so everything must be read again.
-func (s *Store) ListenChanges(ctx context.Context, fn func(resolver.Change)) error {
+func (s *Store) ListenChanges(ctx context.Context, fn func(snapshot.Change)) error {
 	return s.Listen(ctx, func(p string) {
 		c, own := s.changeOf(p)
 		if !own {
@@ -33,22 +33,22 @@ func (s *Store) ListenChanges(ctx context.Context, fn func(resolver.Change)) err
 }
 
 // changeOf decodes a notification payload; own reports that this Store sent it.
-func (s *Store) changeOf(p string) (c resolver.Change, own bool) {
+func (s *Store) changeOf(p string) (c snapshot.Change, own bool) {
 	var m map[string]string
 	if err := json.Unmarshal([]byte(p), &m); err != nil {
 		// Not ours to understand (another version of Tidemark?): read everything.
-		return resolver.Change{All: true}, false
+		return snapshot.Change{All: true}, false
 	}
 	if m["origin"] != "" && m["origin"] == s.origin {
-		return resolver.Change{}, true
+		return snapshot.Change{}, true
 	}
 	switch m["kind"] {
 	case "pin", "unpin", "rollout", "hold":
-		return resolver.Change{Channel: m["channel"]}, false
+		return snapshot.Change{Channel: m["channel"]}, false
 	case "block", "unblock", "scan", "digests", "gates", "risk":
 		if m["source"] != "" {
-			return resolver.Change{Source: m["source"]}, false
+			return snapshot.Change{Source: m["source"]}, false
 		}
 	}
-	return resolver.Change{All: true}, false
+	return snapshot.Change{All: true}, false
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -25,11 +27,11 @@ func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 	}
 	defer other.Close()
 
-	got := make(chan resolver.Change, 100)
+	got := make(chan snapshot.Change, 100)
 	done := make(chan error, 1)
-	go func() { done <- st.ListenChanges(ctx, func(c resolver.Change) { got <- c }) }()
+	go func() { done <- st.ListenChanges(ctx, func(c snapshot.Change) { got <- c }) }()
 	defer func() { cancel(); <-done }()
-	want := func(w resolver.Change) {
+	want := func(w snapshot.Change) {
 		t.Helper()
 		select {
 		case c := <-got:
@@ -40,7 +42,7 @@ func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 			t.Fatalf("no change within 10s, want %+v", w)
 		}
 	}
-	want(resolver.Change{All: true}) // listening: read everything once
+	want(snapshot.Change{All: true}) // listening: read everything once
 
 	// Its own scan and block first: if they were delivered, they would
 	// arrive before the other replica's and fail the next check.
@@ -53,11 +55,11 @@ func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 	if _, err := other.Pin(ctx, resolver.ChannelChange{Channel: "ch", Version: "1.0.0", Actor: "them", IfRevision: resolver.AnyRevision}); err != nil {
 		t.Fatal(err)
 	}
-	want(resolver.Change{Channel: "ch"})
+	want(snapshot.Change{Channel: "ch"})
 	if err := other.Unblock(ctx, "src", "1.0.0", "them", "theirs"); err != nil {
 		t.Fatal(err)
 	}
-	want(resolver.Change{Source: "src"})
+	want(snapshot.Change{Source: "src"})
 	select {
 	case c := <-got:
 		t.Fatalf("unexpected change %+v", c)
@@ -81,7 +83,7 @@ func TestLoadSourcesAndStatesMatchLoad(t *testing.T) {
 	if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: "ch", Version: "1.0.0", Actor: "me", IfRevision: resolver.AnyRevision}); err != nil {
 		t.Fatal(err)
 	}
-	srcs := []resolver.Source{source(t, "a"), source(t, "b")}
+	srcs := []catalog.Source{source(t, "a"), source(t, "b")}
 	all, states, err := st.Load(ctx, srcs)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
@@ -16,11 +18,11 @@ import (
 // c.IfRevision is not resolver.AnyRevision and the channel has moved on, Pin returns
 // ErrConflict and changes nothing. Whether the version exists and is
 // eligible is the caller's (the snapshot's) business.
-func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
+func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error) {
 	if c.Channel == "" || c.Version == "" {
-		return resolver.ChannelState{}, fmt.Errorf("%w: pin: channel %q, version %q: both are required", resolver.ErrInvalid, c.Channel, c.Version)
+		return catalog.ChannelState{}, fmt.Errorf("%w: pin: channel %q, version %q: both are required", resolver.ErrInvalid, c.Channel, c.Version)
 	}
-	var st resolver.ChannelState
+	var st catalog.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("pin channel %q", c.Channel), func(tx pgx.Tx) error {
 		var err error
 		st, err = s.pinTx(ctx, tx, c)
@@ -31,10 +33,10 @@ func (s *Store) Pin(ctx context.Context, c resolver.ChannelChange) (resolver.Cha
 
 // pinTx is Pin inside tx (a scheduled change applies in its own
 // transaction, with its state).
-func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (resolver.ChannelState, error) {
+func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (catalog.ChannelState, error) {
 	old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
 	if err != nil {
-		return resolver.ChannelState{}, err
+		return catalog.ChannelState{}, err
 	}
 	if old.Pin == c.Version && old.PinDigest == c.Digest && old.Rollback == c.Rollback {
 		// Already pinned there (PUT is idempotent): nothing changes, so
@@ -46,9 +48,9 @@ func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) 
 		err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
 		switch {
 		case err == nil:
-			return resolver.ChannelState{}, resolver.BlockedError(c.Source, c.Version, reason)
+			return catalog.ChannelState{}, snapshot.BlockedError(c.Source, c.Version, reason)
 		case !errors.Is(err, pgx.ErrNoRows):
-			return resolver.ChannelState{}, err
+			return catalog.ChannelState{}, err
 		}
 	}
 	st, err := setPin(ctx, tx, c.Channel, c.Version, c.Digest, c.Actor, c.Rollback)
@@ -77,8 +79,8 @@ func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) 
 
 // Unpin lets c.Channel follow its stream again; ErrNotFound when it is not
 // pinned, ErrConflict when c.IfRevision is stale.
-func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error) {
-	var st resolver.ChannelState
+func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error) {
+	var st catalog.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("unpin channel %q", c.Channel), func(tx pgx.Tx) error {
 		var err error
 		st, err = s.unpinTx(ctx, tx, c)
@@ -88,13 +90,13 @@ func (s *Store) Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.C
 }
 
 // unpinTx is Unpin inside tx.
-func (s *Store) unpinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (resolver.ChannelState, error) {
+func (s *Store) unpinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) (catalog.ChannelState, error) {
 	old, err := lockState(ctx, tx, c.Channel, c.IfRevision)
 	if err != nil {
-		return resolver.ChannelState{}, err
+		return catalog.ChannelState{}, err
 	}
 	if old.Pin == "" {
-		return resolver.ChannelState{}, fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
+		return catalog.ChannelState{}, fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, c.Channel)
 	}
 	st, err := setPin(ctx, tx, c.Channel, "", "", "", false)
 	if err != nil {
@@ -127,15 +129,15 @@ func rolloutChange(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange, to 
 	if err != nil {
 		return err
 	}
-	_, err = startRollout(ctx, tx, prev, resolver.RolloutStart{Channel: c.Channel, Served: c.From, To: to,
+	_, err = startRollout(ctx, tx, prev, snapshot.RolloutStart{Channel: c.Channel, Served: c.From, To: to,
 		Policy: *c.Rollout, Actor: c.Actor, Reason: c.Reason})
 	return err
 }
 
 // ChannelState reads one channel's state; a channel never pinned has the
 // zero state (revision 0), not an error, because channels live in config.
-func (s *Store) ChannelState(ctx context.Context, channel string) (resolver.ChannelState, error) {
-	var st resolver.ChannelState
+func (s *Store) ChannelState(ctx context.Context, channel string) (catalog.ChannelState, error) {
+	var st catalog.ChannelState
 	err := s.inTx(ctx, fmt.Sprintf("read channel %q", channel), func(tx pgx.Tx) error {
 		var err error
 		st, err = readState(ctx, tx, channel)
@@ -144,13 +146,13 @@ func (s *Store) ChannelState(ctx context.Context, channel string) (resolver.Chan
 	return st, err
 }
 
-func readState(ctx context.Context, tx pgx.Tx, channel string) (resolver.ChannelState, error) {
-	var st resolver.ChannelState
+func readState(ctx context.Context, tx pgx.Tx, channel string) (catalog.ChannelState, error) {
+	var st catalog.ChannelState
 	err := tx.QueryRow(ctx, `
 		select `+stateCols+` from channel_state where channel = $1`, channel).
 		Scan(&st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return resolver.ChannelState{}, nil
+		return catalog.ChannelState{}, nil
 	}
 	return normState(st), err
 }
@@ -159,11 +161,11 @@ func readState(ctx context.Context, tx pgx.Tx, channel string) (resolver.Channel
 // the transaction and checks the caller's revision. Concurrent writers of
 // one channel queue on the row lock, so of N writers holding the same
 // revision exactly one passes the check.
-func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64) (resolver.ChannelState, error) {
+func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64) (catalog.ChannelState, error) {
 	if _, err := tx.Exec(ctx, `insert into channel_state (channel) values ($1) on conflict do nothing`, channel); err != nil {
-		return resolver.ChannelState{}, err
+		return catalog.ChannelState{}, err
 	}
-	var st resolver.ChannelState
+	var st catalog.ChannelState
 	err := tx.QueryRow(ctx, `select pin, pin_digest, revision, rollback from channel_state where channel = $1 for update`, channel).Scan(&st.Pin, &st.PinDigest, &st.Revision, &st.Rollback)
 	if err != nil {
 		return st, err
@@ -174,8 +176,8 @@ func lockState(ctx context.Context, tx pgx.Tx, channel string, ifRevision int64)
 	return st, nil
 }
 
-func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor string, rollback bool) (resolver.ChannelState, error) {
-	var st resolver.ChannelState
+func setPin(ctx context.Context, tx pgx.Tx, channel, version, digest, actor string, rollback bool) (catalog.ChannelState, error) {
+	var st catalog.ChannelState
 	err := tx.QueryRow(ctx, `
 		update channel_state set pin = $2, pin_digest = $3, pinned_by = $4,
 			pinned_at = case when $2 = '' then null else now() end,

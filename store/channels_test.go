@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
@@ -20,30 +21,30 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 
 	steps := []struct {
 		name    string
-		do      func() (resolver.ChannelState, error)
+		do      func() (catalog.ChannelState, error)
 		wantErr error
 		wantPin string
 		wantRev int64
 	}{
-		{"first pin from revision 0", func() (resolver.ChannelState, error) {
+		{"first pin from revision 0", func() (catalog.ChannelState, error) {
 			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.1", Digest: "sha256:a", Actor: "alice", Reason: "promote", IfRevision: 0, From: "2.9.0"})
 		}, nil, "2.9.1", 1},
-		{"stale revision is a conflict", func() (resolver.ChannelState, error) {
+		{"stale revision is a conflict", func() (catalog.ChannelState, error) {
 			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "late", IfRevision: 0})
 		}, resolver.ErrConflict, "", 0},
-		{"current revision pins", func() (resolver.ChannelState, error) {
+		{"current revision pins", func() (catalog.ChannelState, error) {
 			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.2", Digest: "sha256:b", Actor: "bob", Reason: "fix", IfRevision: 1})
 		}, nil, "2.9.2", 2},
-		{"any revision pins", func() (resolver.ChannelState, error) {
+		{"any revision pins", func() (catalog.ChannelState, error) {
 			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "2.9.3", Digest: "sha256:c", Actor: "carol", Reason: "", IfRevision: resolver.AnyRevision})
 		}, nil, "2.9.3", 3},
-		{"unpin", func() (resolver.ChannelState, error) {
+		{"unpin", func() (catalog.ChannelState, error) {
 			return st.Unpin(ctx, resolver.ChannelChange{Channel: "stable", Actor: "alice", Reason: "follow the stream", IfRevision: 3, To: "2.9.4"})
 		}, nil, "", 4},
-		{"unpin of an unpinned channel is not found", func() (resolver.ChannelState, error) {
+		{"unpin of an unpinned channel is not found", func() (catalog.ChannelState, error) {
 			return st.Unpin(ctx, resolver.ChannelChange{Channel: "stable", Actor: "alice", Reason: "", IfRevision: resolver.AnyRevision})
 		}, resolver.ErrNotFound, "", 0},
-		{"empty version is invalid", func() (resolver.ChannelState, error) {
+		{"empty version is invalid", func() (catalog.ChannelState, error) {
 			return st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "", Digest: "", Actor: "alice", Reason: "", IfRevision: resolver.AnyRevision})
 		}, resolver.ErrInvalid, "", 0},
 	}
@@ -68,7 +69,7 @@ func TestPinUnpinKeepsRevisionAndAudit(t *testing.T) {
 	if err != nil || stored.Revision != 4 || stored.Pin != "" {
 		t.Errorf("ChannelState = %+v, %v", stored, err)
 	}
-	if never, err := st.ChannelState(ctx, "never"); err != nil || never != (resolver.ChannelState{}) {
+	if never, err := st.ChannelState(ctx, "never"); err != nil || never != (catalog.ChannelState{}) {
 		t.Errorf("ChannelState(never) = %+v, %v; want zero", never, err)
 	}
 
@@ -138,7 +139,7 @@ func TestBlockUnblock(t *testing.T) {
 	if err != nil || again != b {
 		t.Errorf("second Block = %+v, %v; want the first block unchanged", again, err)
 	}
-	data, _, err := st.Load(ctx, []resolver.Source{source(t, "src")})
+	data, _, err := st.Load(ctx, []catalog.Source{source(t, "src")})
 	if err != nil || len(data[0].Blocks) != 1 {
 		t.Fatalf("Load blocks = %+v, %v", data, err)
 	}

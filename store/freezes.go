@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
@@ -126,7 +127,7 @@ func (s *Store) BeginHold(ctx context.Context, channel string, hold resolver.Hol
 	})
 }
 
-func loadHolds(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
+func loadHolds(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
 	rows, err := tx.Query(ctx, `select channel, version, reason, coalesce(until_at, 'epoch'), since from channel_holds`)
 	if err != nil {
 		return err

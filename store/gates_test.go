@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
@@ -59,7 +60,7 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 		t.Errorf("one target: %+v, %v", one, err)
 	}
 
-	data, err := st.LoadSources(ctx, []resolver.Source{source(t, "src")})
+	data, err := st.LoadSources(ctx, []catalog.Source{source(t, "src")})
 	if err != nil {
 		t.Fatal(err)
 	}

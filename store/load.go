@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // Load reads everything the server needs to answer, in one pass: present tags
@@ -18,9 +19,9 @@ import (
 // (re-parsing the stored name): the resolver stays the single authority on
 // what a version is, and a changed parser takes effect without a rescan.
 // Sources not in sources are not read; a source never scanned has no tags.
-func (s *Store) Load(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, map[string]resolver.ChannelState, error) {
+func (s *Store) Load(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, map[string]catalog.ChannelState, error) {
 	data, read := newSourceData(sources)
-	states := make(map[string]resolver.ChannelState)
+	states := make(map[string]catalog.ChannelState)
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := s.inTxOpts(ctx, "load", opts, func(tx pgx.Tx) error {
 		if err := read(ctx, tx); err != nil {
@@ -37,7 +38,7 @@ func (s *Store) Load(ctx context.Context, sources []resolver.Source) ([]resolver
 // LoadSources reads what Load reads for sources alone (tags, blocks, last
 // scans), in one consistent transaction: a reload after one source changed
 // reads that source, not the world.
-func (s *Store) LoadSources(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, error) {
+func (s *Store) LoadSources(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, error) {
 	data, read := newSourceData(sources)
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	if err := s.inTxOpts(ctx, "load sources", opts, func(tx pgx.Tx) error { return read(ctx, tx) }); err != nil {
@@ -47,8 +48,8 @@ func (s *Store) LoadSources(ctx context.Context, sources []resolver.Source) ([]r
 }
 
 // LoadStates reads every channel's database state (pins, revisions).
-func (s *Store) LoadStates(ctx context.Context) (map[string]resolver.ChannelState, error) {
-	states := make(map[string]resolver.ChannelState)
+func (s *Store) LoadStates(ctx context.Context) (map[string]catalog.ChannelState, error) {
+	states := make(map[string]catalog.ChannelState)
 	// One snapshot of the database for every statement: under read
 	// committed a pin landing between the channel_state and the rollouts
 	// queries gave a state with the old pin and the new rollout, and the
@@ -65,8 +66,8 @@ func (s *Store) LoadStates(ctx context.Context) (map[string]resolver.ChannelStat
 
 // newSourceData makes one SourceData per source and the function that fills
 // them in a transaction: tags, blocks and last scans.
-func newSourceData(sources []resolver.Source) ([]resolver.SourceData, func(context.Context, pgx.Tx) error) {
-	data := make([]resolver.SourceData, len(sources))
+func newSourceData(sources []catalog.Source) ([]catalog.SourceData, func(context.Context, pgx.Tx) error) {
+	data := make([]catalog.SourceData, len(sources))
 	byName := make(map[string]int, len(sources))
 	names := make([]string, len(sources))
 	for i, src := range sources {
@@ -89,14 +90,14 @@ func newSourceData(sources []resolver.Source) ([]resolver.SourceData, func(conte
 	}
 }
 
-func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
 	// Each slice is allocated once at about its size: a source's present
 	// tags are its last listing's, give or take the tags pushes added since.
 	// (Counting them first cost a third of the load once tags had no index
 	// of present tags, migrations/009.)
 	for i := range data {
 		n := 0
-		for _, sc := range []*resolver.Scan{data[i].LastScan, data[i].LastOK} {
+		for _, sc := range []*catalog.Scan{data[i].LastScan, data[i].LastOK} {
 			if sc != nil {
 				n = max(n, sc.TagsSeen)
 			}
@@ -137,7 +138,7 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 
 // classify tolerates a source without a parser (a test or a half-built
 // config) instead of panicking in the middle of a load.
-func classify(src *resolver.Source, tag string) resolver.Tag {
+func classify(src *catalog.Source, tag string) resolver.Tag {
 	if src.Parser == nil {
 		return resolver.Tag{Name: tag, Error: "source has no version scheme"}
 	}
@@ -149,14 +150,14 @@ func classify(src *resolver.Source, tag string) resolver.Tag {
 	return src.Classify(tag)
 }
 
-func loadBlocks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+func loadBlocks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
 	rows, err := tx.Query(ctx, `
 		select source, version, reason, blocked_by, blocked_at from blocks
 		where source = any($1) order by source, version`, names)
 	if err != nil {
 		return err
 	}
-	var b resolver.Block
+	var b catalog.Block
 	_, err = pgx.ForEachRow(rows, []any{&b.Source, &b.Version, &b.Reason, &b.BlockedBy, &b.BlockedAt}, func() error {
 		d := &data[byName[b.Source]]
 		d.Blocks = append(d.Blocks, b)
@@ -166,7 +167,7 @@ func loadBlocks(ctx context.Context, tx pgx.Tx, names []string, byName map[strin
 }
 
 // loadScans reads each source's newest scan and newest successful scan.
-func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
 	rows, err := tx.Query(ctx, `
 		select k.last, c.id, c.source, c.started, coalesce(c.finished, 'epoch'), c.outcome, c.error,
 			c.complete, c.tags_seen, c.tags_new, c.tags_gone, c.requests
@@ -182,7 +183,7 @@ func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string
 	}
 	var (
 		last bool
-		sc   resolver.Scan
+		sc   catalog.Scan
 	)
 	_, err = pgx.ForEachRow(rows, []any{&last, &sc.ID, &sc.Source, &sc.Started, &sc.Finished, &sc.Outcome,
 		&sc.Error, &sc.Complete, &sc.TagsSeen, &sc.TagsNew, &sc.TagsGone, &sc.Requests}, func() error {
@@ -201,7 +202,7 @@ func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string
 	return err
 }
 
-func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
+func loadStates(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
 	rows, err := tx.Query(ctx, `
 		select channel, `+stateCols+` from channel_state`)
 	if err != nil {
@@ -209,7 +210,7 @@ func loadStates(ctx context.Context, tx pgx.Tx, states map[string]resolver.Chann
 	}
 	var (
 		name string
-		st   resolver.ChannelState
+		st   catalog.ChannelState
 	)
 	_, err = pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback}, func() error {
 		states[name] = normState(st)
@@ -233,7 +234,7 @@ const stateCols = `pin, pin_digest, pinned_by, coalesce(pinned_at, 'epoch'), rev
 	case when revision > 0 then updated_at else 'epoch' end, rollback`
 
 // normState turns the epoch placeholders for "never" back into zero times.
-func normState(st resolver.ChannelState) resolver.ChannelState {
+func normState(st catalog.ChannelState) catalog.ChannelState {
 	epoch := time.Unix(0, 0)
 	if st.PinnedAt.Equal(epoch) {
 		st.PinnedAt = time.Time{}

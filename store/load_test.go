@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
@@ -32,7 +33,7 @@ func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 	query(t, u, `insert into channel_state (channel, pin, pinned_by, pinned_at, revision, updated_at) values ('stable', '2.9.2', 'ops', $1, 3, $1), ('edge', '', '', null, 2, $1)`, t0)
 
 	srcA, srcB := source(t, "a"), source(t, "b")
-	data, states, err := st.Load(ctx, []resolver.Source{srcA, srcB})
+	data, states, err := st.Load(ctx, []catalog.Source{srcA, srcB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +64,14 @@ func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 	if a.LastOK == nil || a.LastOK.Outcome != "ok" || !a.LastOK.Finished.Equal(t0.Add(time.Hour)) || a.LastOK.TagsGone != 1 {
 		t.Errorf("a.LastOK = %+v, want the second scan", a.LastOK)
 	}
-	wantBlocks := []resolver.Block{{Source: "a", Version: "2.9.2", Reason: "cve", BlockedBy: "ops", BlockedAt: t0}}
+	wantBlocks := []catalog.Block{{Source: "a", Version: "2.9.2", Reason: "cve", BlockedBy: "ops", BlockedAt: t0}}
 	if diff := cmp.Diff(wantBlocks, a.Blocks, cmp.Comparer(func(x, y time.Time) bool { return x.Equal(y) })); diff != "" {
 		t.Errorf("blocks (-want +got):\n%s", diff)
 	}
 	if b := data[1]; len(b.Tags) != 1 || b.LastScan == nil || b.LastOK == nil || b.LastScan.ID != b.LastOK.ID || b.Blocks != nil {
 		t.Errorf("b = %+v", b)
 	}
-	wantStates := map[string]resolver.ChannelState{
+	wantStates := map[string]catalog.ChannelState{
 		"stable": {Pin: "2.9.2", PinnedBy: "ops", PinnedAt: t0, Revision: 3, UpdatedAt: t0},
 		"edge":   {Revision: 2, UpdatedAt: t0},
 	}
@@ -81,7 +82,7 @@ func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 
 func TestLoadOfEmptyDatabase(t *testing.T) {
 	st, _ := newStore(t, "a")
-	data, states, err := st.Load(context.Background(), []resolver.Source{source(t, "a"), source(t, "never-synced")})
+	data, states, err := st.Load(context.Background(), []catalog.Source{source(t, "a"), source(t, "never-synced")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // xmins is each tag row's xmin: the transaction that last wrote it. A row a
@@ -36,7 +37,7 @@ func rewritten(before, after map[string]string) []string {
 	return out
 }
 
-func classified(src resolver.Source, names ...string) []resolver.Tag {
+func classified(src catalog.Source, names ...string) []resolver.Tag {
 	out := make([]resolver.Tag, len(names))
 	for i, n := range names {
 		out[i] = src.Classify(n)
@@ -50,7 +51,7 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 	src := source(t, "src")
 	got := listen(t, st)
 	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	scan := func(at time.Time, r resolver.ScanResult) resolver.Scan {
+	scan := func(at time.Time, r resolver.ScanResult) catalog.Scan {
 		t.Helper()
 		r.Source, r.Started, r.Finished = "src", at.Add(-time.Minute), at
 		sc, err := st.ApplyScan(ctx, r)
@@ -71,7 +72,7 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 	scan(t0.Add(30*time.Minute), resolver.ScanResult{Err: errors.New("registry down")})
 	next(t, got)
 	sc := scan(t0.Add(time.Hour), resolver.ScanResult{Complete: true, Tags: classified(src, "junk", "3.0-beta1", "2.9.2", "2.9.1", "2.9.2")})
-	want := resolver.Scan{ID: sc.ID, Source: "src", Started: sc.Started, Finished: sc.Finished, Outcome: "ok", Complete: true, TagsSeen: 4}
+	want := catalog.Scan{ID: sc.ID, Source: "src", Started: sc.Started, Finished: sc.Finished, Outcome: "ok", Complete: true, TagsSeen: 4}
 	if diff := cmp.Diff(want, sc); diff != "" {
 		t.Errorf("rescan (-want +got):\n%s", diff)
 	}
@@ -86,7 +87,7 @@ func TestNoChangeRescanWritesOnlyTheScan(t *testing.T) {
 	}
 
 	// Load reports the rescan as when every present tag was last seen.
-	data, _, err := st.Load(ctx, []resolver.Source{src})
+	data, _, err := st.Load(ctx, []catalog.Source{src})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,53 +109,53 @@ func TestRescanThatDiffersMergesOnlyWhatDiffers(t *testing.T) {
 	semver := resolver.MustParser(resolver.SchemeSemver, "")
 	k3s := resolver.MustParser(resolver.SchemeSemver, `k3s(\d+)`)
 	type listing struct {
-		src  resolver.Source
+		src  catalog.Source
 		tags []string
 	}
 	tests := []struct {
 		name          string
 		first, second listing
-		want          resolver.Scan // counts only
+		want          catalog.Scan // counts only
 		rewritten     []string
 		present       []string
 	}{
 		{
 			name:      "a new tag is inserted and nothing else written",
-			first:     listing{resolver.Source{Parser: juju}, []string{"2.9.1", "2.9.2"}},
-			second:    listing{resolver.Source{Parser: juju}, []string{"2.9.1", "2.9.2", "3.0.0"}},
-			want:      resolver.Scan{TagsSeen: 3, TagsNew: 1},
+			first:     listing{catalog.Source{Parser: juju}, []string{"2.9.1", "2.9.2"}},
+			second:    listing{catalog.Source{Parser: juju}, []string{"2.9.1", "2.9.2", "3.0.0"}},
+			want:      catalog.Scan{TagsSeen: 3, TagsNew: 1},
 			rewritten: []string{"3.0.0"},
 			present:   []string{"2.9.1", "2.9.2", "3.0.0"},
 		},
 		{
 			name:      "a removed tag is marked absent and nothing else written",
-			first:     listing{resolver.Source{Parser: juju}, []string{"2.9.1", "2.9.2", "3.0.0"}},
-			second:    listing{resolver.Source{Parser: juju}, []string{"2.9.1", "2.9.2"}},
-			want:      resolver.Scan{TagsSeen: 2, TagsGone: 1},
+			first:     listing{catalog.Source{Parser: juju}, []string{"2.9.1", "2.9.2", "3.0.0"}},
+			second:    listing{catalog.Source{Parser: juju}, []string{"2.9.1", "2.9.2"}},
+			want:      catalog.Scan{TagsSeen: 2, TagsGone: 1},
 			rewritten: []string{"3.0.0"},
 			present:   []string{"2.9.1", "2.9.2"},
 		},
 		{
 			name:      "a changed build pattern rewrites the tags it reclassifies",
-			first:     listing{resolver.Source{Parser: semver}, []string{"v1.29.0", "v1.30.1-k3s1"}},
-			second:    listing{resolver.Source{Parser: k3s}, []string{"v1.29.0", "v1.30.1-k3s1"}},
-			want:      resolver.Scan{TagsSeen: 2},
+			first:     listing{catalog.Source{Parser: semver}, []string{"v1.29.0", "v1.30.1-k3s1"}},
+			second:    listing{catalog.Source{Parser: k3s}, []string{"v1.29.0", "v1.30.1-k3s1"}},
+			want:      catalog.Scan{TagsSeen: 2},
 			rewritten: []string{"v1.30.1-k3s1"},
 			present:   []string{"v1.29.0", "v1.30.1-k3s1"},
 		},
 		{
 			name:      "a changed scheme rewrites the tags it reclassifies",
-			first:     listing{resolver.Source{Parser: juju}, []string{"2.9.1", "v1.2.3"}},
-			second:    listing{resolver.Source{Parser: semver}, []string{"2.9.1", "v1.2.3"}},
-			want:      resolver.Scan{TagsSeen: 2},
+			first:     listing{catalog.Source{Parser: juju}, []string{"2.9.1", "v1.2.3"}},
+			second:    listing{catalog.Source{Parser: semver}, []string{"2.9.1", "v1.2.3"}},
+			want:      catalog.Scan{TagsSeen: 2},
 			rewritten: []string{"v1.2.3"},
 			present:   []string{"2.9.1", "v1.2.3"},
 		},
 		{
 			name:      "a changed label map rewrites the tags whose stream moved",
-			first:     listing{resolver.Source{Parser: semver}, []string{"1.0.0", "1.0.0-rc1"}},
-			second:    listing{resolver.Source{Parser: semver, Labels: resolver.Labels{"rc": resolver.Devel}}, []string{"1.0.0", "1.0.0-rc1"}},
-			want:      resolver.Scan{TagsSeen: 2},
+			first:     listing{catalog.Source{Parser: semver}, []string{"1.0.0", "1.0.0-rc1"}},
+			second:    listing{catalog.Source{Parser: semver, Labels: resolver.Labels{"rc": resolver.Devel}}, []string{"1.0.0", "1.0.0-rc1"}},
+			want:      catalog.Scan{TagsSeen: 2},
 			rewritten: []string{"1.0.0-rc1"},
 			present:   []string{"1.0.0", "1.0.0-rc1"},
 		},
@@ -173,7 +174,7 @@ func TestRescanThatDiffersMergesOnlyWhatDiffers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, resolver.Scan{TagsSeen: got.TagsSeen, TagsNew: got.TagsNew, TagsGone: got.TagsGone}); diff != "" {
+			if diff := cmp.Diff(tt.want, catalog.Scan{TagsSeen: got.TagsSeen, TagsNew: got.TagsNew, TagsGone: got.TagsGone}); diff != "" {
 				t.Errorf("counts (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.rewritten, rewritten(before, xmins(t, u))); diff != "" {
@@ -215,7 +216,7 @@ func TestPartialListingNeverTakesTheFastPath(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	step := 0
-	apply := func(complete bool, names ...string) (resolver.Scan, []string) {
+	apply := func(complete bool, names ...string) (catalog.Scan, []string) {
 		t.Helper()
 		before := xmins(t, u)
 		step++

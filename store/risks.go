@@ -7,14 +7,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
 // PutRisk declares (or replaces) a known risk of r.Source, compiled by the
 // caller, with an audit event (risk-add), a notification and a change
-// notice in one transaction. Past resolver.MaxRisksPerSource a new name is
+// notice in one transaction. Past catalog.MaxRisksPerSource a new name is
 // refused (ErrConflict): every answer evaluates every risk of its source.
-func (s *Store) PutRisk(ctx context.Context, r resolver.Risk, actor string) (resolver.Risk, error) {
+func (s *Store) PutRisk(ctx context.Context, r catalog.Risk, actor string) (catalog.Risk, error) {
 	clusters := r.Clusters
 	if clusters == nil {
 		clusters = []string{}
@@ -24,7 +25,7 @@ func (s *Store) PutRisk(ctx context.Context, r resolver.Risk, actor string) (res
 		if err := tx.QueryRow(ctx, `select count(*) from risks where source = $1 and name <> $2`, r.Source, r.Name).Scan(&n); err != nil {
 			return err
 		}
-		if n >= resolver.MaxRisksPerSource {
+		if n >= catalog.MaxRisksPerSource {
 			return fmt.Errorf("%w: source %q already has %d risks, the most it may have; remove one first", resolver.ErrConflict, r.Source, n)
 		}
 		err := tx.QueryRow(ctx, `
@@ -48,7 +49,7 @@ func (s *Store) PutRisk(ctx context.Context, r resolver.Risk, actor string) (res
 		return s.notify(ctx, tx, "risk", r.Source, "risk", r.Name)
 	})
 	if err != nil {
-		return resolver.Risk{}, err
+		return catalog.Risk{}, err
 	}
 	return r, nil
 }
@@ -74,18 +75,18 @@ func (s *Store) DeleteRisk(ctx context.Context, source, name, actor, reason stri
 	})
 }
 
-func loadRisks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []resolver.SourceData) error {
+func loadRisks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
 	rows, err := tx.Query(ctx, `
 		select source, name, message, url, from_range, to_range, clusters, created_by, created_at
 		from risks where source = any($1) order by source, name`, names)
 	if err != nil {
 		return err
 	}
-	var r resolver.Risk
+	var r catalog.Risk
 	_, err = pgx.ForEachRow(rows, []any{&r.Source, &r.Name, &r.Message, &r.URL, &r.From, &r.To, &r.Clusters, &r.CreatedBy, &r.CreatedAt}, func() error {
 		d := &data[byName[r.Source]]
 		d.Risks = append(d.Risks, r)
-		r = resolver.Risk{}
+		r = catalog.Risk{}
 		return nil
 	})
 	return err

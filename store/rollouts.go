@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
 
@@ -40,7 +42,7 @@ func scanRollout(row pgx.Row) (resolver.Rollout, error) {
 
 // loadRollouts adds every channel's latest rollout, with its events, to
 // states (a channel with a rollout but never pinned gets a state too).
-func loadRollouts(ctx context.Context, tx pgx.Tx, states map[string]resolver.ChannelState) error {
+func loadRollouts(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
 	rows, err := tx.Query(ctx, `select distinct on (channel) `+rolloutCols+` from rollouts order by channel, id desc`)
 	if err != nil {
 		return err
@@ -109,7 +111,7 @@ func latestRolloutPtr(ctx context.Context, tx pgx.Tx, channel string) (*resolver
 // baseline. started is false when there is nothing to do: the channel's
 // latest rollout is not st.Prev any more (another replica recorded this
 // change first) or already goes to st.To.
-func (s *Store) StartRollout(ctx context.Context, st resolver.RolloutStart) (started bool, err error) {
+func (s *Store) StartRollout(ctx context.Context, st snapshot.RolloutStart) (started bool, err error) {
 	err = s.inTx(ctx, fmt.Sprintf("start rollout of channel %q", st.Channel), func(tx pgx.Tx) error {
 		if _, err := lockState(ctx, tx, st.Channel, resolver.AnyRevision); err != nil {
 			return err
@@ -135,7 +137,7 @@ func (s *Store) StartRollout(ctx context.Context, st resolver.RolloutStart) (sta
 
 // startRollout inserts the rollout st begins after prev, at the database's
 // clock (every replica reads the same start), and audits its start.
-func startRollout(ctx context.Context, tx pgx.Tx, prev *resolver.Rollout, st resolver.RolloutStart) (bool, error) {
+func startRollout(ctx context.Context, tx pgx.Tx, prev *resolver.Rollout, st snapshot.RolloutStart) (bool, error) {
 	if prev != nil && prev.To == st.To {
 		return false, nil
 	}

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 var testPolicy = resolver.RolloutPolicy{Steps: []int{10, 50, 100}, Interval: time.Hour}
 
 func latestOf(t *testing.T, st interface {
-	LoadStates(context.Context) (map[string]resolver.ChannelState, error)
+	LoadStates(context.Context) (map[string]catalog.ChannelState, error)
 }, channel string) *resolver.Rollout {
 	t.Helper()
 	states, err := st.LoadStates(context.Background())
@@ -29,7 +31,7 @@ func latestOf(t *testing.T, st interface {
 func TestStartRolloutOnceFromTheSameChange(t *testing.T) {
 	st, _ := newStore(t, "src")
 	ctx := context.Background()
-	base := resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
+	base := snapshot.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
 	if ok, err := st.StartRollout(ctx, base); err != nil || !ok {
 		t.Fatalf("baseline: started %v, %v", ok, err)
 	}
@@ -42,7 +44,7 @@ func TestStartRolloutOnceFromTheSameChange(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			ok, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"})
+			ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -60,7 +62,7 @@ func TestStartRolloutOnceFromTheSameChange(t *testing.T) {
 		t.Fatalf("rollout = %+v", r)
 	}
 	// A replica acting on an older snapshot (Prev is the baseline) starts nothing.
-	if ok, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.2.0", Policy: testPolicy}); err != nil || ok {
+	if ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.0.0", To: "1.2.0", Policy: testPolicy}); err != nil || ok {
 		t.Fatalf("stale start: started %v, %v", ok, err)
 	}
 	hist, err := st.History(ctx, "stable")
@@ -143,7 +145,7 @@ func TestRolloutControlIsAuditedAndChecked(t *testing.T) {
 	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "look"); !errors.Is(err, resolver.ErrNotFound) {
 		t.Fatalf("pause of a channel never rolled out: %v, want ErrNotFound", err)
 	}
-	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
+	if _, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := st.RolloutControl(ctx, "stable", resolver.RolloutPause, "bob", "look")
@@ -179,7 +181,7 @@ func TestRolloutControlIsAuditedAndChecked(t *testing.T) {
 func TestRecordRolloutStepWritesEachStepOnce(t *testing.T) {
 	st, _ := newStore(t, "src")
 	ctx := context.Background()
-	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
+	if _, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	r := latestOf(t, st, "stable")
@@ -216,7 +218,7 @@ func equal(a, b []string) bool {
 func TestRolloutEventsReachTheOutbox(t *testing.T) {
 	st, _ := newStore(t, "src")
 	ctx := context.Background()
-	if _, err := st.StartRollout(ctx, resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"}); err != nil {
+	if _, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.1.0", Policy: testPolicy, Actor: "tidemark"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RolloutControl(ctx, "stable", resolver.RolloutHalt, "alertmanager", "CanaryDown"); err != nil {
@@ -244,7 +246,7 @@ func TestRolloutEventsReachTheOutbox(t *testing.T) {
 func TestUpdatedAtStaysNeverUntilAPinOrUnpin(t *testing.T) {
 	st, _ := newStore(t, "src")
 	ctx := context.Background()
-	base := resolver.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
+	base := snapshot.RolloutStart{Channel: "stable", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
 	if ok, err := st.StartRollout(ctx, base); err != nil || !ok {
 		t.Fatalf("baseline: started %v, %v", ok, err)
 	}

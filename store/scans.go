@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
@@ -35,9 +36,9 @@ var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch"
 // incomplete one adds and refreshes the tags it saw but marks nothing absent,
 // and never takes the fast path (nor lets the next listing take it).
 // The source must have been recorded by SyncSources (else ErrNotFound).
-func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.Scan, error) {
+func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.Scan, error) {
 	if r.Source == "" {
-		return resolver.Scan{}, fmt.Errorf("%w: apply scan: empty source name", resolver.ErrInvalid)
+		return catalog.Scan{}, fmt.Errorf("%w: apply scan: empty source name", resolver.ErrInvalid)
 	}
 	now := time.Now()
 	if r.Started.IsZero() {
@@ -46,7 +47,7 @@ func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.
 	if r.Finished.IsZero() {
 		r.Finished = now
 	}
-	sc := resolver.Scan{
+	sc := catalog.Scan{
 		Source: r.Source, Started: r.Started, Finished: r.Finished,
 		Outcome: "ok", Requests: r.Requests,
 	}
@@ -86,7 +87,7 @@ func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.
 		return s.notify(ctx, tx, "scan", r.Source)
 	})
 	if err != nil {
-		return resolver.Scan{}, err
+		return catalog.Scan{}, err
 	}
 	return sc, nil
 }
@@ -98,7 +99,7 @@ func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (resolver.
 // one source (so the fingerprint compared is the one the tags match) and
 // keeps the source from being removed, without blocking blocks' foreign
 // keys (KEY SHARE).
-func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, fp []byte, sc *resolver.Scan) (unchanged bool, err error) {
+func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, fp []byte, sc *catalog.Scan) (unchanged bool, err error) {
 	var stored []byte
 	err = tx.QueryRow(ctx, `select listing_fingerprint from sources where name = $1 for no key update`, source).Scan(&stored)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -213,7 +214,7 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 // sources x 1,000 tags. It reports false, writing nothing, when the source
 // has tags after all (a listing that was incomplete, or whose fingerprint
 // was cleared).
-func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time, rows [][]any, fp []byte, sc *resolver.Scan) (bool, error) {
+func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time, rows [][]any, fp []byte, sc *catalog.Scan) (bool, error) {
 	var has bool
 	if err := tx.QueryRow(ctx, `select exists (select from tags where source = $1)`, source).Scan(&has); err != nil || has {
 		return false, err

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // tagState is what the tags table says about one tag.
@@ -23,7 +24,7 @@ func TestApplyScan(t *testing.T) {
 		tags     []string
 		complete bool
 		err      error
-		want     resolver.Scan // only the counts and outcome are compared
+		want     catalog.Scan // only the counts and outcome are compared
 	}
 	tests := []struct {
 		name  string
@@ -33,55 +34,55 @@ func TestApplyScan(t *testing.T) {
 		{
 			name: "first scan adds every tag",
 			steps: []step{
-				{tags: []string{"1.0.0", "1.1.0", "latest"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 3, TagsNew: 3}},
+				{tags: []string{"1.0.0", "1.1.0", "latest"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 3, TagsNew: 3}},
 			},
 			want: map[string]tagState{"1.0.0": {true, 0}, "1.1.0": {true, 0}, "latest": {true, 0}},
 		},
 		{
 			name: "complete rescan marks missing tags absent and keeps them",
 			steps: []step{
-				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
-				{tags: []string{"1.1.0", "1.2.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 1, TagsGone: 1}},
+				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
+				{tags: []string{"1.1.0", "1.2.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 1, TagsGone: 1}},
 			},
 			want: map[string]tagState{"1.0.0": {false, 0}, "1.1.0": {true, 0}, "1.2.0": {true, 1}},
 		},
 		{
 			name: "partial scan adds what it saw and marks nothing absent",
 			steps: []step{
-				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
-				{tags: []string{"1.2.0"}, complete: false, want: resolver.Scan{Outcome: "ok", TagsSeen: 1, TagsNew: 1}},
+				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
+				{tags: []string{"1.2.0"}, complete: false, want: catalog.Scan{Outcome: "ok", TagsSeen: 1, TagsNew: 1}},
 			},
 			want: map[string]tagState{"1.0.0": {true, 0}, "1.1.0": {true, 0}, "1.2.0": {true, 1}},
 		},
 		{
 			name: "tag absent then back is present with first_seen kept",
 			steps: []step{
-				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
-				{tags: []string{"1.1.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsGone: 1}},
-				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 2}},
+				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 2, TagsNew: 2}},
+				{tags: []string{"1.1.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsGone: 1}},
+				{tags: []string{"1.0.0", "1.1.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 2}},
 			},
 			want: map[string]tagState{"1.0.0": {true, 0}, "1.1.0": {true, 0}},
 		},
 		{
 			name: "failed scan records its error and touches no tag",
 			steps: []step{
-				{tags: []string{"1.0.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
-				{tags: []string{"2.0.0"}, err: errors.New("registry said 500\nretry later"), want: resolver.Scan{Outcome: "failed", Error: "registry said 500 retry later"}},
+				{tags: []string{"1.0.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
+				{tags: []string{"2.0.0"}, err: errors.New("registry said 500\nretry later"), want: catalog.Scan{Outcome: "failed", Error: "registry said 500 retry later"}},
 			},
 			want: map[string]tagState{"1.0.0": {true, 0}},
 		},
 		{
 			name: "duplicate tags in a listing count once",
 			steps: []step{
-				{tags: []string{"1.0.0", "1.0.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
+				{tags: []string{"1.0.0", "1.0.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
 			},
 			want: map[string]tagState{"1.0.0": {true, 0}},
 		},
 		{
 			name: "empty complete listing marks everything absent",
 			steps: []step{
-				{tags: []string{"1.0.0"}, complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
-				{complete: true, want: resolver.Scan{Outcome: "ok", Complete: true, TagsGone: 1}},
+				{tags: []string{"1.0.0"}, complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsSeen: 1, TagsNew: 1}},
+				{complete: true, want: catalog.Scan{Outcome: "ok", Complete: true, TagsGone: 1}},
 			},
 			want: map[string]tagState{"1.0.0": {false, 0}},
 		},
@@ -195,7 +196,7 @@ func TestAddScanRequestsCountsDigestRequests(t *testing.T) {
 			t.Fatalf("add %d: %v", n, err)
 		}
 	}
-	data, _, err := st.Load(ctx, []resolver.Source{source(t, "src")})
+	data, _, err := st.Load(ctx, []catalog.Source{source(t, "src")})
 	if err != nil {
 		t.Fatal(err)
 	}

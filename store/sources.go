@@ -8,11 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // SyncSources records the configured sources (names, images, schemes).
 // Sources no longer configured are kept, with their history.
-func (s *Store) SyncSources(ctx context.Context, sources []resolver.Source) error {
+func (s *Store) SyncSources(ctx context.Context, sources []catalog.Source) error {
 	names := make([]string, len(sources))
 	images := make([]string, len(sources))
 	schemes := make([]string, len(sources))

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // benchTags is n classified tags shaped like a busy juju source: releases,
 // betas, rcs and build-numbered development builds.
-func benchTags(b *testing.B, src resolver.Source, n int) []resolver.Tag {
+func benchTags(b *testing.B, src catalog.Source, n int) []resolver.Tag {
 	b.Helper()
 	out := make([]resolver.Tag, 0, n)
 	for i := 0; len(out) < n; i++ {
@@ -46,7 +47,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 			b.StopTimer()
 			src := source(b, fmt.Sprintf("first-%d", i))
 			i++
-			if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+			if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -57,7 +58,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 		}
 	})
 	b.Run("rescan", func(b *testing.B) {
-		if err := st.SyncSources(ctx, []resolver.Source{base}); err != nil {
+		if err := st.SyncSources(ctx, []catalog.Source{base}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: base.Name, Complete: true, Tags: ts}); err != nil {
@@ -96,7 +97,7 @@ func BenchmarkApplyScan10k(b *testing.B) {
 func BenchmarkLoad100k(b *testing.B) {
 	ctx := context.Background()
 	st, _ := newStore(b)
-	var srcs []resolver.Source
+	var srcs []catalog.Source
 	for i := 0; i < 4; i++ {
 		srcs = append(srcs, source(b, fmt.Sprintf("load-%d", i)))
 	}

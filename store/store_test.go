@@ -13,18 +13,19 @@ import (
 
 	"github.com/tidemark-dev/tidemark/migrations"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // source is a configured source as the config loader would build it.
-func source(t testing.TB, name string) resolver.Source {
+func source(t testing.TB, name string) catalog.Source {
 	t.Helper()
 	p, err := resolver.NewParser(resolver.SchemeJuju, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resolver.Source{Name: name, Image: "example.com/" + name, Parser: p}
+	return catalog.Source{Name: name, Image: "example.com/" + name, Parser: p}
 }
 
 // newStore is a store on a fresh database with sources synced, and the
@@ -37,7 +38,7 @@ func newStore(t testing.TB, names ...string) (*store.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	var srcs []resolver.Source
+	var srcs []catalog.Source
 	for _, n := range names {
 		srcs = append(srcs, source(t, n))
 	}

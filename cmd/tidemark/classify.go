@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // schemeFlags are the flags classify and sort share: how to read a tag.
@@ -93,7 +94,7 @@ version has valid false, error saying why, and every other field empty.`,
 			if err != nil {
 				return err
 			}
-			src := resolver.Source{Parser: p}
+			src := catalog.Source{Parser: p}
 			out := bufio.NewWriterSize(e.Stdout, 64<<10)
 			enc := json.NewEncoder(out)
 			enc.SetEscapeHTML(false)

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -129,7 +130,7 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 
 // channelOptions are a channel's per-cluster settings: stepwise (with its
 // settle), rollout and soak.
-func channelOptions(c resolver.Channel) string {
+func channelOptions(c catalog.Channel) string {
 	var opts []string
 	if c.Stepwise {
 		opts = append(opts, "stepwise")
@@ -243,7 +244,7 @@ func sourceOptions(s config.Source) string {
 
 // redirectOf shows where a channel's 302 points, including the default
 // that the server derives (CONTRACT section 3).
-func redirectOf(cfg *config.Config, c resolver.Channel) string {
+func redirectOf(cfg *config.Config, c catalog.Channel) string {
 	if c.Redirect != "" {
 		return c.Redirect
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // TestDemoServesTheExampleChannels holds `tidemark demo` to what its help and
@@ -20,7 +20,7 @@ func TestDemoServesTheExampleChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(cs []resolver.Channel) []string {
+	names := func(cs []catalog.Channel) []string {
 		var n []string
 		for _, c := range cs {
 			n = append(n, c.Name)

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestRKE2ChannelsYAMLThroughTheRealLoader feeds rancher/rke2's
@@ -35,13 +36,13 @@ func TestRKE2ChannelsYAMLThroughTheRealLoader(t *testing.T) {
 		}
 	}
 	tags = append(tags, "v1.35.7-rke2r2", "v1.37.0-rc1-rke2r1", "latest")
-	data := resolver.SourceData{Source: src}
+	data := catalog.SourceData{Source: src}
 	for _, tag := range tags {
 		ct := src.Classify(tag)
 		ct.Present = true
 		data.Tags = append(data.Tags, ct)
 	}
-	snap := resolver.NewSnapshot(cfg.Channels, []resolver.SourceData{data}, nil, time.Now())
+	snap := snapshot.New(cfg.Channels, []catalog.SourceData{data}, nil, time.Now())
 
 	want := map[string]string{
 		"stable":  "v1.35.7+rke2r1", // pinned by latest:, although r2 exists

@@ -21,7 +21,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/service"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -145,7 +146,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Metrics:    reg,
 		RateLimits: cfg.RateLimits(),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
-		OnChange:   func(source string) { snaps.Notify(resolver.Change{Source: source}) },
+		OnChange:   func(source string) { snaps.Notify(snapshot.Change{Source: source}) },
 		MaxPending: cfg.Webhooks.MaxPending,
 	})
 	if err != nil {
@@ -176,7 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Ping:        st.Ping,
 		PingEvery:   dbCheckEvery,
 		Hangup:      hup,
-		Reconfigure: func() ([]resolver.Channel, error) { return reconfigure(cfg, log, getenv) },
+		Reconfigure: func() ([]catalog.Channel, error) { return reconfigure(cfg, log, getenv) },
 	}
 	ro.Background = append(ro.Background, dl.Run)
 	if index {

@@ -12,7 +12,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
@@ -71,7 +71,7 @@ func rolloutLoops(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *
 // schedules, credentials and parsers; changing them takes a restart, and the
 // log says so rather than half-applying them. A file with problems changes
 // nothing.
-func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) ([]resolver.Channel, error) {
+func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) ([]catalog.Channel, error) {
 	next, err := config.Load(running.File, getenv)
 	if err != nil {
 		log.Error("configuration reload failed; keeping the running configuration", "err", err)

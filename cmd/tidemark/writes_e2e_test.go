@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -160,7 +161,7 @@ func seed(t *testing.T, env map[string]string) {
 	}
 	defer st.Close()
 	src := cfg.Sources[0].Source.Source
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
 	var tags []resolver.Tag

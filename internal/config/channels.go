@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 var channelKeys = []string{
@@ -19,8 +20,8 @@ var channelKeys = []string{
 // they must be one clean path segment.
 var channelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase string) []resolver.Channel {
-	var out []resolver.Channel
+func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase string) []catalog.Channel {
+	var out []catalog.Channel
 	firstLine := map[string]int{}
 	for i, el := range p.list(n, "", "channels") {
 		var nameNode *yaml.Node
@@ -49,8 +50,8 @@ func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase st
 	return out
 }
 
-func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cfg *Config, d defaults, redirectBase string) resolver.Channel {
-	var c resolver.Channel
+func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cfg *Config, d defaults, redirectBase string) catalog.Channel {
+	var c catalog.Channel
 	if v, ok := p.str(f["name"], item, "name"); !ok {
 		p.add(at, item, "name: missing")
 	} else if !channelName.MatchString(v) {

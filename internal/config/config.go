@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // Defaults of the contract.
@@ -51,7 +52,7 @@ type Config struct {
 	ReadTimeout     time.Duration
 	DatabaseTimeout time.Duration
 	Sources         []Source
-	Channels        []resolver.Channel
+	Channels        []catalog.Channel
 	// Registries holds rate limits per registry host as written in the file
 	// (e.g. "docker.io", "ghcr.io"); "docker.io" is always present.
 	Registries map[string]Registry
@@ -131,8 +132,8 @@ func (c *Config) IndexerSources() []indexer.Source {
 }
 
 // ResolverSources are the sources as the store and the server take them.
-func (c *Config) ResolverSources() []resolver.Source {
-	out := make([]resolver.Source, len(c.Sources))
+func (c *Config) ResolverSources() []catalog.Source {
+	out := make([]catalog.Source, len(c.Sources))
 	for i, s := range c.Sources {
 		out[i] = s.Source.Source
 	}

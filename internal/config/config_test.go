@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // Regexps, constraints and parsers have no useful ==; they are equal when
@@ -74,19 +75,19 @@ func TestParseAppliesDefaults(t *testing.T) {
 		RegistryView: RegistryView{Auth: DefaultRegistryViewAuth, Blobs: DefaultRegistryViewBlobs},
 		Sources: []Source{{
 			Source: indexer.Source{
-				Source:   resolver.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
+				Source:   catalog.Source{Name: "juju", Image: "docker.io/jujusolutions/jujud-operator", Parser: mustParser(t, resolver.SchemeJuju, "")},
 				Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second, Recheck: 24 * time.Hour,
 			},
 			Scheme: resolver.SchemeJuju,
 		}, {
 			Source: indexer.Source{
-				Source:   resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)},
+				Source:   catalog.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)},
 				Interval: 15 * time.Minute, Concurrency: 8, Timeout: 30 * time.Second, Recheck: 24 * time.Hour,
 			},
 			Scheme: resolver.SchemeSemver,
 			Build:  `k3s(\d+)`,
 		}},
-		Channels: []resolver.Channel{
+		Channels: []catalog.Channel{
 			{Name: "released", Source: "juju", Stream: resolver.Released},
 			{
 				Name: "beta", Source: "juju", Stream: resolver.Devel, Builds: true,
@@ -136,7 +137,7 @@ registries:
 	}
 	want := Source{
 		Source: indexer.Source{
-			Source: resolver.Source{
+			Source: catalog.Source{
 				Name: "private", Image: "localhost:5000/team/app", Parser: mustParser(t, resolver.SchemeSemver, ""),
 				Labels: resolver.Labels{"": resolver.Released, "rc": resolver.Testing, "beta": resolver.Devel, "alpha": resolver.Devel},
 			},

@@ -6,6 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
 // DefaultApprovalTTL is how long a pending change waits for approvals when
@@ -21,7 +22,7 @@ const maxApprovals = 10
 // (CONTRACT section 15). A window whose start equals its end, an unknown
 // day or time zone is a problem naming the channel; so are two windows
 // of one channel that overlap.
-func (p *parser) governance(f map[string]*yaml.Node, item string, c *resolver.Channel) {
+func (p *parser) governance(f map[string]*yaml.Node, item string, c *catalog.Channel) {
 	if n, ok := p.integer(f["approvals"], item, "approvals"); ok {
 		if n < 0 || n > maxApprovals {
 			p.add(deref(f["approvals"]), item, "approvals: want 0 to %d, got %d", maxApprovals, n)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Store is what the governor needs of *store.Store.
@@ -41,11 +43,11 @@ const Actor = "tidemark-governor"
 // Options configures Run.
 type Options struct {
 	Store    Store
-	Snapshot func() *resolver.Snapshot
+	Snapshot func() *snapshot.Snapshot
 	// Applied is told of every change the governor made (a change applied
 	// or failed, a hold set or lifted), so the replica reloads what it
 	// touched at once (Server.Notify).
-	Applied func(resolver.Change)
+	Applied func(snapshot.Change)
 	// Observe counts outcomes: "applied", "failed", "expired", "held",
 	// "released". nil: none.
 	Observe func(outcome string)
@@ -126,7 +128,7 @@ func Tick(ctx context.Context, o Options) {
 			observe("applied")
 		}
 		if o.Applied != nil {
-			o.Applied(resolver.Change{Channel: c.Channel})
+			o.Applied(snapshot.Change{Channel: c.Channel})
 		}
 	}
 	holds(ctx, o, now, observe)
@@ -134,7 +136,7 @@ func Tick(ctx context.Context, o Options) {
 
 // Plan turns a scheduled change into the pin or unpin it makes, checked
 // against snap now: a version blocked or no longer eligible fails it.
-func Plan(snap *resolver.Snapshot, c resolver.ScheduledChange) (resolver.ChannelChange, error) {
+func Plan(snap *snapshot.Snapshot, c resolver.ScheduledChange) (resolver.ChannelChange, error) {
 	if snap == nil {
 		return resolver.ChannelChange{}, resolver.ErrUnavailable
 	}
@@ -199,7 +201,7 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 			continue
 		}
 		if o.Applied != nil {
-			o.Applied(resolver.Change{Channel: name})
+			o.Applied(snapshot.Change{Channel: name})
 		}
 	}
 }
@@ -207,7 +209,7 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 // Want is the hold channel c should have at now: a freeze covering it,
 // else its windows when none is open; nil when it may move. Version is
 // left for the caller.
-func Want(c *resolver.Channel, freezes []resolver.Freeze, now time.Time) *resolver.Hold {
+func Want(c *catalog.Channel, freezes []resolver.Freeze, now time.Time) *resolver.Hold {
 	for i := range freezes {
 		if f := &freezes[i]; f.Covers(c.Name, now) {
 			return &resolver.Hold{Reason: f.Reason, Until: f.Until.UTC()}
@@ -223,7 +225,7 @@ func Want(c *resolver.Channel, freezes []resolver.Freeze, now time.Time) *resolv
 // steps wait for the window or the freeze's end, and resumes one it paused
 // once the channel may move again. A rollout a person paused stays paused.
 // Replicas racing for it get a conflict, which is fine.
-func holdRollout(ctx context.Context, o Options, a *resolver.ChannelAnswer, held bool, now time.Time) {
+func holdRollout(ctx context.Context, o Options, a *snapshot.ChannelAnswer, held bool, now time.Time) {
 	rv := a.Rollout
 	if rv == nil || rv.Baseline {
 		return
@@ -246,7 +248,7 @@ func holdRollout(ctx context.Context, o Options, a *resolver.ChannelAnswer, held
 	}
 	o.Log.Info("rollout "+kind+"d around a hold", "channel", a.Channel.Name)
 	if o.Applied != nil {
-		o.Applied(resolver.Change{Channel: a.Channel.Name})
+		o.Applied(snapshot.Change{Channel: a.Channel.Name})
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package live keeps the service's snapshot current: it holds the
-// immutable resolver.Snapshot every surface answers from, rebuilds it when
+// immutable snapshot.Snapshot every surface answers from, rebuilds it when
 // a change is announced (only the part the change touched), rebuilds it
 // again when a soak ends, and says why when it could not (degraded).
 //
@@ -17,15 +17,17 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Data is where snapshots come from (*store.Store). With Options.Data set,
 // a change reads only what it touched: one source's tags, or the channel
 // states, rather than every tag of every source.
 type Data interface {
-	Load(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, map[string]resolver.ChannelState, error)
-	LoadSources(ctx context.Context, sources []resolver.Source) ([]resolver.SourceData, error)
-	LoadStates(ctx context.Context) (map[string]resolver.ChannelState, error)
+	Load(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, map[string]catalog.ChannelState, error)
+	LoadSources(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, error)
+	LoadStates(ctx context.Context) (map[string]catalog.ChannelState, error)
 }
 
 // Options configures Snapshots.
@@ -34,31 +36,31 @@ type Options struct {
 	// set, a change rebuilds only the part it touched. Without it, Load
 	// builds every snapshot whole (tests, benchmarks).
 	Data     Data
-	Sources  []resolver.Source
-	Channels []resolver.Channel
-	Load     func(ctx context.Context) (*resolver.Snapshot, error)
+	Sources  []catalog.Source
+	Channels []catalog.Channel
+	Load     func(ctx context.Context) (*snapshot.Snapshot, error)
 	Log      *slog.Logger
 }
 
 // Swap is told of each snapshot installed, in order, under the reload
 // lock: prev is nil for the first. It must not block.
-type Swap func(prev, next *resolver.Snapshot)
+type Swap func(prev, next *snapshot.Snapshot)
 
 // Snapshots holds the current snapshot and rebuilds it.
 type Snapshots struct {
 	opts Options
 	log  *slog.Logger
-	cur  atomic.Pointer[resolver.Snapshot]
+	cur  atomic.Pointer[snapshot.Snapshot]
 	// degraded is why the last reload failed; nil when it did not.
 	degraded atomic.Pointer[string]
 	// reloadMu orders reloads: a write reloads before answering while a
 	// notification may reload too, and an older load must never be swapped
 	// in after a newer one.
 	reloadMu sync.Mutex
-	channels atomic.Pointer[[]resolver.Channel] // the configured ones (SetChannels)
+	channels atomic.Pointer[[]catalog.Channel] // the configured ones (SetChannels)
 	// pending collects Notify's changes until the reload loop takes them.
 	pendingMu sync.Mutex
-	pending   resolver.Changes
+	pending   snapshot.Changes
 	kick      chan struct{}
 	subsMu    sync.Mutex
 	subs      []Swap
@@ -98,7 +100,7 @@ func (s *Snapshots) OnFailure(fn func(error)) {
 }
 
 // Current is the snapshot being served; nil before the first load.
-func (s *Snapshots) Current() *resolver.Snapshot { return s.cur.Load() }
+func (s *Snapshots) Current() *snapshot.Snapshot { return s.cur.Load() }
 
 // Degraded is why the last rebuild failed (or the database stopped
 // answering); "" when all is well.
@@ -120,16 +122,16 @@ func (s *Snapshots) Degrade(reason error) {
 // Reload loads a snapshot whole and swaps it in. On failure the previous
 // snapshot stays and Degraded says why until a rebuild succeeds.
 func (s *Snapshots) Reload(ctx context.Context) error {
-	return s.Update(ctx, resolver.Changes{All: true})
+	return s.Update(ctx, snapshot.Changes{All: true})
 }
 
 // Update rebuilds the snapshot for cs: only the parts it names when there
 // is Data and a snapshot to start from, everything otherwise.
-func (s *Snapshots) Update(ctx context.Context, cs resolver.Changes) error {
+func (s *Snapshots) Update(ctx context.Context, cs snapshot.Changes) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	start := time.Now()
-	var snap *resolver.Snapshot
+	var snap *snapshot.Snapshot
 	var err error
 	read := time.Duration(-1) // unknown: a whole load reads and builds at once
 	prev := s.cur.Load()
@@ -172,7 +174,7 @@ func (s *Snapshots) Update(ctx context.Context, cs resolver.Changes) error {
 
 // Notify records a change and wakes the rebuild loop; it never blocks. A
 // change that arrives while a rebuild runs is applied by the next one.
-func (s *Snapshots) Notify(c resolver.Change) {
+func (s *Snapshots) Notify(c snapshot.Change) {
 	s.pendingMu.Lock()
 	s.pending.Add(c)
 	s.pendingMu.Unlock()
@@ -185,12 +187,12 @@ func (s *Snapshots) Notify(c resolver.Change) {
 // SetChannels replaces the configured channels (a configuration reload):
 // a channel removed stops being served at once; its pins and history stay
 // in the database.
-func (s *Snapshots) SetChannels(chs []resolver.Channel) {
+func (s *Snapshots) SetChannels(chs []catalog.Channel) {
 	s.channels.Store(&chs)
 	s.pendingMu.Lock()
 	s.pending.Config = true
 	s.pendingMu.Unlock()
-	s.Notify(resolver.Change{})
+	s.Notify(snapshot.Change{})
 }
 
 // Run rebuilds the snapshot from the pending changes whenever Notify wakes
@@ -205,7 +207,7 @@ func (s *Snapshots) Run(ctx context.Context) {
 		}
 		s.pendingMu.Lock()
 		cs := s.pending
-		s.pending = resolver.Changes{}
+		s.pending = snapshot.Changes{}
 		s.pendingMu.Unlock()
 		if cs.Empty() {
 			continue
@@ -214,7 +216,7 @@ func (s *Snapshots) Run(ctx context.Context) {
 			// The last snapshot is kept and Degraded says why; the next
 			// change, or the database coming back, reads everything.
 			s.log.Warn("snapshot update failed; serving the last one", "err", err)
-			s.Notify(resolver.Change{All: true})
+			s.Notify(snapshot.Change{All: true})
 			select {
 			case <-ctx.Done():
 				return
@@ -250,30 +252,30 @@ func (s *Snapshots) WatchDatabase(ctx context.Context, ping func(context.Context
 		case down:
 			down = false
 			s.log.Info("database reachable again; reloading the snapshot")
-			s.Notify(resolver.Change{All: true})
+			s.Notify(snapshot.Change{All: true})
 		}
 	}
 }
 
 // loadAll builds a snapshot from everything in Data.
-func (s *Snapshots) loadAll(ctx context.Context) (*resolver.Snapshot, error) {
+func (s *Snapshots) loadAll(ctx context.Context) (*snapshot.Snapshot, error) {
 	data, states, err := s.opts.Data.Load(ctx, s.opts.Sources)
 	if err != nil {
 		return nil, err
 	}
-	return resolver.TakeSnapshot(*s.channels.Load(), data, states, time.Now()), nil
+	return snapshot.Take(*s.channels.Load(), data, states, time.Now()), nil
 }
 
 // loadDelta reads only what cs names and applies it to prev; read is how
 // long the database took.
-func (s *Snapshots) loadDelta(ctx context.Context, prev *resolver.Snapshot, cs resolver.Changes) (snap *resolver.Snapshot, read time.Duration, err error) {
+func (s *Snapshots) loadDelta(ctx context.Context, prev *snapshot.Snapshot, cs snapshot.Changes) (snap *snapshot.Snapshot, read time.Duration, err error) {
 	start := time.Now()
-	var d resolver.Delta
+	var d snapshot.Delta
 	if cs.Config {
 		d.Channels = *s.channels.Load()
 	}
 	if len(cs.Sources) > 0 {
-		var sources []resolver.Source
+		var sources []catalog.Source
 		for _, src := range s.opts.Sources {
 			if cs.Sources[src.Name] {
 				sources = append(sources, src)

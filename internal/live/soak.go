@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // soakTimer rebuilds the snapshot when a soak ends. A snapshot answers as
@@ -21,7 +21,7 @@ type soakTimer struct {
 // the one armed for the previous snapshot. When it fires, the sources
 // whose soak ended are read again (Change{Source}), which re-evaluates their
 // gates and every channel's answer.
-func (s *Snapshots) scheduleSoaks(snap *resolver.Snapshot) {
+func (s *Snapshots) scheduleSoaks(snap *snapshot.Snapshot) {
 	ends := snap.SoakEnds()
 	t := &s.soaks
 	t.mu.Lock()
@@ -45,7 +45,7 @@ func (s *Snapshots) scheduleSoaks(snap *resolver.Snapshot) {
 		for src, at := range ends {
 			if !at.After(now) {
 				due++
-				s.Notify(resolver.Change{Source: src})
+				s.Notify(snapshot.Change{Source: src})
 			}
 		}
 		if due == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Endpoint is one configured receiver.
@@ -77,7 +78,7 @@ type Deliverer struct {
 	derived chan []resolver.Event
 	// reconcile takes the first snapshot after this replica became the
 	// indexing leader; led is whether it led at the last snapshot.
-	reconcile chan *resolver.Snapshot
+	reconcile chan *snapshot.Snapshot
 	led       atomic.Bool
 	backlog   *prometheus.GaugeVec
 	sent      *prometheus.CounterVec
@@ -109,7 +110,7 @@ func New(opts Options) (*Deliverer, error) {
 		opts.BackoffMax = 5 * time.Minute
 	}
 	d := &Deliverer{opts: opts, log: opts.Log, filters: map[string]resolver.EventFilter{},
-		kick: make(chan struct{}, 1), derived: make(chan []resolver.Event, 64), reconcile: make(chan *resolver.Snapshot, 1)}
+		kick: make(chan struct{}, 1), derived: make(chan []resolver.Event, 64), reconcile: make(chan *snapshot.Snapshot, 1)}
 	for _, e := range opts.Endpoints {
 		if _, dup := d.filters[e.Name]; dup {
 			return nil, fmt.Errorf("%w: notify endpoint %q listed twice", resolver.ErrInvalid, e.Name)
@@ -251,7 +252,7 @@ func (d *Deliverer) backoff(attempts int) time.Duration {
 // what the outbox last recorded instead of with prev: a move made while no
 // replica led (a push indexed before the start-up lock was taken, or
 // during a change of leader) would otherwise never be announced.
-func (d *Deliverer) SnapshotChanged(prev, next *resolver.Snapshot) {
+func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 	leading := d.opts.Leading != nil && d.opts.Leading()
 	if first := leading && !d.led.Swap(leading); first {
 		select {
@@ -263,7 +264,7 @@ func (d *Deliverer) SnapshotChanged(prev, next *resolver.Snapshot) {
 	if !leading {
 		return
 	}
-	evs := resolver.ServedChanges(prev, next)
+	evs := snapshot.ServedChanges(prev, next)
 	if len(evs) == 0 {
 		return
 	}
@@ -277,7 +278,7 @@ func (d *Deliverer) SnapshotChanged(prev, next *resolver.Snapshot) {
 	}
 }
 
-func why(next *resolver.Snapshot, e resolver.Event) string {
+func why(next *snapshot.Snapshot, e resolver.Event) string {
 	if e.From != "" {
 		if v, err := next.Version(e.Source, e.From); err == nil && v.Blocked {
 			return "version " + e.From + " was blocked"
@@ -305,7 +306,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 				}
 				continue
 			}
-			evs := resolver.ServedSince(recorded, snap)
+			evs := snapshot.ServedSince(recorded, snap)
 			for i := range evs {
 				evs[i].Actor, evs[i].Reason = "tidemark", why(snap, evs[i])
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // rolloutStates are every state tidemark_rollout_state reports, so that
@@ -15,12 +16,12 @@ var rolloutStates = []resolver.RolloutState{resolver.RolloutRunning, resolver.Ro
 // rolloutCollector reports each channel's rollout at scrape time: steps
 // pass with the clock, not with snapshots.
 type rolloutCollector struct {
-	snapshot       func() *resolver.Snapshot
+	snapshot       func() *snapshot.Snapshot
 	percent, state *prometheus.Desc
 }
 
 // NewCollector reports the rollouts of the snapshot being served.
-func NewCollector(snapshot func() *resolver.Snapshot) prometheus.Collector {
+func NewCollector(snapshot func() *snapshot.Snapshot) prometheus.Collector {
 	return &rolloutCollector{
 		snapshot: snapshot,
 		percent: prometheus.NewDesc("tidemark_rollout_percent",

@@ -13,13 +13,14 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Store keeps staged rollouts (*store.Store).
 type Store interface {
 	// StartRollout records st unless another replica recorded the change
 	// first (started false).
-	StartRollout(ctx context.Context, st resolver.RolloutStart) (started bool, err error)
+	StartRollout(ctx context.Context, st snapshot.RolloutStart) (started bool, err error)
 	// RecordRolloutStep audits the steps r passed up to step, once.
 	RecordRolloutStep(ctx context.Context, r resolver.Rollout, step int) (bool, error)
 	// ServedCounts counts the clusters last served each channel's version,
@@ -32,8 +33,8 @@ type Options struct {
 	Store Store
 	// Snapshot is the snapshot being served; Notify asks for the channels
 	// a recorded rollout or step changed to be read again.
-	Snapshot func() *resolver.Snapshot
-	Notify   func(resolver.Change)
+	Snapshot func() *snapshot.Snapshot
+	Notify   func(snapshot.Change)
 	// Leading reports whether this replica holds the indexer lock: the
 	// leader records the rollouts that indexing starts (a new version
 	// moves a channel with no request to hang it on) and the steps as
@@ -78,7 +79,7 @@ func New(opts Options) *Loops {
 
 // Swapped wakes both loops after a snapshot change (live.Swap); it never
 // blocks.
-func (l *Loops) Swapped(_, _ *resolver.Snapshot) {
+func (l *Loops) Swapped(_, _ *snapshot.Snapshot) {
 	for _, k := range []chan struct{}{l.leadKick, l.countKick} {
 		select {
 		case k <- struct{}{}:
@@ -141,7 +142,7 @@ func (l *Loops) leadOnce(ctx context.Context) {
 			}
 			if started {
 				log.Info("rollout started", "channel", name, "to", start.To, "baseline", start.Baseline)
-				l.opts.Notify(resolver.Change{Channel: name})
+				l.opts.Notify(snapshot.Change{Channel: name})
 			}
 			continue
 		}
@@ -164,7 +165,7 @@ func (l *Loops) leadOnce(ctx context.Context) {
 				what = "complete"
 			}
 			log.Info("rollout changed", "channel", name, "from", rv.From, "to", rv.To, "event", what, "actor", "tidemark")
-			l.opts.Notify(resolver.Change{Channel: name})
+			l.opts.Notify(snapshot.Change{Channel: name})
 		}
 	}
 }

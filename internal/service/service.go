@@ -23,7 +23,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // HTTP serves on a listener until ctx ends, then drains (*server.Server).
@@ -40,7 +41,7 @@ type Options struct {
 	Snapshots *live.Snapshots
 	// Changes delivers changes made by other processes until ctx ends
 	// (*store.Store.ListenChanges); each one is applied to the snapshot.
-	Changes func(ctx context.Context, fn func(resolver.Change)) error
+	Changes func(ctx context.Context, fn func(snapshot.Change)) error
 	// Ping checks the database every PingEvery (default 5s). While it
 	// fails, /readyz says degraded; when it answers again, everything is
 	// read anew.
@@ -50,7 +51,7 @@ type Options struct {
 	Hangup <-chan os.Signal
 	// Reconfigure reads the configuration again and returns its channels;
 	// an error keeps the running ones.
-	Reconfigure func() ([]resolver.Channel, error)
+	Reconfigure func() ([]catalog.Channel, error)
 	// Fleet flushes and maintains the fleet's records; nil: none.
 	Fleet *fleet.Recorder
 	// Rollouts are the rollout loops; nil: none.

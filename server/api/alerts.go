@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -66,7 +67,7 @@ func (s *API) alertmanager(c echo.Context) error {
 		changed = append(changed, name)
 	}
 	for _, name := range changed {
-		if err := s.reloadAfterWrite(ctx, resolver.Change{Channel: name}); err != nil {
+		if err := s.reloadAfterWrite(ctx, snapshot.Change{Channel: name}); err != nil {
 			return fmt.Errorf("%w: rollout of %q halted, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, err)
 		}
 	}

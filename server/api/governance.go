@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -71,7 +72,7 @@ func (s *API) checkChange(v *core.View, sc *resolver.ScheduledChange, version st
 			return core.InvalidParam("version", "version is required to pin")
 		}
 		cc, err := v.Snap.PlanPin(sc.Channel, version, sc.Force)
-		if err != nil && !errors.Is(err, resolver.ErrGatesPending) {
+		if err != nil && !errors.Is(err, snapshot.ErrGatesPending) {
 			return core.BadParam("version", err)
 		}
 		sc.Version = cc.Version
@@ -204,7 +205,7 @@ func (s *API) decideChange(c echo.Context, approve bool) error {
 				s.Log.Warn("could not apply an approved change now; the leader will", "change", id, "err", err)
 			} else if ok {
 				ch = applied
-				if err := s.reloadAfterWrite(ctx, resolver.Change{Channel: ch.Channel}); err != nil {
+				if err := s.reloadAfterWrite(ctx, snapshot.Change{Channel: ch.Channel}); err != nil {
 					s.Log.Warn("applied an approved change; reload failed", "change", id, "err", err)
 				}
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // channelReleases answers Renovate's custom datasource format for the
-// versions the channel may serve now (resolver.Snapshot.Servable):
+// versions the channel may serve now (snapshot.Snapshot.Servable):
 // version is the registry tag, releaseTimestamp when Tidemark first indexed
 // it, so Renovate's minimumReleaseAge waits for soak on any registry.
 func (s *API) channelReleases(c echo.Context) error {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -53,10 +55,10 @@ func (s *API) putRisk(c echo.Context) error {
 	if err := core.DecodeBody(c, &req, true); err != nil {
 		return err
 	}
-	r := resolver.Risk{Source: source, Name: core.PathParam(c, "risk"), Message: req.Message, URL: req.URL,
+	r := catalog.Risk{Source: source, Name: core.PathParam(c, "risk"), Message: req.Message, URL: req.URL,
 		From: req.From, To: req.To, Clusters: req.Clusters}
 	if err := r.Compile(); err != nil {
-		var fe *resolver.FieldError
+		var fe *catalog.FieldError
 		if errors.As(err, &fe) {
 			return core.BadParam(fe.Field, fmt.Errorf("%w: risk %s", err, fe.Field))
 		}
@@ -66,7 +68,7 @@ func (s *API) putRisk(c echo.Context) error {
 	if r, err = s.Opts.Store.PutRisk(ctx, r, core.Actor(c)); err != nil {
 		return fmt.Errorf("risk %q of %q: %w", r.Name, source, err)
 	}
-	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+	if err := s.reloadAfterWrite(ctx, snapshot.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is declared, but this replica could not reload it yet: %w", resolver.ErrUnavailable, r.Name, source, err)
 	}
 	return c.JSON(http.StatusOK, core.RiskJSON(&r, core.BaseURL(s.Opts.ExternalURL, c.Request())))
@@ -89,7 +91,7 @@ func (s *API) deleteRisk(c echo.Context) error {
 	if err := s.Opts.Store.DeleteRisk(ctx, source, name, core.Actor(c), reason); err != nil {
 		return core.BadParam("risk", fmt.Errorf("remove risk %q of %q: %w", name, source, err))
 	}
-	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+	if err := s.reloadAfterWrite(ctx, snapshot.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: risk %q of %q is removed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, source, err)
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -93,7 +94,7 @@ func (s *API) controlRollout(c echo.Context) error {
 		return fmt.Errorf("%s rollout of %q: %w", action, name, err)
 	}
 	s.rolloutChanged(r, action, core.Actor(c), reason)
-	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
+	if err := s.reloadAfterWrite(c.Request().Context(), snapshot.Change{Channel: name}); err != nil {
 		return fmt.Errorf("%w: rollout of %q: %s done, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, action, err)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -50,7 +51,7 @@ func (s *API) pin(c echo.Context) error {
 	}
 	ch := e.Ans.Channel
 	change, err := v.Snap.PlanPin(ch.Name, req.Version, req.Force)
-	if errors.Is(err, resolver.ErrGatesPending) && s.Opts.Gate != nil {
+	if errors.Is(err, snapshot.ErrGatesPending) && s.Opts.Gate != nil {
 		// Just started or just pushed: check the gates now rather than
 		// refuse a pin for want of an answer, then plan again.
 		if v, err = s.checkGatesNow(c.Request().Context(), ch.Source, req.Version); err != nil {
@@ -173,7 +174,7 @@ func (s *API) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return fmt.Errorf("block %s of %q: %w", canonical, source, err)
 	}
-	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+	if err := s.reloadAfterWrite(ctx, snapshot.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
 	}
 	v, err = s.View()
@@ -190,7 +191,7 @@ func (s *API) setBlock(c echo.Context, block bool) error {
 // answerChannel reloads the snapshot after a committed write so that the
 // answer, and every read after it on this replica, shows the change.
 func (s *API) answerChannel(c echo.Context, name, done string) error {
-	if err := s.reloadAfterWrite(c.Request().Context(), resolver.Change{Channel: name}); err != nil {
+	if err := s.reloadAfterWrite(c.Request().Context(), snapshot.Change{Channel: name}); err != nil {
 		// The write is committed; saying 503 without saying so would invite
 		// a blind retry.
 		return fmt.Errorf("%w: channel %q %s, but this replica could not reload it yet: %w", resolver.ErrUnavailable, name, done, err)
@@ -213,10 +214,10 @@ func (s *API) answerChannel(c echo.Context, name, done string) error {
 // replica's business, not the request's: a client hanging up after its
 // write committed must not fail it (a degraded replica, an alert). It holds
 // reloadMu, so it is bounded: a hung database must not stall every reload.
-func (s *API) reloadAfterWrite(ctx context.Context, c resolver.Change) error {
+func (s *API) reloadAfterWrite(ctx context.Context, c snapshot.Change) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteReloadTimeout)
 	defer cancel()
-	var cs resolver.Changes
+	var cs snapshot.Changes
 	cs.Add(c)
 	return s.Update(ctx, cs)
 }
@@ -279,7 +280,7 @@ func (s *API) checkGatesNow(ctx context.Context, source, version string) (*core.
 	if err := s.Opts.Gate(gctx, source, vv.Tag.Name); err != nil {
 		return nil, fmt.Errorf("%w: pin: the release gates of %s could not be checked now: %w", resolver.ErrUnavailable, vv.Version, err)
 	}
-	if err := s.reloadAfterWrite(ctx, resolver.Change{Source: source}); err != nil {
+	if err := s.reloadAfterWrite(ctx, snapshot.Change{Source: source}); err != nil {
 		return nil, err
 	}
 	return s.View()

@@ -7,7 +7,7 @@
 //
 // Like channel URLs these take no token: a plan says only which versions
 // exist and may be served, what the channel URLs say too. The decision is
-// the domain's (resolver.Snapshot.UpgradePlan); this package speaks the
+// the domain's (snapshot.Snapshot.UpgradePlan); this package speaks the
 // hook's JSON.
 package capi
 
@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // GroupVersion is the hooks' API group and version.
@@ -37,7 +38,7 @@ const MaxBody = 1 << 20
 // (nil: not loaded yet, 503).
 type Hooks struct {
 	Sources  []string
-	Snapshot func() *resolver.Snapshot
+	Snapshot func() *snapshot.Snapshot
 	// Answered counts answers by source and status (Success, Failure).
 	Answered func(source, status string)
 }

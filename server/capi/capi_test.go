@@ -16,6 +16,8 @@ import (
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/capi"
 )
 
@@ -33,21 +35,21 @@ func hooksServer(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := resolver.Source{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver", Parser: p}
-	d := resolver.SourceData{Source: src}
+	src := catalog.Source{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver", Parser: p}
+	d := catalog.SourceData{Source: src}
 	for _, name := range kubeTags {
 		tag := src.Classify(name)
 		tag.Present, tag.Digest = true, "sha256:"+strings.Repeat("a", 64)
 		d.Tags = append(d.Tags, tag)
 	}
 	now := time.Now()
-	d.Blocks = []resolver.Block{
+	d.Blocks = []catalog.Block{
 		{Source: src.Name, Version: "v1.32.6", Reason: "regression", BlockedAt: now},
 		{Source: src.Name, Version: "v1.31.0", Reason: "CVE", BlockedAt: now},
 	}
-	snap := resolver.NewSnapshot(nil, []resolver.SourceData{d}, nil, now)
+	snap := snapshot.New(nil, []catalog.SourceData{d}, nil, now)
 	e := echo.New()
-	h := &capi.Hooks{Sources: []string{"kube-apiserver"}, Snapshot: func() *resolver.Snapshot { return snap }}
+	h := &capi.Hooks{Sources: []string{"kube-apiserver"}, Snapshot: func() *snapshot.Snapshot { return snap }}
 	h.Register(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)

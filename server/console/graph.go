@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -168,7 +169,7 @@ func minorLabel(v resolver.Version) string {
 }
 
 // uiRisks are a source's risks as the console lists them.
-func uiRisks(snap *resolver.Snapshot, source, base string) []openapi.Risk {
+func uiRisks(snap *snapshot.Snapshot, source, base string) []openapi.Risk {
 	risks, err := snap.Risks(source)
 	if err != nil {
 		return nil

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/tidemark-dev/tidemark/openapi"
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // GraphChannelsKey is the node metadata key naming the channel, as the
@@ -23,12 +23,12 @@ type graphCache struct {
 	m  map[string]*cachedGraph
 	// plain are the graphs every cluster sees (no cluster-limited risk),
 	// by channel, for the console's drawing.
-	plain map[string]*resolver.Graph
+	plain map[string]*snapshot.Graph
 }
 
 // Graph is channel's graph as a cluster without an ID sees it, computed
 // once per snapshot (a channel of 10,000 versions takes ~100 ms).
-func (gc *graphCache) Graph(snap *resolver.Snapshot, channel string) (*resolver.Graph, error) {
+func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*snapshot.Graph, error) {
 	gc.mu.Lock()
 	g, ok := gc.plain[channel]
 	gc.mu.Unlock()
@@ -42,7 +42,7 @@ func (gc *graphCache) Graph(snap *resolver.Snapshot, channel string) (*resolver.
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
 	if gc.plain == nil || len(gc.plain) >= maxCachedGraphs {
-		gc.plain = map[string]*resolver.Graph{}
+		gc.plain = map[string]*snapshot.Graph{}
 	}
 	gc.plain[channel] = &built
 	return &built, nil
@@ -68,7 +68,7 @@ func (g *cachedGraph) gzipped() []byte {
 
 const maxCachedGraphs = 64
 
-func (gc *graphCache) Get(snap *resolver.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
+func (gc *graphCache) Get(snap *snapshot.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
 	key := channel + "\x00" + base + "\x00" + appliedRisks(snap, channel, id)
 	gc.mu.Lock()
 	cg, ok := gc.m[key]
@@ -98,7 +98,7 @@ func (gc *graphCache) Get(snap *resolver.Snapshot, channel, id, base string, gz 
 
 // appliedRisks names the risks of channel's source that apply to cluster
 // id: the part of a graph that differs between clusters.
-func appliedRisks(snap *resolver.Snapshot, channel, id string) string {
+func appliedRisks(snap *snapshot.Snapshot, channel, id string) string {
 	a, err := snap.Channel(channel)
 	if err != nil {
 		return ""
@@ -113,7 +113,7 @@ func appliedRisks(snap *resolver.Snapshot, channel, id string) string {
 	return string(key)
 }
 
-func graphJSON(g *resolver.Graph, base string) openapi.CincinnatiGraph {
+func graphJSON(g *snapshot.Graph, base string) openapi.CincinnatiGraph {
 	out := openapi.CincinnatiGraph{
 		Version:          1,
 		Nodes:            make([]openapi.CincinnatiNode, len(g.Nodes)),
@@ -130,7 +130,7 @@ func graphJSON(g *resolver.Graph, base string) openapi.CincinnatiGraph {
 		if n.Digest != "" {
 			payload = g.Image + "@" + n.Digest
 		}
-		out.Nodes[i] = openapi.CincinnatiNode{Version: resolver.SemverString(n.Version), Payload: payload, Metadata: meta}
+		out.Nodes[i] = openapi.CincinnatiNode{Version: snapshot.SemverString(n.Version), Payload: payload, Metadata: meta}
 	}
 	for i, ce := range g.Conditional {
 		j := openapi.CincinnatiConditionalEdges{Edges: make([]openapi.CincinnatiEdge, len(ce.Edges))}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Conversions from the snapshot to the wire types of package openapi; the
@@ -74,7 +76,7 @@ func gatesJSON(g *resolver.GateState) *openapi.Gates {
 	return &openapi.Gates{Platforms: g.Platforms, Signature: g.Signature, Soak: g.Soak}
 }
 
-func SourceJSON(sv resolver.SourceView) openapi.Source {
+func SourceJSON(sv snapshot.SourceView) openapi.Source {
 	j := openapi.Source{
 		Name:        sv.Source.Name,
 		Image:       sv.Source.Image,
@@ -93,7 +95,7 @@ func SourceJSON(sv resolver.SourceView) openapi.Source {
 	return j
 }
 
-func scanJSON(s *resolver.Scan) *openapi.Scan {
+func scanJSON(s *catalog.Scan) *openapi.Scan {
 	if s == nil {
 		return nil
 	}
@@ -109,7 +111,7 @@ func scanJSON(s *resolver.Scan) *openapi.Scan {
 	}
 }
 
-func resolveJSON(a resolver.Answer, base string) openapi.ResolveAnswer {
+func resolveJSON(a snapshot.Answer, base string) openapi.ResolveAnswer {
 	j := openapi.ResolveAnswer{
 		Source:    a.Source,
 		Current:   a.Current.String(),
@@ -178,7 +180,7 @@ func RolloutJSON(r *resolver.Rollout, p resolver.Progress, clusters *openapi.Rol
 
 // channelRollout is the channel object's "rollout" at now, with the
 // counts cc.
-func channelRollout(rv *resolver.RolloutView, now time.Time, cc *openapi.RolloutClusters) *openapi.Rollout {
+func channelRollout(rv *snapshot.RolloutView, now time.Time, cc *openapi.RolloutClusters) *openapi.Rollout {
 	if rv == nil || rv.Baseline {
 		return nil
 	}
@@ -195,14 +197,14 @@ func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
 
 // riskURL is where a person reads about r: its own URL, else its API
 // resource (Cincinnati clients require one).
-func riskURL(r *resolver.Risk, base string) string {
+func riskURL(r *catalog.Risk, base string) string {
 	if r.URL != "" {
 		return r.URL
 	}
 	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
 }
 
-func RiskJSON(r *resolver.Risk, base string) openapi.Risk {
+func RiskJSON(r *catalog.Risk, base string) openapi.Risk {
 	clusters := r.Clusters
 	if clusters == nil {
 		clusters = []string{}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 type metrics struct {
@@ -107,10 +107,10 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 }
 
 // observeSnapshot sets the per-source gauges from snap. A source whose
-// index snap shares with prev (resolver.Snapshot.SameSource) keeps its
+// index snap shares with prev (snapshot.Snapshot.SameSource) keeps its
 // series as they are, so a reload after one source changed touches that
 // source's series only. Callers serialise it (swap, under reloadMu).
-func (m *metrics) observeSnapshot(prev, snap *resolver.Snapshot) {
+func (m *metrics) observeSnapshot(prev, snap *snapshot.Snapshot) {
 	views := snap.Sources()
 	seen := make(map[string]bool, len(views))
 	for _, sv := range views {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // DBDeadline bounds the database work of a request: a database that
@@ -90,7 +91,7 @@ func (s *Server) FleetSummaryOf(ctx context.Context, v *View, channel string) (o
 // and the console's resolve form shows it.
 // base prefixes the URL of a risk declared without one.
 func ResolveQuery(v *View, q url.Values, base string) (openapi.ResolveAnswer, error) {
-	query := resolver.Query{
+	query := snapshot.Query{
 		Source:  q.Get("source"),
 		Current: q.Get("current"),
 		Channel: q.Get("channel"),

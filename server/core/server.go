@@ -7,7 +7,7 @@
 // server/console, Cluster API in server/capi, the registry view in
 // server/registryview; server.New puts them together.
 //
-// Every read is answered from an immutable resolver.Snapshot (the View),
+// Every read is answered from an immutable snapshot.Snapshot (the View),
 // so channel and resolve requests never touch Postgres and keep answering
 // while the database is gone. Handlers bind, call the snapshot and encode;
 // they hold no version logic.
@@ -33,6 +33,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
@@ -55,9 +57,9 @@ type Options struct {
 	// Channels and Load, the same fields as live.Options.
 	Snapshots *live.Snapshots
 	Data      live.Data
-	Sources   []resolver.Source
-	Channels  []resolver.Channel
-	Load      func(ctx context.Context) (*resolver.Snapshot, error)
+	Sources   []catalog.Source
+	Channels  []catalog.Channel
+	Load      func(ctx context.Context) (*snapshot.Snapshot, error)
 	// ShutdownTimeout bounds how long Serve drains in-flight requests after
 	// its context ends. 0: 15s.
 	ShutdownTimeout time.Duration
@@ -221,10 +223,10 @@ func (s *Server) indexedOn(channel, version string) bool {
 func (s *Server) Reload(ctx context.Context) error { return s.snaps.Reload(ctx) }
 
 // Notify announces a change to the snapshot holder; it never blocks.
-func (s *Server) Notify(c resolver.Change) { s.snaps.Notify(c) }
+func (s *Server) Notify(c snapshot.Change) { s.snaps.Notify(c) }
 
 // SetChannels replaces the configured channels (a configuration reload).
-func (s *Server) SetChannels(chs []resolver.Channel) { s.snaps.SetChannels(chs) }
+func (s *Server) SetChannels(chs []catalog.Channel) { s.snaps.SetChannels(chs) }
 
 // Degrade marks the server degraded for a reason found outside a reload.
 func (s *Server) Degrade(reason error) { s.snaps.Degrade(reason) }
@@ -253,13 +255,13 @@ func (s *Server) Governor() *governor.Options {
 }
 
 // Update rebuilds the snapshot for cs before a write answers.
-func (s *Server) Update(ctx context.Context, cs resolver.Changes) error {
+func (s *Server) Update(ctx context.Context, cs snapshot.Changes) error {
 	return s.snaps.Update(ctx, cs)
 }
 
 // swapped installs next (live.Swap): everything the hot path needs per
 // channel is computed here once instead of per request.
-func (s *Server) swapped(prev, next *resolver.Snapshot) {
+func (s *Server) swapped(prev, next *snapshot.Snapshot) {
 	s.Cur.Store(newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts))
 	s.Metrics.observeSnapshot(prev, next)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
@@ -20,12 +21,12 @@ type Store interface {
 	Authenticate(ctx context.Context, token string) (resolver.Principal, error)
 	// Pin and Unpin check c.IfRevision (resolver.AnyRevision: no check) against
 	// the channel's revision inside the transaction: ErrConflict when it moved.
-	Pin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
-	Unpin(ctx context.Context, c resolver.ChannelChange) (resolver.ChannelState, error)
-	Block(ctx context.Context, source, version, actor, reason string) (resolver.Block, error)
+	Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error)
+	Unpin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error)
+	Block(ctx context.Context, source, version, actor, reason string) (catalog.Block, error)
 	Unblock(ctx context.Context, source, version, actor, reason string) error
 	// PutRisk and DeleteRisk declare and remove a known risk of a source.
-	PutRisk(ctx context.Context, r resolver.Risk, actor string) (resolver.Risk, error)
+	PutRisk(ctx context.Context, r catalog.Risk, actor string) (catalog.Risk, error)
 	DeleteRisk(ctx context.Context, source, name, actor, reason string) error
 	// ChannelHistory is a channel's audit events and its source's blocks
 	// and unblocks, newest first.

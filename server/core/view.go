@@ -11,12 +11,13 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // View is a snapshot plus what the hot path needs precomputed per channel.
 // Like the snapshot it is immutable once built.
 type View struct {
-	Snap     *resolver.Snapshot
+	Snap     *snapshot.Snapshot
 	channels map[string]*Entry
 	List     []*Entry // configuration order
 	// Graphs memoizes the encoded update graphs of this snapshot.
@@ -25,7 +26,7 @@ type View struct {
 
 // Entry is one channel's answer, ready to send.
 type Entry struct {
-	Ans     resolver.ChannelAnswer
+	Ans     snapshot.ChannelAnswer
 	Version string // canonical; "" when nothing is eligible
 	// Location is the full Location when it does not depend on the request
 	// (an explicit redirect, or ExternalURL set); body is its 302 body.
@@ -36,7 +37,7 @@ type Entry struct {
 	digest string // the image to pull by; "" when nothing is eligible
 	etag   string
 	// Held is why this answer holds the cluster that asked where it is
-	// (resolver.HeldDowngrade); "" for the channel's own answers.
+	// (snapshot.HeldDowngrade); "" for the channel's own answers.
 	Held string
 	// steps are a stepwise channel's per-cluster answers by the canonical
 	// version they serve (stepEntries); nil for other channels.
@@ -47,10 +48,10 @@ type Entry struct {
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
-// carried unchanged (resolver.Snapshot.SameAnswer) is kept as it is: a
+// carried unchanged (snapshot.Snapshot.SameAnswer) is kept as it is: a
 // reload after one source changed rebuilds that source's channels, not all.
 // externalURL and counts are the server's, the same for every view.
-func newView(snap *resolver.Snapshot, prev *View, externalURL string, counts *rollouts.Counts) *View {
+func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *rollouts.Counts) *View {
 	answers := snap.Channels()
 	v := &View{Graphs: &graphCache{}, Snap: snap, channels: make(map[string]*Entry, len(answers)), List: make([]*Entry, 0, len(answers))}
 	for _, a := range answers {
@@ -76,7 +77,7 @@ func newView(snap *resolver.Snapshot, prev *View, externalURL string, counts *ro
 }
 
 // newEntry is a's answer made ready to send.
-func newEntry(a resolver.ChannelAnswer, externalURL string) *Entry {
+func newEntry(a snapshot.ChannelAnswer, externalURL string) *Entry {
 	e := &Entry{Ans: a}
 	if a.Tag != nil {
 		e.Version = a.Tag.Version.String()
@@ -116,7 +117,7 @@ func newEntry(a resolver.ChannelAnswer, externalURL string) *Entry {
 // is every answer NextStep gives a cluster in that major. Answers outside
 // it (a cluster above the channel, on another major, or on a version never
 // indexed) are built per request (stepEntry).
-func stepEntries(snap *resolver.Snapshot, e *Entry, externalURL string) map[string]*Entry {
+func stepEntries(snap *snapshot.Snapshot, e *Entry, externalURL string) map[string]*Entry {
 	a := e.Ans
 	vs, err := snap.Versions(a.Channel.Source, resolver.Testing, "")
 	if err != nil {
@@ -189,7 +190,7 @@ func RedirectBody(location string) []byte {
 // servedDigest is the digest a channel answer hands out. A promotion is of
 // an image, not of a tag name: if a pinned tag has been re-pointed since,
 // the digest promoted is the one to pull by.
-func servedDigest(a resolver.ChannelAnswer) string {
+func servedDigest(a snapshot.ChannelAnswer) string {
 	if a.Tag == nil {
 		return ""
 	}

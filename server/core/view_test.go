@@ -8,7 +8,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestReloadOfOneSourceKeepsTheRest checks that after a reload of one
@@ -25,16 +27,16 @@ var (
 func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
 	a := resolvertest.SemverSource(t, "a", "registry.example/a")
 	b := resolvertest.SemverSource(t, "b", "registry.example/b")
-	channels := []resolver.Channel{
+	channels := []catalog.Channel{
 		{Name: "a", Source: "a", Stream: resolver.Released},
 		{Name: "b", Source: "b", Stream: resolver.Released},
 	}
-	first := resolver.NewSnapshot(channels, []resolver.SourceData{
+	first := snapshot.New(channels, []catalog.SourceData{
 		resolvertest.SourceData(a, []string{"v1.0.0"}, nil, scanned), resolvertest.SourceData(b, []string{"v2.0.0"}, nil, scanned),
 	}, nil, loadedAt)
 	bNew := resolvertest.SourceData(b, []string{"v2.0.0", "v2.1.0"}, nil, scanned)
 	bNew.LastOK.Finished = scanned.Add(time.Hour)
-	second := first.Apply(resolver.Delta{Sources: []resolver.SourceData{bNew}}, loadedAt.Add(time.Hour))
+	second := first.Apply(snapshot.Delta{Sources: []catalog.SourceData{bNew}}, loadedAt.Add(time.Hour))
 
 	v1 := newView(first, nil, "", nil)
 	v2 := newView(second, v1, "", nil)
@@ -62,7 +64,7 @@ func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
 	if want := float64(bNew.LastOK.Finished.Unix()); got["b"] != want {
 		t.Errorf("source b's last success = %v, want %v", got["b"], want)
 	}
-	onlyA := resolver.NewSnapshot(channels[:1], []resolver.SourceData{resolvertest.SourceData(a, []string{"v1.0.0"}, nil, scanned)}, nil, loadedAt)
+	onlyA := snapshot.New(channels[:1], []catalog.SourceData{resolvertest.SourceData(a, []string{"v1.0.0"}, nil, scanned)}, nil, loadedAt)
 	m.observeSnapshot(second, onlyA)
 	if got := gaugeSources(t, m.lastSuccess); len(got) != 1 || got["a"] != float64(scanned.Add(2*time.Second).Unix()) {
 		t.Errorf("last-success series after source b was removed: %v, want a's alone, set again", got)

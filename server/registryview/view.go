@@ -33,6 +33,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Options configures a View.
@@ -46,7 +47,7 @@ type Options struct {
 	Blobs       string
 	Passthrough bool
 	Sources     []Source
-	Snapshot    func() *resolver.Snapshot
+	Snapshot    func() *snapshot.Snapshot
 	// Keychain finds credentials for sources without a password; nil:
 	// anonymous.
 	Keychain authn.Keychain
@@ -193,7 +194,7 @@ type repo struct {
 // ready to answer from: computed once per snapshot (a channel of 10,000
 // versions costs milliseconds to list and sort), then map lookups.
 type listing struct {
-	tags    []resolver.RegistryTag // by name
+	tags    []snapshot.RegistryTag // by name
 	byName  map[string]int
 	digests map[string]bool
 	// body is the whole tags/list answer, by repository name asked.
@@ -201,7 +202,7 @@ type listing struct {
 	body map[string][]byte
 }
 
-func newListing(tags []resolver.RegistryTag) *listing {
+func newListing(tags []snapshot.RegistryTag) *listing {
 	l := &listing{tags: tags, byName: make(map[string]int, len(tags)), digests: map[string]bool{}, body: map[string][]byte{}}
 	for i, t := range tags {
 		l.byName[t.Name] = i
@@ -215,13 +216,13 @@ func newListing(tags []resolver.RegistryTag) *listing {
 // listings are the listings of one snapshot, by "channels/<c>" or
 // "sources/<s>"; a new snapshot starts afresh.
 type listings struct {
-	snap *resolver.Snapshot
+	snap *snapshot.Snapshot
 	mu   sync.Mutex
 	m    map[string]*listing
 }
 
 // listingOf is kind/name's listing in snap, computed at most once.
-func (v *View) listingOf(snap *resolver.Snapshot, kind, name string) (*listing, error) {
+func (v *View) listingOf(snap *snapshot.Snapshot, kind, name string) (*listing, error) {
 	ls := v.listings.Load()
 	if ls == nil || ls.snap != snap {
 		fresh := &listings{snap: snap, m: map[string]*listing{}}
@@ -238,7 +239,7 @@ func (v *View) listingOf(snap *resolver.Snapshot, kind, name string) (*listing, 
 	if ok {
 		return l, nil
 	}
-	var tags []resolver.RegistryTag
+	var tags []snapshot.RegistryTag
 	var err error
 	if kind == "channels" {
 		tags, err = snap.ChannelRegistryTags(name)

@@ -28,6 +28,8 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -222,12 +224,12 @@ func serveWith(ctx context.Context, fs fleet.Store, fo fleet.Options) (string, f
 
 // serveWithProxies is serveWith trusting X-Forwarded-For from proxies.
 func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, proxies []netip.Prefix) (string, func(), error) {
-	snap := snapshot()
+	snap := buildSnapshot()
 	opts := server.Options{
 		TrustedProxies: proxies,
 		ExternalURL:    "https://tidemark.example.com",
 		Log:            slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Load:           func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:           func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 	}
 	if fs != nil {
 		fo.Store = fs
@@ -259,18 +261,18 @@ func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, pro
 }
 
 // snapshot is one source of 40 versions and its channel "stable".
-func snapshot() *resolver.Snapshot {
+func buildSnapshot() *snapshot.Snapshot {
 	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
-	src := resolver.Source{Name: "app", Image: "registry.example/app", Parser: p}
+	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
 	now := time.Now()
-	sd := resolver.SourceData{Source: src}
+	sd := catalog.SourceData{Source: src}
 	for i := range 40 {
 		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
 		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
 		sd.Tags = append(sd.Tags, t)
 	}
-	return resolver.NewSnapshot([]resolver.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}},
-		[]resolver.SourceData{sd}, nil, now)
+	return snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}},
+		[]catalog.SourceData{sd}, nil, now)
 }
 
 type stats struct {

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 )
 
@@ -38,13 +40,13 @@ func main() {
 	}
 }
 
-func snapshot(versions, perMinor, risks int) (*resolver.Snapshot, error) {
+func buildSnapshot(versions, perMinor, risks int) (*snapshot.Snapshot, error) {
 	p, err := resolver.NewParser(resolver.SchemeSemver, `k3s(\d+)`)
 	if err != nil {
 		return nil, err
 	}
-	src := resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
-	d := resolver.SourceData{Source: src}
+	src := catalog.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
+	d := catalog.SourceData{Source: src}
 	seen := resolver.InstantOf(time.Now().Add(-time.Hour))
 	for i := range versions {
 		t := src.Classify(fmt.Sprintf("v1.%d.%d+k3s1", i/perMinor, i%perMinor))
@@ -57,7 +59,7 @@ func snapshot(versions, perMinor, risks int) (*resolver.Snapshot, error) {
 		// Risks spread over the minors, as a long-lived source gathers
 		// them: none covers the edges the measured clusters take.
 		m := i * minors / max(risks, 1)
-		r := resolver.Risk{Source: "k3s", Name: fmt.Sprintf("Risk%d", i), Message: "bad upgrade",
+		r := catalog.Risk{Source: "k3s", Name: fmt.Sprintf("Risk%d", i), Message: "bad upgrade",
 			From: fmt.Sprintf("~1.%d.0", m), To: fmt.Sprintf(">=1.%d.0 <1.%d.0", m+1, m+2), Clusters: []string{"^prod-"}}
 		if i%2 == 0 {
 			r.Clusters = nil
@@ -67,15 +69,15 @@ func snapshot(versions, perMinor, risks int) (*resolver.Snapshot, error) {
 		}
 		d.Risks = append(d.Risks, r)
 	}
-	chs := []resolver.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
-	return resolver.NewSnapshot(chs, []resolver.SourceData{d}, nil, time.Now()), nil
+	chs := []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
+	return snapshot.New(chs, []catalog.SourceData{d}, nil, time.Now()), nil
 }
 
-func serve(snap *resolver.Snapshot) (string, func(), error) {
+func serve(snap *snapshot.Snapshot) (string, func(), error) {
 	s, err := server.New(server.Options{
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AccessLog: server.AccessLogOff,
-		Load:      func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:      func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 	})
 	if err != nil {
 		return "", nil, err
@@ -141,7 +143,7 @@ func run(versions, perMinor, risks, n int) error {
 	var cold []time.Duration
 	var size int
 	for range 5 {
-		snap, err := snapshot(versions, perMinor, risks)
+		snap, err := buildSnapshot(versions, perMinor, risks)
 		if err != nil {
 			return err
 		}
@@ -159,7 +161,7 @@ func run(versions, perMinor, risks, n int) error {
 		cold, size = append(cold, lat[0]), sz
 	}
 	slices.Sort(cold)
-	snap, err := snapshot(versions, perMinor, risks)
+	snap, err := buildSnapshot(versions, perMinor, risks)
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ func run(versions, perMinor, risks, n int) error {
 	fmt.Printf("\nchannel 302 to clusters reporting a version (X-SUC-Cluster-ID, X-SUC-Latest-Version):\n")
 	var p50 [2]time.Duration
 	for i, k := range []int{0, risks} {
-		snap, err := snapshot(versions, perMinor, k)
+		snap, err := buildSnapshot(versions, perMinor, k)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
@@ -129,11 +130,11 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 		return err
 	}
 	src := indexer.Source{
-		Source:      resolver.Source{Name: "app", Image: host + "/bench/app", Parser: parser},
+		Source:      catalog.Source{Name: "app", Image: host + "/bench/app", Parser: parser},
 		Insecure:    true,
 		Concurrency: conc,
 	}
-	if err := st.SyncSources(ctx, []resolver.Source{src.Source}); err != nil {
+	if err := st.SyncSources(ctx, []catalog.Source{src.Source}); err != nil {
 		return err
 	}
 	var servable atomic.Int64 // unix nanos of the first change (the listing recorded)

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -197,7 +198,7 @@ func (c *changer) change(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	src := resolver.Source{Name: sourceName(i), Parser: p}
+	src := catalog.Source{Name: sourceName(i), Parser: p}
 	res := resolver.ScanResult{Source: src.Name, Started: time.Now(), Complete: true}
 	for j := range c.tags {
 		res.Tags = append(res.Tags, src.Classify(tagName(j)))

@@ -22,6 +22,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -57,8 +59,8 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
-	src := resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
-	if err := st.SyncSources(ctx, []resolver.Source{src}); err != nil {
+	src := catalog.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
+	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		return err
 	}
 	var tags []resolver.Tag
@@ -68,9 +70,9 @@ func run(n int) error {
 	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
 		return err
 	}
-	var chs []resolver.Channel
+	var chs []catalog.Channel
 	for i := range n {
-		chs = append(chs, resolver.Channel{Name: fmt.Sprintf("c%03d", i), Source: "k3s", Stream: resolver.Released})
+		chs = append(chs, catalog.Channel{Name: fmt.Sprintf("c%03d", i), Source: "k3s", Stream: resolver.Released})
 	}
 	at := time.Now().Add(3 * time.Second).Truncate(time.Second)
 	for _, ch := range chs {
@@ -86,12 +88,12 @@ func run(n int) error {
 	defer stop()
 	var wg sync.WaitGroup
 	for i, s := range stores {
-		snap := func() *resolver.Snapshot {
-			data, states, err := s.Load(ctx, []resolver.Source{src})
+		snap := func() *snapshot.Snapshot {
+			data, states, err := s.Load(ctx, []catalog.Source{src})
 			if err != nil {
 				return nil
 			}
-			return resolver.NewSnapshot(chs, data, states, time.Now())
+			return snapshot.New(chs, data, states, time.Now())
 		}
 		o := governor.Options{Store: s, Snapshot: snap, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		// The replicas' ticks are not in step, as two processes' are not.

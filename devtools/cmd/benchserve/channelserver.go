@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // startChannelserver runs rancher/channelserver (the server Tidemark
@@ -24,7 +24,7 @@ import (
 //
 // and run CHANNELSERVER=./channelserver make bench-serve (measured with
 // 0d8ed6d, docs/development.md "Performance").
-func startChannelserver(bin string, snap *resolver.Snapshot) (string, func(), error) {
+func startChannelserver(bin string, snap *snapshot.Snapshot) (string, func(), error) {
 	var b strings.Builder
 	b.WriteString("k3s:\n  channels:\n")
 	for _, a := range snap.Channels() {

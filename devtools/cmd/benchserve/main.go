@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 )
 
@@ -57,7 +58,7 @@ func main() {
 const location = "https://github.com/k3s-io/k3s/releases/tag/v1.33.6+k3s2"
 
 func run(wrk string, d time.Duration, conns, threads int) error {
-	snap, tags, err := snapshot()
+	snap, tags, err := buildSnapshot()
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		// A real JSON access log line per request, thrown away: its cost is
 		// part of what is measured.
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Load: func(context.Context) (*resolver.Snapshot, error) {
+		Load: func(context.Context) (*snapshot.Snapshot, error) {
 			loads.Add(1)
 			return snap, nil
 		},

@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // snapshot builds a k3s-upgrade-like index: every patch of v1.16..v1.34
 // with k3s1 (some k3s2) builds, release candidates, and noise, with one
 // channel per minor in channelserver style, as update.k3s.io serves.
-func snapshot() (*resolver.Snapshot, int, error) {
+func buildSnapshot() (*snapshot.Snapshot, int, error) {
 	p, err := resolver.NewParser(resolver.SchemeSemver, `k3s(\d+)`)
 	if err != nil {
 		return nil, 0, err
 	}
-	src := resolver.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
+	src := catalog.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
 	var names []string
 	for minor := 16; minor <= 34; minor++ {
 		for patch := 0; patch <= 20; patch++ {
@@ -41,18 +43,18 @@ func snapshot() (*resolver.Snapshot, int, error) {
 	}
 	names = append(kept, "v1.33.6-k3s2", "latest", "stable")
 	now := time.Now()
-	sd := resolver.SourceData{Source: src}
+	sd := catalog.SourceData{Source: src}
 	for _, n := range names {
 		t := src.Classify(n)
 		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
 		t.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(n)))
 		sd.Tags = append(sd.Tags, t)
 	}
-	scan := &resolver.Scan{Source: "k3s", Started: now, Finished: now, Outcome: "ok", Complete: true, TagsSeen: len(names)}
+	scan := &catalog.Scan{Source: "k3s", Started: now, Finished: now, Outcome: "ok", Complete: true, TagsSeen: len(names)}
 	sd.LastScan, sd.LastOK = scan, scan
 
 	const redirect = "https://github.com/k3s-io/k3s/releases/tag/"
-	channels := []resolver.Channel{
+	channels := []catalog.Channel{
 		{Name: "stable", Source: "k3s", Stream: resolver.Testing, Latest: "v1.33.6+k3s1", Redirect: redirect},
 		{Name: "latest", Source: "k3s", Stream: resolver.Testing, Include: regexp.MustCompile(`.*`), Exclude: regexp.MustCompile(`^[^+]+-`), Redirect: redirect},
 		{Name: "testing", Source: "k3s", Stream: resolver.Testing, Include: regexp.MustCompile(`-(alpha|beta|rc)`), Redirect: redirect},
@@ -60,10 +62,10 @@ func snapshot() (*resolver.Snapshot, int, error) {
 		{Name: "stepwise", Source: "k3s", Stream: resolver.Released, Stepwise: true, Settle: time.Second, Redirect: redirect},
 	}
 	for minor := 16; minor <= 34; minor++ {
-		channels = append(channels, resolver.Channel{
+		channels = append(channels, catalog.Channel{
 			Name: fmt.Sprintf("v1.%d", minor), Source: "k3s", Stream: resolver.Testing, Redirect: redirect,
 			Include: regexp.MustCompile(fmt.Sprintf(`v1\.%d\..*`, minor)), Exclude: regexp.MustCompile(`^[^+]+-`),
 		})
 	}
-	return resolver.NewSnapshot(channels, []resolver.SourceData{sd}, nil, now), len(names), nil
+	return snapshot.New(channels, []catalog.SourceData{sd}, nil, now), len(names), nil
 }

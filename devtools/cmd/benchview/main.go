@@ -26,6 +26,8 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 )
@@ -72,19 +74,19 @@ func run(count, n, workers int, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
-	src := resolver.Source{Name: "k3s", Image: reg.Host + "/" + repo, Parser: p}
-	d := resolver.SourceData{Source: src}
+	src := catalog.Source{Name: "k3s", Image: reg.Host + "/" + repo, Parser: p}
+	d := catalog.SourceData{Source: src}
 	seen := resolver.InstantOf(time.Now().Add(-time.Hour))
 	for _, t := range tags {
 		tag := src.Classify(t)
 		tag.Present, tag.Digest, tag.FirstSeen, tag.LastSeen = true, digest.String(), seen, seen
 		d.Tags = append(d.Tags, tag)
 	}
-	snap := resolver.NewSnapshot([]resolver.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}, []resolver.SourceData{d}, nil, time.Now())
+	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}, []catalog.SourceData{d}, nil, time.Now())
 	s, err := server.New(server.Options{
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AccessLog:    server.AccessLogOff,
-		Load:         func(context.Context) (*resolver.Snapshot, error) { return snap, nil },
+		Load:         func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 		RegistryView: registryview.Options{Sources: []registryview.Source{{Name: "k3s", Image: src.Image, Insecure: true}}},
 	})
 	if err != nil {

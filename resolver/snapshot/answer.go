@@ -1,0 +1,160 @@
+package snapshot
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+)
+
+// Asker is the cluster that asks a channel, as its request describes it.
+type Asker struct {
+	ID          string           // X-SUC-Cluster-ID; "" when the request names none
+	Reported    resolver.Version // the version it runs (X-SUC-Latest-Version or ?current=)
+	HasReported bool
+	Now         time.Time
+	// Since is when the cluster was first seen reporting Reported, for a
+	// stepwise channel's settle; Unsettled says no clock is kept for it
+	// (it is held). The caller fills them only for a stepwise channel with
+	// a settle and a request with an ID (Settles).
+	Since     time.Time
+	Unsettled bool
+}
+
+// Settles reports whether channel c holds an asker with id for a settle:
+// only then does ClusterAnswer read Since and Unsettled.
+func Settles(c *catalog.Channel, id string) bool { return c.Stepwise && c.Settle > 0 && id != "" }
+
+// HeldDowngrade is why a cluster is answered its own version: the channel's
+// answer is older than what it runs, and the change that made it so was no
+// rollback (CONTRACT section 13).
+const HeldDowngrade = "downgrade"
+
+// ErrNoReportedVersion is a stepwise channel asked by a request that
+// reports no version: it has no step to give.
+var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", resolver.ErrNotFound)
+
+// ClusterAnswer is the one decision of which version a channel answers
+// the cluster q describes; every surface that answers a cluster asks it.
+// A rollout decides where the cluster goes (RolloutView.Dest); on a
+// stepwise channel the cluster climbs there one minor at a time from its
+// reported version (NextStepToward), held at it while it settles.
+// A cluster is never sent down: one reporting a version newer than the
+// channel's answer gets its own version back, held names why
+// (HeldDowngrade), unless the channel's pin was made as a rollback or its
+// rollout was halted as one.
+// ErrNotFound for an unknown channel or one with nothing eligible;
+// ErrNoReportedVersion for a stepwise channel asked without a version.
+func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t resolver.Tag, held string, err error) {
+	t, err = s.clusterAnswer(channel, q)
+	if err != nil || !q.HasReported {
+		return t, "", err
+	}
+	switch c := resolver.Compare(q.Reported, t.Version); {
+	case c < 0:
+		return s.avoidRisks(channel, q, t)
+	case c == 0:
+		return t, "", nil
+	}
+	if a := &s.answers[s.byChannel[channel]]; a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
+		return t, "", nil
+	}
+	return s.versionTag(s.answers[s.byChannel[channel]].Channel.Source, q.Reported), HeldDowngrade, nil
+}
+
+// HeldRisk is why a cluster is answered its own version: every version
+// its channel could move it to is on an edge a known risk covers for it.
+const HeldRisk = "risk"
+
+// avoidRisks is ClusterAnswer's answer t for a cluster reporting an older
+// version, moved off an edge a known risk covers for it: the newest
+// version the channel's rule allows that is not risky from the reported
+// version. On a plain or rollout channel that is the newest eligible
+// version above it up to t; on a stepwise channel a version of the next
+// minor, else a newer version of its own minor (never a skip); with none,
+// the cluster stays (HeldRisk).
+func (s *Snapshot) avoidRisks(channel string, q Asker, t resolver.Tag) (resolver.Tag, string, error) {
+	i := s.byChannel[channel]
+	a := &s.answers[i]
+	idx := s.bySource[a.Channel.Source]
+	if idx == nil || len(idx.risks) == 0 || !idx.risky(q.Reported, t.Version, q.ID) {
+		return t, "", nil
+	}
+	f := s.filters[i]
+	f.Builds = f.Builds || q.Reported.Build > 0
+	vs := idx.versions
+	// Candidates are above the reported version and at most t, newest first.
+	hi := sort.Search(len(vs), func(k int) bool { return resolver.Compare(vs[k].Version, t.Version) > 0 })
+	ok := func(v *resolver.VersionView) bool {
+		return resolver.Compare(v.Version, q.Reported) > 0 && f.OK(v) && !idx.risky(q.Reported, v.Version, q.ID)
+	}
+	if !a.Channel.Stepwise {
+		for k := hi - 1; k >= 0 && resolver.Compare(vs[k].Version, q.Reported) > 0; k-- {
+			if ok(&vs[k]) {
+				return vs[k].Tag, "", nil
+			}
+		}
+		return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+	}
+	// A stepwise step is in the next minor or the reported one; try the
+	// next minor first, then the reported one, each newest first.
+	for _, minor := range []int{t.Version.Minor, q.Reported.Minor} {
+		for k := hi - 1; k >= 0 && resolver.Compare(vs[k].Version, q.Reported) > 0; k-- {
+			v := &vs[k]
+			if v.Version.Major == q.Reported.Major && v.Version.Minor == minor && ok(v) {
+				return v.Tag, "", nil
+			}
+		}
+	}
+	return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+}
+
+// versionTag is source's tag of v, or one spelled as v when the index
+// never saw it (a cluster reporting a version the registry no longer lists).
+func (s *Snapshot) versionTag(source string, v resolver.Version) resolver.Tag {
+	if vv, err := s.Version(source, v.String()); err == nil {
+		return vv.Tag
+	}
+	return resolver.Tag{Name: v.String(), Version: v, Valid: true}
+}
+
+func (s *Snapshot) clusterAnswer(channel string, q Asker) (resolver.Tag, error) {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return resolver.Tag{}, fmt.Errorf("%w: channel %q", resolver.ErrNotFound, channel)
+	}
+	a := &s.answers[i]
+	if a.Tag == nil {
+		return resolver.Tag{}, fmt.Errorf("%w: channel %q: %s", resolver.ErrNotFound, channel, a.Why)
+	}
+	dest := a.Tag
+	// A held channel (a window closed, a freeze) keeps answering what it
+	// answered when the hold began: a rollout that was under way keeps
+	// its clusters where it had them (the governor pauses it), and one
+	// that began during the hold sends nobody anywhere until it lifts.
+	if ro := a.Rollout; ro != nil && (a.State.Hold == nil || ro.StartedAt.Before(a.State.Hold.Since)) {
+		if d := ro.Dest(q.ID, q.Now); d != nil {
+			dest = d
+		}
+	}
+	ch := &a.Channel
+	if !ch.Stepwise {
+		return *dest, nil
+	}
+	if !q.HasReported {
+		return resolver.Tag{}, fmt.Errorf("%w: channel %q is stepwise", ErrNoReportedVersion, channel)
+	}
+	step := s.nextStepToward(i, q.Reported, dest)
+	// Settle holds a cluster at its version until it has reported it for
+	// ch.Settle. A request without a cluster ID has no history to settle
+	// on (a person asking with ?current=) and gets the step at once.
+	if Settles(ch, q.ID) && (q.Unsettled || q.Now.Sub(q.Since) < ch.Settle) {
+		step = nil
+	}
+	if step != nil {
+		return *step, nil
+	}
+	return s.versionTag(ch.Source, q.Reported), nil
+}

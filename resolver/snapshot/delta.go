@@ -1,0 +1,156 @@
+package snapshot
+
+import (
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+)
+
+// Delta is what changed since a snapshot was built: the parts a reload read
+// again. Everything it leaves nil or empty is taken from the old snapshot.
+type Delta struct {
+	// Sources replaces the indexed data of these sources (matched by name);
+	// every other source's index is shared with the old snapshot as it is.
+	Sources []catalog.SourceData
+	// States, when non-nil, replaces every channel's database state.
+	States map[string]catalog.ChannelState
+	// Channels, when non-nil, replaces the configured channels.
+	Channels []catalog.Channel
+}
+
+// Apply returns a new snapshot with d applied; s is not changed. Only the
+// sources named in d are indexed again (the costly part: sorting and keying
+// their versions), and only the channels they, d.States or d.Channels touch
+// are answered again; every other channel keeps its answer (SameAnswer).
+func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
+	n := &Snapshot{
+		LoadedAt: loadedAt,
+		sources:  make([]*sourceIndex, len(s.sources)),
+		bySource: make(map[string]*sourceIndex, len(s.sources)),
+	}
+	copy(n.sources, s.sources)
+	for i := range d.Sources {
+		idx := indexSource(&d.Sources[i], loadedAt)
+		name := idx.view.Source.Name
+		if old, ok := s.bySource[name]; ok {
+			for k, o := range n.sources {
+				if o == old {
+					n.sources[k] = idx
+				}
+			}
+		} else {
+			n.sources = append(n.sources, idx)
+		}
+	}
+	for _, idx := range n.sources {
+		n.bySource[idx.view.Source.Name] = idx
+	}
+	channels, states, prev := s.channels, s.states, s
+	if d.Channels != nil {
+		channels, prev = d.Channels, nil
+	}
+	if d.States != nil {
+		states = d.States
+	}
+	n.answerChannels(channels, states, prev, d.States != nil)
+	return n
+}
+
+// answerSerial numbers channel-answer computations, process-wide, so that
+// equal serials mean one computation carried from snapshot to snapshot.
+var answerSerial atomic.Uint64
+
+// carried reports whether channel i can keep prev's answer: the channels
+// are prev's (Apply without Channels), the channel's source index is the
+// very one prev answered from, and its state is unchanged. Time moves on
+// between the two, and the one answer that depends on it, a soak, is
+// rebuilt when the soak ends (SoakEnds names the source, and whoever holds
+// the snapshot reloads it then).
+func (s *Snapshot) carried(prev *Snapshot, i int, statesChanged bool) bool {
+	if prev == nil {
+		return false
+	}
+	c := &s.channels[i]
+	if s.bySource[c.Source] != prev.bySource[c.Source] {
+		return false
+	}
+	return !statesChanged || sameState(s.states[c.Name], prev.states[c.Name])
+}
+
+// sameState compares two states field by field; only a rollout (rare, and
+// a tree of events) needs reflect.
+func sameState(a, b catalog.ChannelState) bool {
+	if a.Pin != b.Pin || a.PinDigest != b.PinDigest || a.PinnedBy != b.PinnedBy || a.Revision != b.Revision || a.Rollback != b.Rollback ||
+		!a.PinnedAt.Equal(b.PinnedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	if (a.Hold == nil) != (b.Hold == nil) || a.Hold != nil && *a.Hold != *b.Hold {
+		return false
+	}
+	return (a.Rollout == nil) == (b.Rollout == nil) && (a.Rollout == nil || reflect.DeepEqual(a.Rollout, b.Rollout))
+}
+
+// SameAnswer reports whether channel's answer in s is prev's, carried by
+// Apply unchanged (with its steps and rollout view): whatever a reader
+// derived from prev's answer still holds. False when either lacks it.
+func (s *Snapshot) SameAnswer(prev *Snapshot, channel string) bool {
+	if prev == nil {
+		return false
+	}
+	i, ok := s.byChannel[channel]
+	j, pok := prev.byChannel[channel]
+	return ok && pok && s.serials[i] == prev.serials[j]
+}
+
+// SameSource reports whether source's index in s is prev's, kept by
+// Apply because no change named it.
+func (s *Snapshot) SameSource(prev *Snapshot, source string) bool {
+	if prev == nil {
+		return false
+	}
+	idx, ok := s.bySource[source]
+	return ok && idx == prev.bySource[source]
+}
+
+// Change names what one notification says changed, so that a reload reads
+// and rebuilds only that part. The zero Change names nothing.
+type Change struct {
+	// All: anything may have changed (a reconnect lost notifications, the
+	// configuration was reloaded): read everything.
+	All bool
+	// Source's tags, digests, scans or blocks changed.
+	Source string
+	// Channel's database state (its pin) changed.
+	Channel string
+}
+
+// Changes accumulates Change values between two reloads.
+type Changes struct {
+	All      bool
+	Sources  map[string]bool
+	Channels bool // some channel state changed: states are read again (one small table)
+	Config   bool // the configured channels changed
+}
+
+// Add merges c into cs.
+func (cs *Changes) Add(c Change) {
+	switch {
+	case c.All:
+		cs.All = true
+	case c.Source != "":
+		if cs.Sources == nil {
+			cs.Sources = make(map[string]bool)
+		}
+		cs.Sources[c.Source] = true
+	}
+	if c.Channel != "" {
+		cs.Channels = true
+	}
+}
+
+// Empty reports whether cs names nothing.
+func (cs *Changes) Empty() bool {
+	return !cs.All && len(cs.Sources) == 0 && !cs.Channels && !cs.Config
+}

@@ -1,0 +1,63 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+)
+
+func TestServedChangesLeavesPinsToTheirOwnEvents(t *testing.T) {
+	p := mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)
+	channels := []catalog.Channel{
+		{Name: "latest", Source: "k3s", Stream: resolver.Released},
+		{Name: "pinned", Source: "k3s", Stream: resolver.Released},
+		{Name: "held", Source: "k3s", Stream: resolver.Released},
+	}
+	states := map[string]catalog.ChannelState{"held": {Pin: "v1.33.5+k3s1", Revision: 1}}
+	before := New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1"})}, states, testTime)
+
+	// v1.33.6 is indexed and "pinned" is pinned to it in the same change:
+	// latest moved by indexing; pinned moved by its pin (recorded with the
+	// pin); held stays where its pin holds it.
+	states2 := map[string]catalog.ChannelState{"held": states["held"], "pinned": {Pin: "v1.33.6+k3s1", Revision: 1}}
+	after := New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, states2, testTime)
+	want := []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "latest", Source: "k3s", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"}}
+	if d := cmp.Diff(want, ServedChanges(before, after)); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+
+	// Blocking the newest moves the followers back.
+	blocked := New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"}, "v1.33.6+k3s1")}, states2, testTime)
+	got := ServedChanges(after, blocked)
+	if len(got) != 2 || got[0].Channel != "latest" || got[0].To != "v1.33.5+k3s1" || got[1].Channel != "pinned" || got[1].To != "" {
+		t.Errorf("after a block: %+v, want latest back to v1.33.5+k3s1 and pinned to nothing", got)
+	}
+	if ServedChanges(nil, after) != nil {
+		t.Error("the first snapshot reports changes")
+	}
+}
+
+// A new leader compares its snapshot with what the outbox last announced:
+// moves made while nobody led are announced once, and nothing else.
+func TestServedSinceBringsTheAnnouncedUpToDate(t *testing.T) {
+	p := mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)
+	channels := []catalog.Channel{
+		{Name: "latest", Source: "k3s", Stream: resolver.Released},
+		{Name: "announced", Source: "k3s", Stream: resolver.Released},
+		{Name: "empty", Source: "k3s", Stream: resolver.Released, Constraint: mustConstraint(t, ">= 2.0"), ConstraintText: ">= 2.0"},
+	}
+	snap := New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, nil, testTime)
+	recorded := map[string]string{"announced": "v1.33.6+k3s1", "empty": ""}
+	want := []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "latest", Source: "k3s", From: "", To: "v1.33.6+k3s1"}}
+	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	recorded["latest"] = "v1.33.5+k3s1"
+	want[0].From = "v1.33.5+k3s1"
+	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+		t.Errorf("after an older announcement (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,58 @@
+package snapshot
+
+import (
+	"sort"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+)
+
+// byCanonical is the index in versions of the version spelled canon, or -1.
+func (idx *sourceIndex) byCanonical(canon string) int {
+	if i, ok := idx.oddCanon[canon]; ok {
+		return i
+	}
+	p := idx.view.Source.Parser
+	if p == nil || len(idx.versions) == 0 {
+		return -1
+	}
+	v, err := p.Parse(canon)
+	if err != nil || v.String() != canon {
+		return -1
+	}
+	i := sort.Search(len(idx.versions), func(i int) bool { return resolver.Compare(idx.versions[i].Version, v) >= 0 })
+	if i < len(idx.versions) && idx.versions[i].Version.String() == canon {
+		return i
+	}
+	return -1
+}
+
+// findsCanon reports whether byCanonical finds versions[i] by its canonical
+// string (it does unless the canonical does not parse back to itself). A
+// tag spelled like its canonical string parsed to it, so only the others
+// need this check.
+func (idx *sourceIndex) findsCanon(i int) bool {
+	return idx.byCanonical(idx.versions[i].Version.String()) == i
+}
+
+// lookup finds a valid version by canonical string, then by raw tag.
+func (idx *sourceIndex) lookup(versionOrTag string) (*resolver.VersionView, bool) {
+	if i := idx.byCanonical(versionOrTag); i >= 0 {
+		return &idx.versions[i], true
+	}
+	if i, ok := idx.byTag[versionOrTag]; ok {
+		if i < 0 {
+			return &idx.others[-i-1], true
+		}
+		return &idx.versions[i], true
+	}
+	return nil, false
+}
+
+// lookupOK is lookup on a source index that may be nil (a channel whose
+// source is not configured any more).
+func (idx *sourceIndex) lookupOK(versionOrTag string) (*resolver.VersionView, bool) {
+	if idx == nil {
+		return nil, false
+	}
+	return idx.lookup(versionOrTag)
+}
