@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
@@ -74,4 +76,18 @@ func (s *Store) listenOnce(ctx context.Context, fn func(string), reconnect bool)
 		}
 		fn(n.Payload)
 	}
+}
+
+// payload is a change notification's JSON: {"kind":"scan","source":"x"}.
+// Listeners only need to know that something changed; the fields help logs.
+func payload(kind, source string, kv ...string) string {
+	m := map[string]string{"kind": kind}
+	if source != "" {
+		m["source"] = source
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
 }

@@ -1,9 +1,9 @@
 // Package store keeps Tidemark's index, channel state, blocks, risks,
 // rollouts, governance and audit trail in Postgres through pgx, and puts
 // the parts kept in packages of their own (fleetdb, tokendb, outboxdb,
-// lockdb) into one Store. Every exported method takes ctx first, runs in
-// one transaction (internal/pg) and speaks resolver types; errors wrap the
-// resolver taxonomy, mapped from driver errors in one place
+// lockdb, indexdb) into one Store. Every exported method takes ctx first,
+// runs in one transaction (internal/pg) and speaks resolver types; errors
+// wrap the resolver taxonomy, mapped from driver errors in one place
 // (internal/pg/errors.go).
 package store
 
@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store/fleetdb"
+	"github.com/tidemark-dev/tidemark/store/indexdb"
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 	"github.com/tidemark-dev/tidemark/store/lockdb"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
@@ -39,6 +40,7 @@ type Store struct {
 	*tokendb.Tokens
 	*outboxdb.Outbox
 	*lockdb.Locker
+	*indexdb.Index
 }
 
 // RedactURL is a database URL as logs may show it (password xxxxx).
@@ -47,8 +49,10 @@ var RedactURL = pg.RedactURL
 // newStore assembles a Store on an open pool.
 func newStore(log *slog.Logger, pool *pgxpool.Pool, addr string) *Store {
 	db := &pg.DB{Pool: pool, Log: log}
-	return &Store{log: log, pool: pool, addr: addr, Locker: &lockdb.Locker{Pool: pool, Log: log, Ping: 5 * time.Second, PingTimeout: 5 * time.Second},
+	s := &Store{log: log, pool: pool, addr: addr, Locker: &lockdb.Locker{Pool: pool, Log: log, Ping: 5 * time.Second, PingTimeout: 5 * time.Second},
 		origin: newOrigin(), db: db, Fleet: fleetdb.New(db), Tokens: tokendb.New(db), Outbox: outboxdb.New(db)}
+	s.Index = indexdb.New(db, s.notify)
+	return s
 }
 
 // Open connects to url and checks the connection. The error is one line that

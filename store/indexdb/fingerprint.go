@@ -1,4 +1,4 @@
-package store
+package indexdb
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package store
+package indexdb
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // one source never interleave; and the listing fingerprint is cleared, so
 // the next complete listing merges rather than trusting the one before.
 // ErrNotFound for a source never synced.
-func (s *Store) IndexTag(ctx context.Context, source string, t resolver.Tag, seen time.Time) (changed bool, err error) {
+func (s *Index) IndexTag(ctx context.Context, source string, t resolver.Tag, seen time.Time) (changed bool, err error) {
 	if source == "" || t.Name == "" || t.Digest == "" {
 		return false, fmt.Errorf("%w: index tag: source %q, tag %q, digest %q: all are required", resolver.ErrInvalid, source, t.Name, t.Digest)
 	}
@@ -65,7 +65,7 @@ func (s *Store) IndexTag(ctx context.Context, source string, t resolver.Tag, see
 // MarkTagAbsent marks a tag the registry confirmed gone (a delete webhook)
 // absent, as a complete listing would, and reports whether it was present.
 // The row stays: history and first_seen survive a delete and a re-push.
-func (s *Store) MarkTagAbsent(ctx context.Context, source, tag string) (changed bool, err error) {
+func (s *Index) MarkTagAbsent(ctx context.Context, source, tag string) (changed bool, err error) {
 	err = s.inTx(ctx, fmt.Sprintf("mark tag %q of source %q absent", tag, source), func(tx pgx.Tx) error {
 		if err := lockSource(ctx, tx, source); err != nil {
 			return err

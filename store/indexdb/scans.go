@@ -1,9 +1,8 @@
-package store
+package indexdb
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -36,7 +35,7 @@ var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch"
 // incomplete one adds and refreshes the tags it saw but marks nothing absent,
 // and never takes the fast path (nor lets the next listing take it).
 // The source must have been recorded by SyncSources (else ErrNotFound).
-func (s *Store) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.Scan, error) {
+func (s *Index) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.Scan, error) {
 	if r.Source == "" {
 		return catalog.Scan{}, fmt.Errorf("%w: apply scan: empty source name", resolver.ErrInvalid)
 	}
@@ -182,7 +181,7 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 		return false, err
 	}
 	// A tag seen after this listing started (a push webhook indexed it
-	// meanwhile, store/push.go) is newer than the listing: not gone.
+	// meanwhile, push.go) is newer than the listing: not gone.
 	tag, err := tx.Exec(ctx, `
 		update tags t set present = false
 		where t.source = $1 and t.present and t.last_seen < $2
@@ -265,26 +264,12 @@ func tagRow(t resolver.Tag) []any {
 		v.Prerelease, v.Build, v.BuildMeta, v.String(), t.Stream.String()}
 }
 
-// payload is a change notification's JSON: {"kind":"scan","source":"x"}.
-// Listeners only need to know that something changed; the fields help logs.
-func payload(kind, source string, kv ...string) string {
-	m := map[string]string{"kind": kind}
-	if source != "" {
-		m["source"] = source
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	b, _ := json.Marshal(m)
-	return string(b)
-}
-
 // AddScanRequests adds n registry requests to the record of scan scanID: the
 // ones made after ApplyScan wrote it (digest resolution), so that the record
 // counts the whole scan. It sends no NOTIFY: the count changes no answer
 // about versions, and the next reload shows it. ErrNotFound for an unknown
 // scan, ErrInvalid for n < 0; n == 0 costs nothing.
-func (s *Store) AddScanRequests(ctx context.Context, scanID int64, n int) error {
+func (s *Index) AddScanRequests(ctx context.Context, scanID int64, n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: add %d requests to scan %d: negative count", resolver.ErrInvalid, n, scanID)
 	}
@@ -308,7 +293,7 @@ func (s *Store) AddScanRequests(ctx context.Context, scanID int64, n int) error 
 // listing was recorded but which could not finish (its registry went down
 // while digests were resolved). The tags it recorded stay. It NOTIFYs, so
 // that the source's status shows it. ErrNotFound for an unknown scan.
-func (s *Store) FailScan(ctx context.Context, scanID int64, cause error) error {
+func (s *Index) FailScan(ctx context.Context, scanID int64, cause error) error {
 	if cause == nil {
 		return fmt.Errorf("%w: fail scan %d: no cause", resolver.ErrInvalid, scanID)
 	}

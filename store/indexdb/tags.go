@@ -1,4 +1,4 @@
-package store
+package indexdb
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // TagsWithoutDigest lists present tags of source whose digest is unknown.
-func (s *Store) TagsWithoutDigest(ctx context.Context, source string) ([]string, error) {
+func (s *Index) TagsWithoutDigest(ctx context.Context, source string) ([]string, error) {
 	var tags []string
 	err := s.inTx(ctx, fmt.Sprintf("tags without digest of source %q", source), func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `select tag from tags where source = $1 and present and digest = '' order by tag`, source)
@@ -25,7 +25,7 @@ func (s *Store) TagsWithoutDigest(ctx context.Context, source string) ([]string,
 // from the stored one is a re-tag: the old digest moves to previous_digest
 // and retagged_at is set. Tags the store does not know, and empty digests,
 // are ignored. A NOTIFY goes out when anything changed.
-func (s *Store) SetDigests(ctx context.Context, source string, digests map[string]string) error {
+func (s *Index) SetDigests(ctx context.Context, source string, digests map[string]string) error {
 	tags := make([]string, 0, len(digests))
 	sums := make([]string, 0, len(digests))
 	for t, d := range digests {

@@ -1,0 +1,31 @@
+// Package indexdb keeps what the indexer finds in Postgres: a listing's
+// tags merged in one transaction (ApplyScan, with the listing's fingerprint
+// to skip an unchanged one), tags pushed and deleted one at a time, digests,
+// and the accounting of a scan's requests. *store.Store embeds its Index, so
+// callers see one store.
+package indexdb
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
+)
+
+// Notify queues a change notification in tx, delivered on commit
+// (store.Store's notify).
+type Notify func(ctx context.Context, tx pgx.Tx, kind, source string, kv ...string) error
+
+// Index is the index's part of the store.
+type Index struct {
+	db     *pg.DB
+	notify Notify
+}
+
+// New is the index's part of the store on db; notify announces changes.
+func New(db *pg.DB, notify Notify) *Index { return &Index{db: db, notify: notify} }
+
+func (s *Index) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	return s.db.InTx(ctx, op, fn)
+}
