@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,7 +171,7 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 	// check sweeps both replicas and holds every answer to the rollout's
 	// percent, read before and after (a sweep that straddles a step
 	// boundary is done again).
-	check := func(label string, wantState string) openapi.Rollout {
+	check := func(label string, wantStates ...string) openapi.Rollout {
 		t.Helper()
 		for attempt := 0; ; attempt++ {
 			before := a.rollout(t)
@@ -182,8 +183,8 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 				}
 				t.Fatalf("%s: the rollout kept moving during sweeps: %+v then %+v", label, before, after)
 			}
-			if after.State != wantState {
-				t.Fatalf("%s: state %s, want %s", label, after.State, wantState)
+			if !slices.Contains(wantStates, after.State) {
+				t.Fatalf("%s: state %s, want %s", label, after.State, strings.Join(wantStates, " or "))
 			}
 			if after.From != rolloutP || after.To != rolloutN {
 				t.Fatalf("%s: rollout from %s to %s", label, after.From, after.To)
@@ -292,8 +293,16 @@ func TestRolloutOfAThousandClustersOnTwoReplicas(t *testing.T) {
 	}
 
 	control(a, "resume")
-	check("resumed", "running")
-	waitStep(4)
+	// Resuming gives step 3 back the time it had left when the alert came.
+	// The sweeps before the alert take most of the 1 s step on a loaded
+	// machine, so what is left can be a few milliseconds and the rollout
+	// may be complete by this look; the answers must match either way.
+	if ro := check("resumed", "running", "complete"); ro.State == "running" {
+		if ro.NextStepAt != nil {
+			t.Logf("resumed with %s of step 3 left", time.Until(*ro.NextStepAt).Round(time.Millisecond))
+		}
+		waitStep(4)
+	}
 	check("complete", "complete")
 
 	// The fleet saw every cluster end on N (both replicas recorded them).
