@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tidemark-dev/tidemark/indexer"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -93,7 +94,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 				Name: "beta", Source: "juju", Stream: resolver.Devel, Builds: true,
 				Include:        regexp.MustCompile(`^3\.`),
 				Exclude:        regexp.MustCompile(`-beta1$`),
-				Constraint:     mustConstraint(t, ">= 3.0"),
+				Constraint:     testutil.Constraint(t, ">= 3.0"),
 				ConstraintText: ">= 3.0",
 			},
 		},
@@ -101,15 +102,6 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, cfg, cmpOpts); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
-}
-
-func mustConstraint(t *testing.T, s string) *semver.Constraints {
-	t.Helper()
-	c, err := semver.NewConstraint(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func TestParseReadsEverySourceKey(t *testing.T) {

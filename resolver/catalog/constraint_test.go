@@ -3,44 +3,15 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
-
-// constraintTable is Masterminds' grammar as channels and clients write it,
-// plus the corners where its semantics are surprising
-// (testdata/constraints.txt; snapshot's pick tests read it too).
-func constraintTable(t testing.TB) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "constraints.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// mustConstraint parses c with Masterminds, the reference the compiled
-// constraints are checked against.
-func mustConstraint(t testing.TB, c string) *semver.Constraints {
-	t.Helper()
-	cs, err := semver.NewConstraint(c)
-	if err != nil {
-		t.Fatalf("constraint %q: %v", c, err)
-	}
-	return cs
-}
 
 // constraintVersions is a version set that straddles every comparator in
 // the table: releases and prereleases of every shape Masterminds compares
@@ -69,7 +40,7 @@ func mmCheck(ms *semver.Constraints, v cver) bool {
 // Masterminds on every version, with IncludePrerelease off and on.
 func TestConstraintMatchesMasterminds(t *testing.T) {
 	vs := constraintVersions()
-	for _, text := range constraintTable(t) {
+	for _, text := range testutil.Lines(t, filepath.Join("testdata", "constraints.txt")) {
 		t.Run(text+" agrees with Masterminds", func(t *testing.T) {
 			c, err := compileConstraint(text)
 			if err != nil {
@@ -78,7 +49,7 @@ func TestConstraintMatchesMasterminds(t *testing.T) {
 			if c.fallback != nil {
 				t.Fatalf("falls back to Masterminds; want it compiled")
 			}
-			ms := mustConstraint(t, text)
+			ms := testutil.Constraint(t, text)
 			for _, includePre := range []bool{false, true} {
 				ms.IncludePrerelease, c.includePre = includePre, includePre
 				bad := 0
@@ -113,7 +84,7 @@ func TestCompileConstraintErrors(t *testing.T) {
 // form agrees with Masterminds' Check on the fuzzed version and on versions
 // next to every number the constraint mentions.
 func FuzzConstraint(f *testing.F) {
-	for i, text := range constraintTable(f) {
+	for i, text := range testutil.Lines(f, filepath.Join("testdata", "constraints.txt")) {
 		f.Add(text, uint8(i%4), uint8(i%11), uint64(i%6), []string{"", "rc1", "0", "alpha.1"}[i%4])
 	}
 	f.Fuzz(func(t *testing.T, text string, major, minor uint8, patch uint64, pre string) {
@@ -182,7 +153,7 @@ func TestComparePreMatchesMasterminds(t *testing.T) {
 }
 
 func TestChannelConstraint(t *testing.T) {
-	pre := mustConstraint(t, "~1.33")
+	pre := testutil.Constraint(t, "~1.33")
 	pre.IncludePrerelease = true
 	cases := []struct {
 		name         string
@@ -192,9 +163,9 @@ func TestChannelConstraint(t *testing.T) {
 		wantPre      bool
 	}{
 		{name: "no constraint compiles to nothing", ch: Channel{ConstraintText: "~1.2"}, wantNil: true},
-		{name: "text matching the constraint compiles", ch: Channel{Constraint: mustConstraint(t, "~1.33"), ConstraintText: "~1.33"}},
-		{name: "text disagreeing with the constraint keeps Masterminds", ch: Channel{Constraint: mustConstraint(t, "~1.33"), ConstraintText: ">=3"}, wantFallback: true},
-		{name: "missing text keeps Masterminds", ch: Channel{Constraint: mustConstraint(t, "~1.33")}, wantFallback: true},
+		{name: "text matching the constraint compiles", ch: Channel{Constraint: testutil.Constraint(t, "~1.33"), ConstraintText: "~1.33"}},
+		{name: "text disagreeing with the constraint keeps Masterminds", ch: Channel{Constraint: testutil.Constraint(t, "~1.33"), ConstraintText: ">=3"}, wantFallback: true},
+		{name: "missing text keeps Masterminds", ch: Channel{Constraint: testutil.Constraint(t, "~1.33")}, wantFallback: true},
 		{name: "IncludePrerelease carries over", ch: Channel{Constraint: pre, ConstraintText: "~1.33"}, wantPre: true},
 	}
 	vs := constraintVersions()

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -40,7 +41,7 @@ func BenchmarkChannelResolve(b *testing.B) {
 	const n = 10000
 	cs := func(name, include, exclude string) catalog.Channel { return csChannel(name, include, exclude) }
 	constrained := func(name, text string) catalog.Channel {
-		return catalog.Channel{Name: name, Source: "k3s-upgrade", Stream: resolver.Testing, Constraint: mustConstraint(b, text), ConstraintText: text}
+		return catalog.Channel{Name: name, Source: "k3s-upgrade", Stream: resolver.Testing, Constraint: testutil.Constraint(b, text), ConstraintText: text}
 	}
 	// The constraint channels all answer from the oldest minor: the scan
 	// covers all 10,000 versions. Prerelease comparators let prereleases

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -38,7 +39,7 @@ func TestChannelAnswers(t *testing.T) {
 	withInclude := func(c catalog.Channel, re string) catalog.Channel { c.Include = regexp.MustCompile(re); return c }
 	withBuilds := func(c catalog.Channel) catalog.Channel { c.Builds = true; return c }
 	withConstraint := func(c catalog.Channel, cs string) catalog.Channel {
-		c.Constraint, c.ConstraintText = mustConstraint(t, cs), cs
+		c.Constraint, c.ConstraintText = testutil.Constraint(t, cs), cs
 		return c
 	}
 	withLatest := func(c catalog.Channel, v string) catalog.Channel { c.Latest = v; return c }
@@ -124,7 +125,7 @@ func TestFilterReasonsAgree(t *testing.T) {
 		{Stream: resolver.Released},
 		{Stream: resolver.Devel},
 		{Stream: resolver.Testing, Builds: true},
-		catalog.ChannelFilter(&catalog.Channel{Name: "c", Stream: resolver.Proposed, Constraint: mustConstraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}, testTime),
+		catalog.ChannelFilter(&catalog.Channel{Name: "c", Stream: resolver.Proposed, Constraint: testutil.Constraint(t, "~2.9 || ~1.33"), ConstraintText: "~2.9 || ~1.33"}, testTime),
 		catalog.ChannelFilter(&catalog.Channel{Name: "r", Stream: resolver.Testing, Include: regexp.MustCompile(`\.3`), Exclude: regexp.MustCompile(`^[^+]+-`)}, testTime),
 	}
 	for _, idx := range s.sources {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -47,7 +48,7 @@ func TestServedSinceBringsTheAnnouncedUpToDate(t *testing.T) {
 	channels := []catalog.Channel{
 		{Name: "latest", Source: "k3s", Stream: resolver.Released},
 		{Name: "announced", Source: "k3s", Stream: resolver.Released},
-		{Name: "empty", Source: "k3s", Stream: resolver.Released, Constraint: mustConstraint(t, ">= 2.0"), ConstraintText: ">= 2.0"},
+		{Name: "empty", Source: "k3s", Stream: resolver.Released, Constraint: testutil.Constraint(t, ">= 2.0"), ConstraintText: ">= 2.0"},
 	}
 	snap := New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, nil, testTime)
 	recorded := map[string]string{"announced": "v1.33.6+k3s1", "empty": ""}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -66,15 +64,6 @@ func jujuData(t testing.TB, blocked ...string) catalog.SourceData {
 
 func k3sData(t testing.TB, blocked ...string) catalog.SourceData {
 	return sourceData(t, "k3s-upgrade", mustParser(t, resolver.SchemeSemver, `k3s(\d+)`), k3sTags, blocked...)
-}
-
-func mustConstraint(t testing.TB, c string) *semver.Constraints {
-	t.Helper()
-	cs, err := semver.NewConstraint(c)
-	if err != nil {
-		t.Fatalf("constraint %q: %v", c, err)
-	}
-	return cs
 }
 
 // channelserver-style channel: the stream is testing (channelserver sees

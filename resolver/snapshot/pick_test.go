@@ -2,14 +2,13 @@ package snapshot
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -33,12 +32,12 @@ func TestPickMatchesMasterminds(t *testing.T) {
 	k3s := sourceData(t, "k3s-upgrade", mustParser(t, resolver.SchemeSemver, `k3s(\d+)`), benchK3sTags(600))
 	s := New(nil, []catalog.SourceData{jujuData(t, "2.9.42"), k3sData(t), k3s}, nil, testTime)
 	var texts []string
-	texts = append(texts, constraintTable(t)...)
+	texts = append(texts, testutil.Lines(t, filepath.Join("..", "catalog", "testdata", "constraints.txt"))...)
 	texts = append(texts, "~1.10", "~1.11.3", ">=1.12.0-0 <1.13", "1.10.x || 1.11.0-rc2")
 	for _, idx := range s.sources {
 		for _, text := range texts {
 			for _, stream := range []resolver.Stream{resolver.Released, resolver.Testing} {
-				c := catalog.Channel{Name: "c", Stream: stream, Constraint: mustConstraint(t, text), ConstraintText: text}
+				c := catalog.Channel{Name: "c", Stream: stream, Constraint: testutil.Constraint(t, text), ConstraintText: text}
 				want := refPick(&c, idx.versions)
 				f := catalog.ChannelFilter(&c, testTime)
 				if got := f.Pick(idx.versions, idx.keys); got != want {
@@ -57,7 +56,7 @@ func TestPickMatchesMasterminds(t *testing.T) {
 func TestVersionsMatchMasterminds(t *testing.T) {
 	k3s := sourceData(t, "k3s-upgrade", mustParser(t, resolver.SchemeSemver, `k3s(\d+)`), benchK3sTags(600))
 	s := New(nil, []catalog.SourceData{jujuData(t), k3s}, nil, testTime)
-	texts := append([]string{"~1.10", ">=1.12.0-0 <1.13", "1.10.x || 1.11.0-rc2", "2.9.x-0 || >3.0.0-beta1"}, constraintTable(t)...)
+	texts := append([]string{"~1.10", ">=1.12.0-0 <1.13", "1.10.x || 1.11.0-rc2", "2.9.x-0 || >3.0.0-beta1"}, testutil.Lines(t, filepath.Join("..", "catalog", "testdata", "constraints.txt"))...)
 	for _, src := range []string{"jujud-operator", "k3s-upgrade"} {
 		all, err := s.Versions(src, resolver.Testing, "")
 		if err != nil {
@@ -65,7 +64,7 @@ func TestVersionsMatchMasterminds(t *testing.T) {
 		}
 		for _, text := range texts {
 			for _, stream := range []resolver.Stream{resolver.Released, resolver.Testing} {
-				ms := mustConstraint(t, text)
+				ms := testutil.Constraint(t, text)
 				var want []string
 				for i := range all {
 					if stream.Includes(all[i].Stream) && ms.Check(catalog.ConstraintVersion(all[i].Version)) {
@@ -85,7 +84,7 @@ func TestVersionsMatchMasterminds(t *testing.T) {
 }
 
 func TestConstraintPathsAllocateNothing(t *testing.T) {
-	c := catalog.Channel{Name: "c", Source: "k3s-upgrade", Stream: resolver.Testing, Constraint: mustConstraint(t, "~1.10"), ConstraintText: "~1.10"}
+	c := catalog.Channel{Name: "c", Source: "k3s-upgrade", Stream: resolver.Testing, Constraint: testutil.Constraint(t, "~1.10"), ConstraintText: "~1.10"}
 	s := New([]catalog.Channel{c}, []catalog.SourceData{sourceData(t, "k3s-upgrade", mustParser(t, resolver.SchemeSemver, `k3s(\d+)`), benchK3sTags(1000))}, nil, testTime)
 	idx := s.bySource["k3s-upgrade"]
 	f := s.filters[0]
@@ -127,21 +126,4 @@ func TestConstraintCacheConcurrent(t *testing.T) {
 	for range 4 {
 		<-done
 	}
-}
-
-// constraintTable is catalog's table of constraints
-// (catalog/testdata/constraints.txt), run here as channels.
-func constraintTable(t testing.TB) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "catalog", "testdata", "constraints.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
@@ -35,7 +36,7 @@ func TestResolve(t *testing.T) {
 	channels := []catalog.Channel{
 		csChannel("v1.33", `v1\.33\..*`, `^[^+]+-`),
 		{Name: "stable", Source: "k3s-upgrade", Stream: resolver.Testing, Latest: "v1.33.6+k3s1"},
-		{Name: "2.9", Source: "jujud-operator", Stream: resolver.Released, Constraint: mustConstraint(t, "~2.9"), ConstraintText: "~2.9"},
+		{Name: "2.9", Source: "jujud-operator", Stream: resolver.Released, Constraint: testutil.Constraint(t, "~2.9"), ConstraintText: "~2.9"},
 		{Name: "edge", Source: "jujud-operator", Stream: resolver.Devel, Builds: true},
 	}
 	s := New(channels, []catalog.SourceData{jujuData(t, "2.9.10"), k3sData(t)}, nil, testTime)
