@@ -60,15 +60,11 @@ func (s *Store) Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var f resolver.Freeze
-			if err := scanFreeze(rows, &f); err != nil {
-				return err
-			}
-			out = append(out, f)
-		}
-		return rows.Err()
+		out, err = pgx.AppendRows(out[:0], rows, func(r pgx.CollectableRow) (f resolver.Freeze, err error) {
+			err = scanFreeze(r, &f)
+			return
+		})
+		return err
 	})
 	return out, err
 }

@@ -105,15 +105,11 @@ func (s *Store) queryChanges(ctx context.Context, op, where string, args ...any)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var c resolver.ScheduledChange
-			if err := scanChange(rows, &c); err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		if err := rows.Err(); err != nil {
+		out, err = pgx.AppendRows(out[:0], rows, func(r pgx.CollectableRow) (c resolver.ScheduledChange, err error) {
+			err = scanChange(r, &c)
+			return
+		})
+		if err != nil {
 			return err
 		}
 		return loadApprovals(ctx, tx, out)

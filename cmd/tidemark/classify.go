@@ -60,7 +60,8 @@ func noArgs(e *cli.Env, name string) cobra.PositionalArgs {
 }
 
 // classified is one output line of classify. Every key is always present so
-// that scripts can rely on the shape.
+// that scripts can rely on the shape. CONTRACT section 4 fixes its keys and
+// their order ("valid" second), which is why it is not openapi.Version.
 type classified struct {
 	Tag       string `json:"tag"`
 	Valid     bool   `json:"valid"`

@@ -196,14 +196,11 @@ func (s *Outbox) RecentEvents(ctx context.Context, limit int) ([]resolver.Event,
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var e resolver.Event
-			if err := scanEvent(rows, &e); err != nil {
-				return err
-			}
-			events = append(events, e)
-		}
-		if err := rows.Err(); err != nil {
+		events, err = pgx.AppendRows(events[:0], rows, func(r pgx.CollectableRow) (e resolver.Event, err error) {
+			err = scanEvent(r, &e)
+			return
+		})
+		if err != nil {
 			return err
 		}
 		rows, err = tx.Query(ctx, `
