@@ -43,13 +43,9 @@ func (s *API) listRisks(c echo.Context) error {
 }
 
 func (s *API) putRisk(c echo.Context) error {
-	v, err := s.View()
+	source, err := s.SourceParam(c)
 	if err != nil {
 		return err
-	}
-	source := core.PathParam(c, "source")
-	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return core.BadParam("source", err)
 	}
 	var req openapi.RiskRequest
 	if err := core.DecodeBody(c, &req, true); err != nil {
@@ -75,14 +71,11 @@ func (s *API) putRisk(c echo.Context) error {
 }
 
 func (s *API) deleteRisk(c echo.Context) error {
-	v, err := s.View()
+	source, err := s.SourceParam(c)
 	if err != nil {
 		return err
 	}
-	source, name := core.PathParam(c, "source"), core.PathParam(c, "risk")
-	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return core.BadParam("source", err)
-	}
+	name := core.PathParam(c, "risk")
 	reason, err := core.ReasonOf(c)
 	if err != nil {
 		return err

@@ -223,13 +223,9 @@ func (s *API) reloadAfterWrite(ctx context.Context, c snapshot.Change) error {
 }
 
 func (s *API) scan(c echo.Context) error {
-	v, err := s.View()
+	source, err := s.SourceParam(c)
 	if err != nil {
 		return err
-	}
-	source := core.PathParam(c, "source")
-	if _, err := v.Snap.SourceInfo(source); err != nil {
-		return core.BadParam("source", err)
 	}
 	if s.Opts.Scan == nil {
 		return fmt.Errorf("%w: this replica does not index (serve --no-index, or another replica holds the indexer lock); ask the indexing replica", resolver.ErrUnavailable)

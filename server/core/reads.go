@@ -191,6 +191,20 @@ func (s *Server) ChannelParam(c echo.Context) (*View, *Entry, error) {
 	return v, e, nil
 }
 
+// SourceParam is the :source path parameter, which must name a configured
+// source (else 404 naming it).
+func (s *Server) SourceParam(c echo.Context) (string, error) {
+	v, err := s.View()
+	if err != nil {
+		return "", err
+	}
+	source := PathParam(c, "source")
+	if _, err := v.Snap.SourceInfo(source); err != nil {
+		return "", BadParam("source", err)
+	}
+	return source, nil
+}
+
 func (v *View) Channel(name string) (*Entry, error) {
 	e, ok := v.channels[name]
 	if !ok {
