@@ -144,6 +144,14 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, er
 			}
 		})
 	}
+	total := pace(d, rate, work)
+	wg.Wait()
+	return total, failed
+}
+
+// pace sends 0, 1, ... to work at rate a second for d, then closes work;
+// it returns how many it sent.
+func pace(d time.Duration, rate int, work chan<- int) int {
 	start := time.Now()
 	total := int(d.Seconds() * float64(rate))
 	for i := range total {
@@ -153,6 +161,5 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, er
 		work <- i
 	}
 	close(work)
-	wg.Wait()
-	return total, failed
+	return total
 }

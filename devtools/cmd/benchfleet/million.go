@@ -206,15 +206,7 @@ func millionLoad(ctx context.Context, base string, pool *pgxpool.Pool, rate int,
 		}
 		each.Wait()
 	})
-	start := time.Now()
-	total := int(d.Seconds() * float64(rate))
-	for i := range total {
-		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
-			time.Sleep(wait)
-		}
-		work <- i
-	}
-	close(work)
+	total := pace(d, rate, work)
 	wg.Wait()
 	close(probes)
 	pw.Wait()
