@@ -30,10 +30,12 @@ type Registry struct {
 	Host string // 127.0.0.1:port
 	cmd  *exec.Cmd
 	done chan struct{}
+	tmp  string // a storage directory of its own, removed by Stop
 }
 
 // Start runs the registry with filesystem storage under dir (which must
-// exist) and waits until it answers. Stop it with Stop.
+// exist; "": a temporary directory of its own, removed by Stop) and waits
+// until it answers. Stop it with Stop.
 func Start(ctx context.Context, dir string) (*Registry, error) {
 	return StartWith(ctx, dir, Options{})
 }
@@ -70,6 +72,19 @@ func (o Options) notifications() string {
 func StartWith(ctx context.Context, dir string, o Options) (*Registry, error) {
 	if _, err := os.Stat(Binary); err != nil {
 		return nil, fmt.Errorf("distribution registry %s missing (Debian: apt-get install docker-registry): %w", Binary, err)
+	}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "distreg-")
+		if err != nil {
+			return nil, err
+		}
+		r, err := StartWith(ctx, tmp, o)
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, err
+		}
+		r.tmp = tmp
+		return r, nil
 	}
 	port, err := freePort()
 	if err != nil {
@@ -129,6 +144,9 @@ http:
 func (r *Registry) Stop() {
 	_ = r.cmd.Process.Kill()
 	<-r.done
+	if r.tmp != "" {
+		_ = os.RemoveAll(r.tmp)
+	}
 }
 
 // Push writes one small random image to repo and points every tag at it,

@@ -68,12 +68,7 @@ func run(ctx context.Context, n int, crane string, conc int, verbose bool) error
 	if dbURL == "" {
 		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-index")
 	}
-	dir, err := os.MkdirTemp("", "benchindex-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	reg, err := distreg.Start(ctx, dir)
+	reg, err := distreg.Start(ctx, "")
 	if err != nil {
 		return err
 	}

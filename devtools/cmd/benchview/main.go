@@ -48,12 +48,7 @@ const repo = "rancher/k3s-upgrade"
 
 func run(count, n, workers int, dur time.Duration) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "benchview")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	reg, err := distreg.Start(ctx, dir)
+	reg, err := distreg.Start(ctx, "")
 	if err != nil {
 		return err
 	}
