@@ -1,9 +1,6 @@
 package indexer
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"sort"
@@ -14,13 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/indexer/registryhttp"
-	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
-	"github.com/tidemark-dev/tidemark/store"
 )
 
 // fastRetry keeps fault tests quick while exercising the same code paths.
@@ -28,73 +20,6 @@ import (
 // while, and a timeout would add a retry that tests counting requests do not
 // expect. A test about timeouts sets its own.
 var fastRetry = registryhttp.RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: 10 * time.Millisecond, MaxRetryAfter: 3 * time.Second, Timeout: 10 * time.Second}
-
-func testSource(t *testing.T, name, image string) Source {
-	t.Helper()
-	p, err := resolver.NewParser(resolver.SchemeSemver, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Source{Source: catalog.Source{Name: name, Image: image, Parser: p}, Insecure: true}
-}
-
-// newTestIndexer indexes one source "app" at reg/<repo>.
-func newTestIndexer(t *testing.T, st Store, reg *testRegistry, repo string, edit ...func(*Source)) *Indexer {
-	t.Helper()
-	src := testSource(t, "app", reg.host+"/"+repo)
-	for _, e := range edit {
-		e(&src)
-	}
-	if st == nil {
-		st = unusedStore{}
-	}
-	opts := Options{Sources: []Source{src}, Store: st, Metrics: prometheus.NewRegistry(), Log: testLog(t)}
-	if s, ok := st.(*store.Store); ok {
-		opts.Lock = storeLock(s)
-	}
-	ix, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix.retry = fastRetry
-	return ix
-}
-
-// storeLock is the store's indexer lock as Options.Lock, as serve wires it.
-func storeLock(st *store.Store) TryLock {
-	return func(ctx context.Context) (<-chan struct{}, func(), bool, error) {
-		l, held, err := st.TryIndexerLock(ctx)
-		return l.Lost(), l.Release, held, err
-	}
-}
-
-func testLog(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-// list runs the listing half of a scan.
-func list(t *testing.T, ix *Indexer) ([]string, int, error) {
-	t.Helper()
-	var n atomic.Int64
-	_, tags, err := ix.listTags(context.Background(), ix.log, ix.order[0], &n)
-	return tags, int(n.Load()), err
-}
-
-func tagNames(n int) []string {
-	var tags []string
-	for i := range n {
-		tags = append(tags, fmt.Sprintf("v1.0.%d", i))
-	}
-	sort.Strings(tags)
-	return tags
-}
 
 func TestListFollowsPaginationInTinyPages(t *testing.T) {
 	reg := newTestRegistry(t)
@@ -284,38 +209,6 @@ func TestListShrinkingBetweenPagesHasNoDuplicates(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", -1},
-		{"7", 7 * time.Second},
-		{"-3", -1},
-		{"soon", -1},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
-	}
-	for _, tc := range tests {
-		if got := registryhttp.RetryAfter(tc.in, now); got != tc.want {
-			t.Errorf("retryAfter(%q) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestBackoffIsBoundedFullJitter(t *testing.T) {
-	rt := &registryhttp.RetryTransport{Policy: registryhttp.RetryPolicy{Base: 100 * time.Millisecond, Max: time.Second}}
-	for attempt := 1; attempt <= 10; attempt++ {
-		ceil := min(100*time.Millisecond<<(attempt-1), time.Second)
-		for range 50 {
-			if d := rt.Backoff(attempt); d < 0 || d >= ceil {
-				t.Fatalf("backoff(%d) = %s, want in [0, %s)", attempt, d, ceil)
-			}
-		}
-	}
-}
-
 func TestExcludeIsARegexpOnTheTag(t *testing.T) {
 	src := testSource(t, "app", "example.com/app")
 	src.Exclude = regexp.MustCompile(`^(latest|.*\.sig)$`)
@@ -323,55 +216,6 @@ func TestExcludeIsARegexpOnTheTag(t *testing.T) {
 		if got := src.Exclude.MatchString(tag); got != want {
 			t.Errorf("exclude %q = %v, want %v", tag, got, want)
 		}
-	}
-}
-
-func TestRateLimitIsSharedPerRegistry(t *testing.T) {
-	mk := func(name, image string) Source { return testSource(t, name, image) }
-	ix, err := New(Options{
-		Sources: []Source{
-			mk("a", "docker.io/library/alpine"), mk("b", "index.docker.io/rancher/k3s"),
-			mk("c", "registry-1.docker.io/juju/jujud"), mk("d", "ghcr.io/x/y"), mk("e", "ghcr.io/x/z"),
-			mk("f", "quay.io/q/r"),
-		},
-		Store:      unusedStore{},
-		RateLimits: map[string]float64{"ghcr.io": 5},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim := func(n string) *rate.Limiter { return ix.sources[n].limiter }
-	if lim("a") == nil || lim("a") != lim("b") || lim("a") != lim("c") || lim("a").Limit() != DefaultDockerHubRate {
-		t.Errorf("Docker Hub sources do not share one %d req/s limiter", DefaultDockerHubRate)
-	}
-	if lim("d") == nil || lim("d") != lim("e") || lim("d").Limit() != 5 {
-		t.Error("ghcr.io sources do not share the configured 5 req/s limiter")
-	}
-	if lim("f") != nil {
-		t.Error("quay.io is limited though nothing was configured")
-	}
-}
-
-func TestRateLimitSpacesRequests(t *testing.T) {
-	reg := newTestRegistry(t)
-	reg.push("app", tagNames(10)...)
-	reg.set(func(r *testRegistry) { r.pageSize = 1 })
-	src := testSource(t, "app", reg.host+"/app")
-	const rps = 25
-	ix, err := New(Options{Sources: []Source{src}, Store: unusedStore{}, RateLimits: map[string]float64{reg.host: rps}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Spend the burst so that every request below waits its turn.
-	ix.sources["app"].limiter.AllowN(time.Now(), rps)
-	start := time.Now()
-	_, n, err := list(t, ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	elapsed := time.Since(start)
-	if want := time.Duration(n-1) * time.Second / rps; n < 11 || elapsed < want*9/10 {
-		t.Errorf("%d requests in %s; want >= 11 requests taking >= %s at %d req/s", n, elapsed, want, rps)
 	}
 }
 
@@ -434,41 +278,5 @@ func TestListAsksForPagesWhenTheOnePageIsTooLarge(t *testing.T) {
 	qs := queries()
 	if len(qs) != 8 || qs[0] != "" || qs[1] != "n=4" {
 		t.Errorf("tag list queries = %q, want the registry's page, then 7 pages of n=4", qs)
-	}
-}
-
-func TestRateLimitHoldsInTheFirstSecond(t *testing.T) {
-	reg := newTestRegistry(t)
-	reg.push("app", tagNames(40)...)
-	var mu sync.Mutex
-	var at []time.Time
-	reg.set(func(r *testRegistry) {
-		r.pageSize = 1
-		r.fault = func(http.ResponseWriter, *http.Request) bool {
-			mu.Lock()
-			at = append(at, time.Now())
-			mu.Unlock()
-			return false
-		}
-	})
-	src := testSource(t, "app", reg.host+"/app")
-	const rps = 20
-	ix, err := New(Options{Sources: []Source{src}, Store: unusedStore{}, RateLimits: map[string]float64{reg.host: rps}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := list(t, ix); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	first := 0
-	for _, a := range at {
-		if a.Sub(at[0]) < time.Second {
-			first++
-		}
-	}
-	if first > rps+1 {
-		t.Errorf("%d requests in the first second at %d req/s; want at most %d", first, rps, rps+1)
 	}
 }

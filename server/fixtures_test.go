@@ -1,15 +1,26 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -112,3 +123,144 @@ func TestChannelserverFixturesAnswerEveryChannel(t *testing.T) {
 		})
 	}
 }
+
+// loadedAt and scanned fix every timestamp the golden files see.
+var (
+	loadedAt = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	scanned  = time.Date(2026, 5, 1, 11, 59, 0, 0, time.UTC)
+)
+
+// k3sTags is a realistic slice of rancher/k3s-upgrade's tag list: releases
+// with build revisions (k3s1, k3s2), release candidates, tags that are not
+// versions, and an out-of-order listing as registries return it.
+func k3sTags() []string {
+	tags := []string{"latest", "v1.21.2-k3s1", "v1.21.2-rc1-k3s1", "v1.21.1-k3s1", "v1.20.9-rc1-k3s1"}
+	// minor -> newest patch, each patch released as k3s1.
+	minors := [][2]int{{34, 2}, {16, 15}, {17, 17}, {18, 20}, {19, 16}, {20, 15}, {30, 14}, {31, 14}, {32, 10}, {33, 6}}
+	for _, m := range minors {
+		for p := 0; p <= m[1]; p++ {
+			tags = append(tags, fmt.Sprintf("v1.%d.%d-k3s1", m[0], p))
+		}
+	}
+	tags = append(tags,
+		"v1.33.6-k3s2",        // a second build of the same release beats k3s1
+		"v1.34.2-k3s2",        // newest overall
+		"v1.34.3-rc1-k3s1",    // pre-release, newer than every release
+		"v1.35.0-rc2-k3s1",    // pre-release of an unreleased minor
+		"v1.35.0-alpha1-k3s1", // testing stream
+		"v1.19.16-k3s2",
+		"sha256-0123.sig", // cosign signature, not a version
+	)
+	return tags
+}
+
+// semverSource is a k3s-like source with build revisions.
+func semverSource(t testing.TB, name, image string) catalog.Source {
+	return resolvertest.SemverSource(t, name, image)
+}
+
+// sourceData is resolvertest.SourceData as scanned at the golden files' time.
+func sourceData(src catalog.Source, tags []string, digests map[string]string) catalog.SourceData {
+	return resolvertest.SourceData(src, tags, digests, scanned)
+}
+
+// k3sChannelserver is k3s-io/k3s channel.yaml through the real loader,
+// read once: most tests serve it.
+var k3sChannelserver = sync.OnceValues(func() ([]catalog.Channel, error) {
+	return loadChannelserver("k3s-channel.yaml", "k3s", `k3s(\d+)`)
+})
+
+// k3sChannels is the k3s channel.yaml fixture with
+// `defaults: {source: k3s, stream: testing}` and its redirectBase, and a few
+// channels it does not have: minors of today's file (v1.32 has a blocked
+// newest release, v1.33 a second build), a minor with no tags at all, and
+// Tidemark's own default redirect.
+func k3sChannels() []catalog.Channel {
+	loaded, err := k3sChannelserver()
+	if err != nil {
+		panic(fmt.Sprintf("k3s fixture: %v", err))
+	}
+	ch := func(name, include string) catalog.Channel {
+		return catalog.Channel{Name: name, Source: "k3s", Stream: resolver.Testing, Redirect: "https://github.com/k3s-io/k3s/releases/tag/",
+			Include: regexp.MustCompile(include), Exclude: regexp.MustCompile(`^[^+]+-`)}
+	}
+	return append(slices.Clone(loaded), ch("v1.32", `v1\.32\..*`), ch("v1.33", `v1\.33\..*`), ch("v1.99", `v1\.99\..*`),
+		catalog.Channel{Name: "k3s-released", Source: "k3s", Stream: resolver.Released})
+}
+
+// k3sSnapshot is the snapshot most tests serve.
+func k3sSnapshot(t testing.TB) *snapshot.Snapshot {
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	sd := sourceData(src, k3sTags(), nil)
+	sd.Blocks = []catalog.Block{{Source: "k3s", Version: "v1.32.10+k3s1", Reason: "CVE", BlockedBy: "ops", BlockedAt: scanned}}
+	states := map[string]catalog.ChannelState{
+		"k3s-released": {Revision: 3, UpdatedAt: scanned},
+	}
+	return snapshot.New(k3sChannels(), []catalog.SourceData{sd}, states, loadedAt)
+}
+
+// newTestServer serves snap (loaded once) and returns the server and a
+// test server whose every response is validated against openapi.yaml.
+func newTestServer(t *testing.T, snap *snapshot.Snapshot, externalURL string) (*Server, *httptest.Server, *testutil.LockedBuffer) {
+	t.Helper()
+	logs := &testutil.LockedBuffer{}
+	s, err := New(Options{
+		ExternalURL: externalURL,
+		Log:         slog.New(slog.NewTextHandler(logs, nil)),
+		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	ts := httptest.NewServer(validating(t, s.Handler()))
+	t.Cleanup(ts.Close)
+	return s, ts, logs
+}
+
+// send is the one request helper of the server tests: token is a bearer
+// token, or a whole Authorization value when it holds a space; hdr are
+// header name/value pairs. Redirects are not followed (a 302 is an answer).
+func send(t *testing.T, method, url, token, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	switch {
+	case strings.Contains(token, " "): // a whole Authorization value
+		req.Header.Set("Authorization", token)
+	case token != "":
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	return res, b
+}
+
+// noRedirects is how system-upgrade-controller's client is configured.
+var noRedirects = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       10 * time.Second,
+}
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
