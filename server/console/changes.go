@@ -19,7 +19,7 @@ import (
 type uiChangesBody struct {
 	Scheduled, Pending, Decided []openapi.Change
 	Freezes                     []openapi.Freeze
-	Problem                     *uiProblem
+	Problem                     *openapi.Problem
 }
 
 // maxUIChanges bounds the changes the page lists.

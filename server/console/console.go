@@ -37,7 +37,7 @@ func mustParseUI() map[string]*template.Template {
 		"pathEsc":   pathEscape,
 		"steps":     rolloutSteps,
 		"action":    actionText,
-		"isInvalid": func(p *uiProblem, param string) bool { return p != nil && p.Param == param },
+		"isInvalid": func(p *openapi.Problem, param string) bool { return p != nil && p.Param == param },
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(uiFiles, "ui/templates/layout.html", "ui/templates/rows.html"))
 	pages, err := fs.Glob(uiFiles, "ui/templates/page_*.html")
@@ -125,7 +125,7 @@ func (s *Console) uiError(c echo.Context, err error) error {
 	if p.Status >= 500 {
 		s.Log.ErrorContext(c.Request().Context(), "console request failed", "path", core.LogPath(c.Request()), "err", err)
 	}
-	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: uiProblemOf(p)})
+	return s.render(c, p.Status, "page_error.html", uiPage{Title: p.Title, Body: &p})
 }
 
 func (s *Console) uiAsset(c echo.Context) error {
@@ -150,24 +150,13 @@ var assetTypes = map[string]string{
 	".svg": "image/svg+xml",
 }
 
-// uiProblem is a problem+json answer as a page shows it.
-type uiProblem struct {
-	Status int
-	Title  string
-	Detail string
-	Param  string
-}
-
-func uiProblemOf(p openapi.Problem) *uiProblem {
-	return &uiProblem{Status: p.Status, Title: p.Title, Detail: p.Detail, Param: p.Param}
-}
-
 // problemOf is err as the API would answer it; nil for nil.
-func problemOf(err error) *uiProblem {
+func problemOf(err error) *openapi.Problem {
 	if err == nil {
 		return nil
 	}
-	return uiProblemOf(core.ProblemFor(err))
+	p := core.ProblemFor(err)
+	return &p
 }
 
 // timeFormat formats a time.Time or *time.Time (as templates hold both) in

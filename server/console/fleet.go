@@ -101,7 +101,7 @@ type uiFleetBar struct {
 // channelFleet reads the channel's fleet summary through the API's own
 // handler (auth is the route's middleware, not the handler's: counts are
 // what /metrics exports), and shapes it as the chart's rows.
-func (s *Console) channelFleet(c echo.Context, v *core.View, e *core.Entry) (*uiFleetChart, *uiProblem) {
+func (s *Console) channelFleet(c echo.Context, v *core.View, e *core.Entry) (*uiFleetChart, *openapi.Problem) {
 	if s.Opts.Fleet.Store == nil {
 		return nil, nil
 	}

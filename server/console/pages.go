@@ -73,19 +73,19 @@ type uiChannelBody struct {
 	// (a block of what it served is a change too); nil: never.
 	LastChange *time.Time
 	// HistoryProblem is why the history could not be read (no database).
-	HistoryProblem *uiProblem
+	HistoryProblem *openapi.Problem
 	Stepwise       bool
 	Settle         string // "" when clusters need not settle
 	Soak           string // the channel's own soak gate, "" for the source's
 	Fleet          *uiFleetChart
 	// FleetProblem is why the fleet could not be read; both nil when the
 	// server records no fleet.
-	FleetProblem *uiProblem
+	FleetProblem *openapi.Problem
 	// Rollout is the API's rollout of the channel, with the fleet's counts;
 	// nil when it never rolled out. RolloutProblem is why the counts could
 	// not be read (Rollout is then the channel object's, without them).
 	Rollout        *openapi.Rollout
-	RolloutProblem *uiProblem
+	RolloutProblem *openapi.Problem
 	// Graph is the channel's update graph laid out; nil when it serves
 	// nothing. Risks are its source's known risks.
 	Graph *uiGraph
@@ -132,7 +132,7 @@ type uiResolveBody struct {
 	Channels []string
 	Streams  []string
 	Answer   *openapi.ResolveAnswer
-	Problem  *uiProblem
+	Problem  *openapi.Problem
 }
 
 // maxEligible bounds the pin form's suggestions; any version can be typed.

@@ -21,7 +21,7 @@ import (
 // channelRolloutOf is the rollout section of ch's page: nil when ch never
 // rolled out. When the API cannot answer (no database), the section shows
 // the channel object's rollout, with the last cluster counts this replica knew (or none yet), and why.
-func (s *Console) channelRolloutOf(c echo.Context, e *core.Entry, ch openapi.Channel) (*openapi.Rollout, *uiProblem) {
+func (s *Console) channelRolloutOf(c echo.Context, e *core.Entry, ch openapi.Channel) (*openapi.Rollout, *openapi.Problem) {
 	if ch.Rollout == nil {
 		return nil, nil
 	}
