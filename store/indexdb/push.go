@@ -54,10 +54,7 @@ func (s *Index) IndexTag(ctx context.Context, source string, t resolver.Tag, see
 		if changed = res.RowsAffected() > 0; !changed {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `update sources set listing_fingerprint = null where name = $1`, source); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, "scan", source, "tag", t.Name)
+		return s.tagChanged(ctx, tx, source, t.Name)
 	})
 	return changed, err
 }
@@ -77,12 +74,19 @@ func (s *Index) MarkTagAbsent(ctx context.Context, source, tag string) (changed 
 		if changed = res.RowsAffected() > 0; !changed {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `update sources set listing_fingerprint = null where name = $1`, source); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, "scan", source, "tag", tag)
+		return s.tagChanged(ctx, tx, source, tag)
 	})
 	return changed, err
+}
+
+// tagChanged follows a change to one tag outside a listing: the source's
+// listing fingerprint is forgotten, so the next listing merges rather than
+// skipping as unchanged, and the change is announced.
+func (s *Index) tagChanged(ctx context.Context, tx pgx.Tx, source, tag string) error {
+	if _, err := tx.Exec(ctx, `update sources set listing_fingerprint = null where name = $1`, source); err != nil {
+		return err
+	}
+	return s.notify(ctx, tx, "scan", source, "tag", tag)
 }
 
 // lockSource takes the lock a scan takes on its source row (see mergeTags).
