@@ -21,7 +21,7 @@ import (
 
 // startProcess runs `tidemark serve --no-index` as a process of its own
 // (the test binary re-executed, see TestMain) and waits until it is ready.
-func startProcess(t *testing.T, env map[string]string) (*exec.Cmd, string) {
+func startProcess(t *testing.T, env map[string]string) (*exec.Cmd, string, *testutil.LockedBuffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +44,7 @@ func startProcess(t *testing.T, env map[string]string) (*exec.Cmd, string) {
 		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				return cmd, "http://" + addr
+				return cmd, "http://" + addr, logs
 			}
 		}
 		if time.Now().After(deadline) {
@@ -70,8 +70,8 @@ func TestScheduledChangeSurvivesAKill9(t *testing.T) {
 	c := &tmcli{t: t, env: env}
 	tok := strings.TrimSpace(c.must("token", "create", "--name", "release-bot", "--scope", "promote"))
 
-	a, baseA := startProcess(t, env)
-	_, baseB := startProcess(t, env)
+	a, baseA, _ := startProcess(t, env)
+	_, baseB, _ := startProcess(t, env)
 
 	at := time.Now().Add(3 * time.Second).UTC()
 	req, _ := http.NewRequest(http.MethodPost, baseA+"/api/v1/channels/v1.33/changes",

@@ -44,6 +44,7 @@ func newServeCmd(e *cli.Env) *cobra.Command {
 				h := hints{w: e.Stderr, now: time.Now}
 				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
 			}
+			setMemoryLimit(log, e.Getenv)
 			stopProfile, err := startCPUProfile(e.Getenv("TIDEMARK_CPU_PROFILE"))
 			if err != nil {
 				return err
