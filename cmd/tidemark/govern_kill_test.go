@@ -19,6 +19,22 @@ import (
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
+// processEnv is the environment of a serve process: a fresh database,
+// seeded, and the e2e configuration.
+func processEnv(t *testing.T) map[string]string {
+	t.Helper()
+	if os.Getenv("DATABASE_URL") == "" {
+		t.Fatal("set DATABASE_URL or run via make test")
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
+	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": storetest.URL(t), "TIDEMARK_CONFIG": cfgPath}
+	seed(t, env)
+	return env
+}
+
 // startProcess runs `tidemark serve --no-index` as a process of its own
 // (the test binary re-executed, see TestMain) and waits until it is ready.
 func startProcess(t *testing.T, env map[string]string) (*exec.Cmd, string, *testutil.LockedBuffer) {
@@ -58,15 +74,7 @@ func startProcess(t *testing.T, env map[string]string) (*exec.Cmd, string, *test
 // which is killed with SIGKILL one second before the change's time, is
 // applied by replica B within 5 s of its time, once.
 func TestScheduledChangeSurvivesAKill9(t *testing.T) {
-	if os.Getenv("DATABASE_URL") == "" {
-		t.Fatal("set DATABASE_URL or run via make test")
-	}
-	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
-	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"DATABASE_URL": storetest.URL(t), "TIDEMARK_CONFIG": cfgPath}
-	seed(t, env)
+	env := processEnv(t)
 	c := &tmcli{t: t, env: env}
 	tok := strings.TrimSpace(c.must("token", "create", "--name", "release-bot", "--scope", "promote"))
 

@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
-
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // TestServeSetsItsMemoryLimit runs serve as a process of its own (the
@@ -22,15 +18,7 @@ import (
 // memory limit, or none when the container has none, as memlimit reads
 // this machine's cgroup.
 func TestServeSetsItsMemoryLimit(t *testing.T) {
-	if os.Getenv("DATABASE_URL") == "" {
-		t.Fatal("set DATABASE_URL or run via make test")
-	}
-	cfgPath := filepath.Join(t.TempDir(), "tidemark.yaml")
-	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"DATABASE_URL": storetest.URL(t), "TIDEMARK_CONFIG": cfgPath}
-	seed(t, env)
+	env := processEnv(t)
 
 	container, err := memlimit.FromCgroup()
 	var want, from string
