@@ -121,6 +121,8 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("first index of all sources: %s (floor %s)\n", ms(firstIndex), ms(floor))
 	peakA := a.peakRSS()
+	var startTook time.Duration // A's start over every tag, when it restarts
+	var peakStart int64
 	if o.digestWait > 0 {
 		digests, err := waitDigests(ctx, db, start, o.digestWait)
 		if err != nil {
@@ -133,9 +135,11 @@ func run(ctx context.Context, o options) error {
 		// Tidemark, and at a million tags outlasts the bench: A stops
 		// indexing and serves on, started again with --no-index.
 		a.stop()
+		restart := time.Now()
 		if a, err = startReplica(ctx, o.tidemark, "A", cfg, db, false, ""); err != nil {
 			return err
 		}
+		startTook, peakStart = time.Since(restart), a.peakRSS()
 		fmt.Printf("replica A restarted with --no-index (digest phase left out; -digest-wait to wait for it)\n")
 	}
 	// A million rows just written wake autovacuum, which would then run
@@ -161,6 +165,10 @@ func run(ctx context.Context, o options) error {
 	row("first index of all sources", ms(firstIndex), fmt.Sprintf("%.2fx the floor (crane ls + COPY); goal <= 4x", ratio(firstIndex, floor)))
 	row("peak RSS, replica A (serves and indexes)", mb(peakA), "VmHWM while it indexed; goal <= 1 GB")
 	row("peak RSS, replica B (serves)", mb(b.peakRSS()), "VmHWM; goal <= 1 GB")
+	if startTook > 0 {
+		row("replica A's start over every tag", ms(startTook), "a full load, until /healthz answers")
+		row("peak RSS of that start", mb(peakStart), "VmHWM of the restarted A")
+	}
 	row("reload after one source changes, p50", ms(m.reload.p50), fmt.Sprintf("replica B's own timing over %d reloads", m.reload.n))
 	row("reload after one source changes, p99", ms(m.reload.p99), "goal <= 20 ms")
 	row("one source change served by B, p50", ms(m.change.p50), fmt.Sprintf("from recording the scan (%d rows), over %d changes", o.tags+1, m.change.n))
