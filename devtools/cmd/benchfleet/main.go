@@ -87,20 +87,12 @@ func main() {
 }
 
 func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds int) error {
-	st, db, err := openStore(ctx)
+	st, db, token, seedTime, err := openSeeded(ctx, records)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	seedTime, err := seed(ctx, db, records)
-	if err != nil {
-		return err
-	}
 	fmt.Printf("seeded %d fleet records in channel stable in %s (generate_series, then vacuum analyze)\n", records, seedTime.Round(time.Millisecond))
-	token, err := st.CreateToken(ctx, "benchfleet", []string{"read"})
-	if err != nil {
-		return err
-	}
 
 	counting := &countingFleet{Store: st}
 	base, stop, err := serve(ctx, counting)

@@ -36,19 +36,11 @@ func millionChild(ctx context.Context) error {
 }
 
 func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
-	st, db, err := openStore(ctx)
+	st, db, token, seedTime, err := openSeeded(ctx, records)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	seedTime, err := seed(ctx, db, records)
-	if err != nil {
-		return err
-	}
-	token, err := st.CreateToken(ctx, "benchfleet", []string{"read"})
-	if err != nil {
-		return err
-	}
 	fmt.Printf("benchfleet -million: %d records seeded in %s; %d new clusters a second for %s, each from its own X-Forwarded-For address\n",
 		records, seedTime.Round(time.Millisecond), rate, d)
 
@@ -251,6 +243,22 @@ func openStore(ctx context.Context) (*store.Store, string, error) {
 		return nil, "", err
 	}
 	return st, db, nil
+}
+
+// openSeeded is openStore with records seeded (and how long that took) and
+// a read token for the API.
+func openSeeded(ctx context.Context, records int) (st *store.Store, db, token string, seedTime time.Duration, err error) {
+	if st, db, err = openStore(ctx); err != nil {
+		return nil, "", "", 0, err
+	}
+	if seedTime, err = seed(ctx, db, records); err == nil {
+		token, err = st.CreateToken(ctx, "benchfleet", []string{"read"})
+	}
+	if err != nil {
+		st.Close()
+		return nil, "", "", 0, err
+	}
+	return st, db, token, seedTime, nil
 }
 
 // startReplica runs this program as a replica (-serve mode) and reads the
