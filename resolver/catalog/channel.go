@@ -188,9 +188,9 @@ func (f Filter) Pick(versions []resolver.VersionView, keys []ConstraintKey) int 
 		}
 		return -1
 	}
-	// The constraint reads only the compact keys and skips what it rejects
-	// by run; the rest of the filter runs on what it accepts.
-	return f.cons.Scan(keys, len(versions), func(i int) bool {
+	// The constraint skips what it rejects by run (keys); the rest of the
+	// filter runs on what it accepts.
+	return f.cons.Scan(versions, keys, len(versions), func(i int) bool {
 		v := &versions[i]
 		return f.base(v) && f.regexps(v)
 	})

@@ -23,13 +23,14 @@ func cverOf(v *resolver.Version) cver {
 	return cver{uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease}
 }
 
-// ConstraintKey is one indexed version's cver and two runs it starts or belongs
-// to, as indexes of the run's first version. Builds and build revisions
-// (v1.33.6+k3s1, +k3s2; 2.9.10, 2.9.10.1) share a constraint's answer, so a
-// scan checks each run once; and most constraints rule out whole minors, so
-// a scan skips a minor it cannot match (see mayMatchMinor).
+// ConstraintKey is one indexed version's place in two runs, as indexes of
+// the run's first version: the adjacent versions with its cver, and those
+// with its major.minor. Builds and build revisions (v1.33.6+k3s1, +k3s2;
+// 2.9.10, 2.9.10.1) share a constraint's answer, so a scan checks each run
+// once; and most constraints rule out whole minors, so a scan skips a minor
+// it cannot match (see mayMatchMinor). The version itself is read from the
+// versions the keys were built for: a copy here cost 40 bytes a version.
 type ConstraintKey struct {
-	v        cver
 	run      int32 // adjacent versions with this cver
 	minorRun int32 // adjacent versions with this major.minor
 }
@@ -40,36 +41,42 @@ func ConstraintKeys(versions []resolver.VersionView) []ConstraintKey {
 	keys := make([]ConstraintKey, len(versions))
 	for i := range versions {
 		k := &keys[i]
-		k.v, k.run, k.minorRun = cverOf(&versions[i].Version), int32(i), int32(i)
+		k.run, k.minorRun = int32(i), int32(i)
 		if i == 0 {
 			continue
 		}
-		p := &keys[i-1]
-		if p.v.major == k.v.major && p.v.minor == k.v.minor {
-			k.minorRun = p.minorRun
-			if p.v == k.v {
-				k.run = p.run
+		p, v := &versions[i-1].Version, &versions[i].Version
+		if sameMinor(p, v) {
+			k.minorRun = keys[i-1].minorRun
+			if cverOf(p) == cverOf(v) {
+				k.run = keys[i-1].run
 			}
 		}
 	}
 	return keys
 }
 
-// Scan returns the index of the highest version in keys[:end] that c
-// accepts and ok (which sees the index) also accepts, or -1. A rejection
-// skips the version's whole run of equal cvers, and minors c rules out are
-// skipped unchecked.
-func (c *Constraint) Scan(keys []ConstraintKey, end int, ok func(int) bool) int {
+// sameMinor: a and b are one major.minor as constraints see them.
+func sameMinor(a, b *resolver.Version) bool {
+	return max(a.Major, 0) == max(b.Major, 0) && max(a.Minor, 0) == max(b.Minor, 0)
+}
+
+// Scan returns the index of the highest version in versions[:end] (keys are
+// ConstraintKeys(versions)) that c accepts and ok (which sees the index)
+// also accepts, or -1. A rejection skips the version's whole run of equal
+// cvers, and minors c rules out are skipped unchecked.
+func (c *Constraint) Scan(versions []resolver.VersionView, keys []ConstraintKey, end int, ok func(int) bool) int {
 	minorRun, minorOK := int32(-1), false
 	for i := end - 1; i >= 0; i-- {
 		k := &keys[i]
 		if k.minorRun != minorRun {
-			minorRun, minorOK = k.minorRun, c.mayMatchMinor(k.v.major, k.v.minor)
+			v := &versions[i].Version
+			minorRun, minorOK = k.minorRun, c.mayMatchMinor(uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)))
 		}
 		switch {
 		case !minorOK:
 			i = int(k.minorRun)
-		case !c.checkC(&k.v):
+		case !c.Check(&versions[i].Version):
 			i = int(k.run)
 		case ok(i):
 			return i

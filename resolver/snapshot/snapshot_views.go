@@ -82,7 +82,7 @@ func (s *Snapshot) Versions(source string, stream resolver.Stream, constraintTex
 	// scans go downwards, so the copy fills from the end.
 	n := 0
 	for i := len(idx.versions); ; n++ {
-		if i = cons.Scan(idx.keys, i, inStream); i < 0 {
+		if i = cons.Scan(idx.versions, idx.keys, i, inStream); i < 0 {
 			break
 		}
 	}
@@ -91,7 +91,7 @@ func (s *Snapshot) Versions(source string, stream resolver.Stream, constraintTex
 	}
 	out := make([]resolver.VersionView, n)
 	for i, j := len(idx.versions), n; j > 0; {
-		i = cons.Scan(idx.keys, i, inStream)
+		i = cons.Scan(idx.versions, idx.keys, i, inStream)
 		j--
 		out[j] = idx.versions[i]
 	}
