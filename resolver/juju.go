@@ -28,7 +28,8 @@ func parseJuju(tag string) (Version, error) {
 		return Version{}, parseError(tag, jujuNoV)
 	}
 	v := Version{Scheme: SchemeJuju}
-	clean := true // tag is already juju's String(): no leading zeros, no ".0" build
+	var pre string // the tag's label
+	clean := true  // tag is already juju's String(): no leading zeros, no ".0" build
 	var reason string
 	var i int
 	num := func(what *int) bool {
@@ -69,7 +70,7 @@ func parseJuju(tag string) (Version, error) {
 		if i == start || i == len(tag) || !isDigit(tag[i]) {
 			return Version{}, parseError(tag, jujuTagLetter)
 		}
-		v.Pre = tag[start:i]
+		pre = tag[start:i]
 		if !num(&v.PreNumber) {
 			return Version{}, parseError(tag, reason)
 		}
@@ -89,17 +90,15 @@ func parseJuju(tag string) (Version, error) {
 	if clean {
 		v.canonical = tag
 	} else {
-		v.canonical = jujuString(v)
+		v.canonical = jujuString(v, pre)
 	}
-	if v.Pre != "" {
-		// Slices of the canonical string: no allocation per version.
+	if pre != "" {
 		start := strings.IndexByte(v.canonical, '-') + 1
-		end := start + len(v.Pre)
+		end := start + len(pre)
 		for end < len(v.canonical) && isDigit(v.canonical[end]) {
 			end++
 		}
-		v.Pre = v.canonical[start : start+len(v.Pre)]
-		v.Prerelease = v.canonical[start:end]
+		v.preStart, v.preEnd = uint16(start), uint16(end)
 	}
 	return v, nil
 }
@@ -121,17 +120,17 @@ func jujuNumber(s string, i int) (n, end int, lz bool, reason string) {
 }
 
 // jujuString is juju's Number.String with one allocation.
-func jujuString(v Version) string {
+func jujuString(v Version, pre string) string {
 	var arr [64]byte
 	b := strconv.AppendInt(arr[:0], int64(v.Major), 10)
 	b = append(b, '.')
 	b = strconv.AppendInt(b, int64(v.Minor), 10)
-	if v.Pre == "" {
+	if pre == "" {
 		b = append(b, '.')
 		b = strconv.AppendInt(b, int64(v.Patch), 10)
 	} else {
 		b = append(b, '-')
-		b = append(b, v.Pre...)
+		b = append(b, pre...)
 		b = strconv.AppendInt(b, int64(v.PreNumber), 10)
 	}
 	if v.Build > 0 {
@@ -150,14 +149,14 @@ func compareJuju(a, b Version) int {
 	if c := cmpInt(a.Minor, b.Minor); c != 0 {
 		return c
 	}
-	if a.Pre != b.Pre {
+	if ap, bp := a.Pre(), b.Pre(); ap != bp {
 		switch {
-		case a.Pre == "":
+		case ap == "":
 			return 1
-		case b.Pre == "":
+		case bp == "":
 			return -1
 		}
-		return strings.Compare(a.Pre, b.Pre)
+		return strings.Compare(ap, bp)
 	}
 	// Tagged versions keep Patch 0, so this is juju's single Patch field.
 	if c := cmpInt(a.Patch, b.Patch); c != 0 {

@@ -68,30 +68,30 @@ func TestJujuCompare(t *testing.T) {
 func TestJujuParse(t *testing.T) {
 	tests := []struct {
 		tag       string
-		want      Version // canonical ignored; checked through wantString
-		wantStr   string  // "" means the tag itself
-		wantError string  // substring of the error; "" means valid
+		want      parts  // canonical ignored; checked through wantString
+		wantStr   string // "" means the tag itself
+		wantError string // substring of the error; "" means valid
 	}{
-		{tag: "0.0.0", want: Version{}},
-		{tag: "0.0.1", want: Version{Patch: 1}},
-		{tag: "0.0.2", want: Version{Patch: 2}},
-		{tag: "0.1.0", want: Version{Minor: 1}},
-		{tag: "0.2.3", want: Version{Minor: 2, Patch: 3}},
-		{tag: "1.0.0", want: Version{Major: 1}},
-		{tag: "10.234.3456", want: Version{Major: 10, Minor: 234, Patch: 3456}},
-		{tag: "10.234.3456.1", want: Version{Major: 10, Minor: 234, Patch: 3456, Build: 1}},
-		{tag: "10.234.3456.64", want: Version{Major: 10, Minor: 234, Patch: 3456, Build: 64}},
-		{tag: "10.235.3456", want: Version{Major: 10, Minor: 235, Patch: 3456}},
-		{tag: "1.21-alpha1", want: Version{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 1, Prerelease: "alpha1"}},
-		{tag: "1.21-alpha1.1", want: Version{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 1, Prerelease: "alpha1", Build: 1}},
-		{tag: "1.21-alpha10", want: Version{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 10, Prerelease: "alpha10"}},
-		{tag: "1.21.0", want: Version{Major: 1, Minor: 21}},
-		{tag: "2.8-beta1.1", want: Version{Major: 2, Minor: 8, Pre: "beta", PreNumber: 1, Prerelease: "beta1", Build: 1}},
-		{tag: "999999999.999999999.999999999.999999999", want: Version{Major: 999999999, Minor: 999999999, Patch: 999999999, Build: 999999999}},
+		{tag: "0.0.0", want: parts{}},
+		{tag: "0.0.1", want: parts{Patch: 1}},
+		{tag: "0.0.2", want: parts{Patch: 2}},
+		{tag: "0.1.0", want: parts{Minor: 1}},
+		{tag: "0.2.3", want: parts{Minor: 2, Patch: 3}},
+		{tag: "1.0.0", want: parts{Major: 1}},
+		{tag: "10.234.3456", want: parts{Major: 10, Minor: 234, Patch: 3456}},
+		{tag: "10.234.3456.1", want: parts{Major: 10, Minor: 234, Patch: 3456, Build: 1}},
+		{tag: "10.234.3456.64", want: parts{Major: 10, Minor: 234, Patch: 3456, Build: 64}},
+		{tag: "10.235.3456", want: parts{Major: 10, Minor: 235, Patch: 3456}},
+		{tag: "1.21-alpha1", want: parts{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 1, Prerelease: "alpha1"}},
+		{tag: "1.21-alpha1.1", want: parts{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 1, Prerelease: "alpha1", Build: 1}},
+		{tag: "1.21-alpha10", want: parts{Major: 1, Minor: 21, Pre: "alpha", PreNumber: 10, Prerelease: "alpha10"}},
+		{tag: "1.21.0", want: parts{Major: 1, Minor: 21}},
+		{tag: "2.8-beta1.1", want: parts{Major: 2, Minor: 8, Pre: "beta", PreNumber: 1, Prerelease: "beta1", Build: 1}},
+		{tag: "999999999.999999999.999999999.999999999", want: parts{Major: 999999999, Minor: 999999999, Patch: 999999999, Build: 999999999}},
 		// Leading zeros parse and print without; a zero build is no build.
-		{tag: "01.0.0", want: Version{Major: 1}, wantStr: "1.0.0"},
-		{tag: "2.0.0.0", want: Version{Major: 2}, wantStr: "2.0.0"},
-		{tag: "2.08-rc007.00", want: Version{Major: 2, Minor: 8, Pre: "rc", PreNumber: 7, Prerelease: "rc7"}, wantStr: "2.8-rc7"},
+		{tag: "01.0.0", want: parts{Major: 1}, wantStr: "1.0.0"},
+		{tag: "2.0.0.0", want: parts{Major: 2}, wantStr: "2.0.0"},
+		{tag: "2.08-rc007.00", want: parts{Major: 2, Minor: 8, Pre: "rc", PreNumber: 7, Prerelease: "rc7"}, wantStr: "2.8-rc7"},
 		{tag: "1234567890.2.1", wantError: "longer than 9 digits"},
 		{tag: "0.2..1", wantError: "needs major.minor.patch"},
 		{tag: "1.21.alpha1", wantError: "needs major.minor.patch"},

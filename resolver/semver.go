@@ -22,7 +22,7 @@ const (
 func (p *Parser) parseSemver(tag string) (Version, error) {
 	if p.build != nil {
 		if i, g0, g1, ok := p.build.find(tag); ok {
-			if v, ps, err := parseSemverCore(tag[:i], false); err == nil {
+			if v, err := parseSemverCore(tag[:i], false); err == nil {
 				if g1-g0 > 18 {
 					return Version{}, parseError(tag, "build number longer than 18 digits")
 				}
@@ -30,29 +30,24 @@ func (p *Parser) parseSemver(tag string) (Version, error) {
 				v.canonical = tag
 				if tag[i] == '-' {
 					v.canonical = tag[:i] + "+" + tag[i+1:]
-					// Re-slice into the canonical string so the tag is not kept alive.
-					if v.Prerelease != "" {
-						v.Pre = v.canonical[ps : ps+len(v.Pre)]
-						v.Prerelease = v.canonical[ps : ps+len(v.Prerelease)]
-					}
 				}
-				v.BuildMeta = v.canonical[i+1:]
+				v.meta = uint16(i + 1)
 				return v, nil
 			}
 			// The text before the suffix is no version on its own (as in
 			// "1.0.0--k3s1"): read the tag as plain semver instead.
 		}
 	}
-	v, _, err := parseSemverCore(tag, true)
-	return v, err
+	return parseSemverCore(tag, true)
 }
 
-// parseSemverCore parses a semver 2.0 version with optional "v". ps is the
-// index of the pre-release in s (when there is one). With !allowMeta a "+"
-// part is an error: the build pattern's match is the only metadata then.
-func parseSemverCore(s string, allowMeta bool) (v Version, ps int, err error) {
+// parseSemverCore parses a semver 2.0 version with optional "v". With
+// !allowMeta a "+" part is an error: the build pattern's match is the only
+// metadata then. The spans it sets stay right when the caller extends the
+// canonical string past s.
+func parseSemverCore(s string, allowMeta bool) (v Version, err error) {
 	if s == "" {
-		return Version{}, 0, parseError(s, "empty tag")
+		return Version{}, parseError(s, "empty tag")
 	}
 	i := 0
 	if s[0] == 'v' {
@@ -63,46 +58,46 @@ func parseSemverCore(s string, allowMeta bool) (v Version, ps int, err error) {
 	for n, field := range [...]*int{&v.Major, &v.Minor, &v.Patch} {
 		if n > 0 {
 			if i == len(s) || s[i] != '.' {
-				return Version{}, 0, parseError(s, semverShape)
+				return Version{}, parseError(s, semverShape)
 			}
 			i++
 		}
 		if *field, i, reason = semverNumber(s, i); reason != "" {
-			return Version{}, 0, parseError(s, reason)
+			return Version{}, parseError(s, reason)
 		}
 	}
 	if i < len(s) && s[i] == '-' {
 		i++
-		ps = i
+		ps := i
 		for {
 			start, digits := i, true
 			for i < len(s) && s[i] != '.' && s[i] != '+' {
 				c := s[i]
 				if !isDigit(c) {
 					if !isLetter(c) && c != '-' {
-						return Version{}, 0, parseError(s, semverPreChar)
+						return Version{}, parseError(s, semverPreChar)
 					}
 					digits = false
 				}
 				i++
 			}
 			if i == start {
-				return Version{}, 0, parseError(s, semverPreChar)
+				return Version{}, parseError(s, semverPreChar)
 			}
 			if digits && s[start] == '0' && i-start > 1 {
-				return Version{}, 0, parseError(s, semverPreZero)
+				return Version{}, parseError(s, semverPreZero)
 			}
 			if i == len(s) || s[i] != '.' {
 				break
 			}
 			i++
 		}
-		v.Prerelease = s[ps:i]
-		v.Pre, v.PreNumber = preLabel(v.Prerelease)
+		v.preStart, v.preEnd = uint16(ps), uint16(i)
+		_, v.PreNumber = preLabel(s[ps:i])
 	}
 	if i < len(s) && s[i] == '+' {
 		if !allowMeta {
-			return Version{}, 0, parseError(s, "build metadata before the build suffix")
+			return Version{}, parseError(s, "build metadata before the build suffix")
 		}
 		i++
 		ms := i
@@ -112,7 +107,7 @@ func parseSemverCore(s string, allowMeta bool) (v Version, ps int, err error) {
 				i++
 			}
 			if i == start {
-				return Version{}, 0, parseError(s, semverMeta)
+				return Version{}, parseError(s, semverMeta)
 			}
 			if i == len(s) || s[i] != '.' {
 				break
@@ -120,18 +115,18 @@ func parseSemverCore(s string, allowMeta bool) (v Version, ps int, err error) {
 			i++
 		}
 		if i < len(s) {
-			return Version{}, 0, parseError(s, semverMeta)
+			return Version{}, parseError(s, semverMeta)
 		}
-		v.BuildMeta = s[ms:]
+		v.meta = uint16(ms)
 	}
 	if i < len(s) {
 		if s[i] == '.' && i+1 < len(s) && isDigit(s[i+1]) {
-			return Version{}, 0, parseError(s, semverFour)
+			return Version{}, parseError(s, semverFour)
 		}
-		return Version{}, 0, parseError(s, "trailing "+strconv.Quote(s[i:])+" after the semver version")
+		return Version{}, parseError(s, "trailing "+strconv.Quote(s[i:])+" after the semver version")
 	}
 	v.canonical = s
-	return v, ps, nil
+	return v, nil
 }
 
 // semverNumber reads a numeric identifier: 0 or [1-9][0-9]*, at most 18 digits.
@@ -192,14 +187,14 @@ func compareSemver(a, b Version) int {
 	if c := cmpInt(a.Patch, b.Patch); c != 0 {
 		return c
 	}
-	if a.Prerelease != b.Prerelease {
+	if ap, bp := a.Prerelease(), b.Prerelease(); ap != bp {
 		switch {
-		case a.Prerelease == "":
+		case ap == "":
 			return 1
-		case b.Prerelease == "":
+		case bp == "":
 			return -1
 		}
-		if c := comparePrerelease(a.Prerelease, b.Prerelease); c != 0 {
+		if c := comparePrerelease(ap, bp); c != 0 {
 			return c
 		}
 	}

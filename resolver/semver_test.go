@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var (
@@ -20,34 +19,34 @@ func TestSemverParse(t *testing.T) {
 	tests := []struct {
 		parser    *Parser
 		tag       string
-		want      Version
+		want      parts
 		wantStr   string // "" means the tag itself
 		wantError string
 	}{
-		{parser: semverParser, tag: "1.2.3", want: Version{Major: 1, Minor: 2, Patch: 3}},
-		{parser: semverParser, tag: "v1.2.3", want: Version{Major: 1, Minor: 2, Patch: 3}},
-		{parser: semverParser, tag: "0.0.0", want: Version{}},
-		{parser: semverParser, tag: "1.0.0-alpha.1", want: Version{Major: 1, Pre: "alpha", PreNumber: 1, Prerelease: "alpha.1"}},
-		{parser: semverParser, tag: "1.0.0-rc1", want: Version{Major: 1, Pre: "rc", PreNumber: 1, Prerelease: "rc1"}},
-		{parser: semverParser, tag: "1.0.0-rc.2", want: Version{Major: 1, Pre: "rc", PreNumber: 2, Prerelease: "rc.2"}},
-		{parser: semverParser, tag: "1.0.0-beta", want: Version{Major: 1, Pre: "beta", Prerelease: "beta"}},
-		{parser: semverParser, tag: "1.0.0-1", want: Version{Major: 1, PreNumber: 1, Prerelease: "1"}},
-		{parser: semverParser, tag: "1.0.0-x-y.0.a-", want: Version{Major: 1, Pre: "x", Prerelease: "x-y.0.a-"}},
-		{parser: semverParser, tag: "1.0.0+20130313144700", want: Version{Major: 1, BuildMeta: "20130313144700"}},
-		{parser: semverParser, tag: "1.0.0-beta+exp.sha.5114f85", want: Version{Major: 1, Pre: "beta", Prerelease: "beta", BuildMeta: "exp.sha.5114f85"}},
+		{parser: semverParser, tag: "1.2.3", want: parts{Major: 1, Minor: 2, Patch: 3}},
+		{parser: semverParser, tag: "v1.2.3", want: parts{Major: 1, Minor: 2, Patch: 3}},
+		{parser: semverParser, tag: "0.0.0", want: parts{}},
+		{parser: semverParser, tag: "1.0.0-alpha.1", want: parts{Major: 1, Pre: "alpha", PreNumber: 1, Prerelease: "alpha.1"}},
+		{parser: semverParser, tag: "1.0.0-rc1", want: parts{Major: 1, Pre: "rc", PreNumber: 1, Prerelease: "rc1"}},
+		{parser: semverParser, tag: "1.0.0-rc.2", want: parts{Major: 1, Pre: "rc", PreNumber: 2, Prerelease: "rc.2"}},
+		{parser: semverParser, tag: "1.0.0-beta", want: parts{Major: 1, Pre: "beta", Prerelease: "beta"}},
+		{parser: semverParser, tag: "1.0.0-1", want: parts{Major: 1, PreNumber: 1, Prerelease: "1"}},
+		{parser: semverParser, tag: "1.0.0-x-y.0.a-", want: parts{Major: 1, Pre: "x", Prerelease: "x-y.0.a-"}},
+		{parser: semverParser, tag: "1.0.0+20130313144700", want: parts{Major: 1, BuildMeta: "20130313144700"}},
+		{parser: semverParser, tag: "1.0.0-beta+exp.sha.5114f85", want: parts{Major: 1, Pre: "beta", Prerelease: "beta", BuildMeta: "exp.sha.5114f85"}},
 		// Without a build pattern k3s suffixes are just semver.
-		{parser: semverParser, tag: "v1.33.6-k3s1", want: Version{Major: 1, Minor: 33, Patch: 6, Pre: "k", Prerelease: "k3s1"}},
-		{parser: semverParser, tag: "v1.33.6+k3s1", want: Version{Major: 1, Minor: 33, Patch: 6, BuildMeta: "k3s1"}},
-		{parser: k3sParser, tag: "v1.33.6-k3s1", want: Version{Major: 1, Minor: 33, Patch: 6, Build: 1, BuildMeta: "k3s1"}, wantStr: "v1.33.6+k3s1"},
-		{parser: k3sParser, tag: "v1.33.6+k3s1", want: Version{Major: 1, Minor: 33, Patch: 6, Build: 1, BuildMeta: "k3s1"}},
-		{parser: k3sParser, tag: "v1.34.0-rc1-k3s1", want: Version{Major: 1, Minor: 34, Pre: "rc", PreNumber: 1, Prerelease: "rc1", Build: 1, BuildMeta: "k3s1"}, wantStr: "v1.34.0-rc1+k3s1"},
-		{parser: k3sParser, tag: "v1.34.0-rc1+k3s12", want: Version{Major: 1, Minor: 34, Pre: "rc", PreNumber: 1, Prerelease: "rc1", Build: 12, BuildMeta: "k3s12"}},
+		{parser: semverParser, tag: "v1.33.6-k3s1", want: parts{Major: 1, Minor: 33, Patch: 6, Pre: "k", Prerelease: "k3s1"}},
+		{parser: semverParser, tag: "v1.33.6+k3s1", want: parts{Major: 1, Minor: 33, Patch: 6, BuildMeta: "k3s1"}},
+		{parser: k3sParser, tag: "v1.33.6-k3s1", want: parts{Major: 1, Minor: 33, Patch: 6, Build: 1, BuildMeta: "k3s1"}, wantStr: "v1.33.6+k3s1"},
+		{parser: k3sParser, tag: "v1.33.6+k3s1", want: parts{Major: 1, Minor: 33, Patch: 6, Build: 1, BuildMeta: "k3s1"}},
+		{parser: k3sParser, tag: "v1.34.0-rc1-k3s1", want: parts{Major: 1, Minor: 34, Pre: "rc", PreNumber: 1, Prerelease: "rc1", Build: 1, BuildMeta: "k3s1"}, wantStr: "v1.34.0-rc1+k3s1"},
+		{parser: k3sParser, tag: "v1.34.0-rc1+k3s12", want: parts{Major: 1, Minor: 34, Pre: "rc", PreNumber: 1, Prerelease: "rc1", Build: 12, BuildMeta: "k3s12"}},
 		// Not at the end: a pre-release, not a build.
-		{parser: k3sParser, tag: "v1.32.5-k3s1-amd64", want: Version{Major: 1, Minor: 32, Patch: 5, Pre: "k", Prerelease: "k3s1-amd64"}},
+		{parser: k3sParser, tag: "v1.32.5-k3s1-amd64", want: parts{Major: 1, Minor: 32, Patch: 5, Pre: "k", Prerelease: "k3s1-amd64"}},
 		// Metadata before the suffix: the whole "+..." is metadata.
-		{parser: k3sParser, tag: "v1.0.0+meta-k3s1", want: Version{Major: 1, BuildMeta: "meta-k3s1"}},
+		{parser: k3sParser, tag: "v1.0.0+meta-k3s1", want: parts{Major: 1, BuildMeta: "meta-k3s1"}},
 		// Nothing before the suffix: "-k3s1" is the pre-release.
-		{parser: k3sParser, tag: "1.0.0--k3s1", want: Version{Major: 1, Prerelease: "-k3s1"}},
+		{parser: k3sParser, tag: "1.0.0--k3s1", want: parts{Major: 1, Prerelease: "-k3s1"}},
 		{parser: semverParser, tag: "1.2.3.4", wantError: "a fourth is not semver"},
 		{parser: k3sParser, tag: "v1.2.3.4-k3s1", wantError: "a fourth is not semver"},
 		{parser: semverParser, tag: "1.2", wantError: "needs major.minor.patch"},
@@ -155,7 +154,23 @@ func TestCompareIdentTransitive(t *testing.T) {
 // version equal to want (its scheme filled in) printing as wantStr (default:
 // the tag), or a one-line error naming the tag, wrapping ErrInvalid and
 // containing wantError.
-func checkParse(t *testing.T, p *Parser, tag string, want Version, wantStr, wantError string) {
+// parts is what a test states of a Version: its fields and the text parts
+// its methods read from the canonical string.
+type parts struct {
+	Scheme              Scheme
+	Major, Minor, Patch int
+	Pre                 string
+	PreNumber           int
+	Prerelease          string
+	Build               int
+	BuildMeta           string
+}
+
+func partsOf(v Version) parts {
+	return parts{v.Scheme, v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber, v.Prerelease(), v.Build, v.BuildMeta()}
+}
+
+func checkParse(t *testing.T, p *Parser, tag string, want parts, wantStr, wantError string) {
 	t.Helper()
 	got, err := p.Parse(tag)
 	if wantError != "" {
@@ -172,7 +187,7 @@ func checkParse(t *testing.T, p *Parser, tag string, want Version, wantStr, want
 		t.Fatalf("Parse(%q): %v", tag, err)
 	}
 	want.Scheme = p.Scheme()
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Version{})); diff != "" {
+	if diff := cmp.Diff(want, partsOf(got)); diff != "" {
 		t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tag, diff)
 	}
 	if wantStr == "" {
@@ -180,5 +195,34 @@ func checkParse(t *testing.T, p *Parser, tag string, want Version, wantStr, want
 	}
 	if got.String() != wantStr {
 		t.Errorf("Parse(%q).String() = %q, want %q", tag, got.String(), wantStr)
+	}
+}
+
+// TestParseAtTheLengthLimit: a Version keeps its text parts as 16-bit spans
+// of the canonical string, so a tag of MaxVersionLen bytes parses whole and a
+// longer one is refused with a short error (no OCI tag is over 128 bytes).
+func TestParseAtTheLengthLimit(t *testing.T) {
+	for _, p := range []*Parser{semverParser, MustParser(SchemeSemver, `k3s(\d+)`)} {
+		pre := strings.Repeat("a", MaxVersionLen-len("1.0.0-")-len("-k3s1"))
+		tag := "1.0.0-" + pre + "-k3s1"
+		v, err := p.Parse(tag)
+		if err != nil {
+			t.Fatalf("Parse(%d bytes): %v", len(tag), err)
+		}
+		wantPre, wantMeta := pre+"-k3s1", ""
+		if p.BuildPattern() != "" {
+			wantPre, wantMeta = pre, "k3s1"
+		}
+		if v.Prerelease() != wantPre || v.BuildMeta() != wantMeta || v.Pre() != wantPre[:len(pre)] {
+			t.Errorf("Parse(%d bytes, build %q): prerelease %d bytes, meta %q, want %d and %q",
+				len(tag), p.BuildPattern(), len(v.Prerelease()), v.BuildMeta(), len(wantPre), wantMeta)
+		}
+		_, err = p.Parse(tag + "1")
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "longer than 65535 bytes") || len(err.Error()) > 128 {
+			t.Errorf("Parse(%d bytes) = %v, want a short error saying it is longer than 65535 bytes", len(tag)+1, err)
+		}
+	}
+	if _, err := jujuParser.Parse(strings.Repeat("1", MaxVersionLen+1)); err == nil || !strings.Contains(err.Error(), "longer than 65535 bytes") {
+		t.Errorf("juju Parse(65536 bytes) = %v, want longer than 65535 bytes", err)
 	}
 }

@@ -13,15 +13,16 @@ func (l Labels) StreamOf(v Version) Stream {
 	if l == nil {
 		l = DefaultLabels
 	}
-	if v.Pre == "" && v.Prerelease != "" {
+	pre := v.Pre()
+	if pre == "" && v.Prerelease() != "" {
 		// A pre-release with no label ("1.0.0-1", "1.0.0--x") is still a
 		// pre-release; never let it pass for a release.
 		return Testing
 	}
-	if s, ok := l[v.Pre]; ok {
+	if s, ok := l[pre]; ok {
 		return s
 	}
-	if v.Pre == "" {
+	if pre == "" {
 		return Released
 	}
 	return Testing

@@ -18,33 +18,60 @@ const (
 
 // Version is one parsed version. It is a value: compare with Compare, print
 // with String. The zero Version is not valid.
+//
+// The text parts (Pre, Prerelease, BuildMeta) are spans of the canonical
+// string rather than strings of their own: a snapshot holds a Version per
+// tag, and three string headers cost 48 bytes a tag.
 type Version struct {
 	Scheme Scheme
 	Major  int
 	Minor  int
 	Patch  int // juju: 0 for tagged versions (the tag number is PreNumber)
-	// Pre is the pre-release label ("rc", "beta", "alpha"); empty for releases.
-	// A semver pre-release whose first identifier has no leading letters
-	// ("1.0.0-1") has an empty Pre but a non-empty Prerelease.
-	Pre string
 	// PreNumber is the number after the label (rc10 -> 10; juju 2.8-beta1 -> 1).
 	PreNumber int
-	// Prerelease is the whole semver pre-release ("rc.1", "alpha.beta.2"),
-	// kept for precedence; for juju it is Pre+PreNumber ("beta1") or "".
-	Prerelease string
 	// Build is juju's build number, or the semver build revision captured by
 	// a source's build pattern (k3s2 -> 2). 0 when absent.
 	Build int
-	// BuildMeta is the semver build metadata without "+" ("k3s2"): the build
-	// pattern's match, or any other metadata (then Build is 0); "" for juju.
-	BuildMeta string
 	// canonical is String(), computed once at parse time.
 	canonical string
+	// The pre-release is canonical[preStart:preEnd] (empty: none) and the
+	// build metadata canonical[meta:] (0: none; it follows a "+").
+	preStart, preEnd, meta uint16
 }
+
+// MaxVersionLen is the longest tag a Parser reads as a version, in bytes (the
+// spans above are 16-bit). OCI tags are at most 128 bytes.
+const MaxVersionLen = 1<<16 - 1
 
 // String is the canonical spelling: juju's String() for juju, and for semver
 // the tag with the build suffix spelled "+<match>".
 func (v Version) String() string { return v.canonical }
+
+// Prerelease is the whole semver pre-release ("rc.1", "alpha.beta.2"), kept
+// for precedence; for juju it is Pre+PreNumber ("beta1") or "".
+func (v Version) Prerelease() string { return v.canonical[v.preStart:v.preEnd] }
+
+// Pre is the pre-release label ("rc", "beta", "alpha"): the leading letters
+// of Prerelease; empty for releases. A semver pre-release whose first
+// identifier has no leading letters ("1.0.0-1") has an empty Pre but a
+// non-empty Prerelease.
+func (v Version) Pre() string {
+	p := v.Prerelease()
+	l := 0
+	for l < len(p) && isLetter(p[l]) {
+		l++
+	}
+	return p[:l]
+}
+
+// BuildMeta is the semver build metadata without "+" ("k3s2"): the build
+// pattern's match, or any other metadata (then Build is 0); "" for juju.
+func (v Version) BuildMeta() string {
+	if v.meta == 0 {
+		return ""
+	}
+	return v.canonical[v.meta:]
+}
 
 // IsZero reports whether v is the zero Version (not a parsed version).
 func (v Version) IsZero() bool { return v.canonical == "" }
@@ -102,6 +129,9 @@ func (p *Parser) BuildPattern() string {
 // Parse parses one tag. The error names the tag and says why it is not a
 // version; it wraps ErrInvalid (it is a *ParseError).
 func (p *Parser) Parse(tag string) (Version, error) {
+	if len(tag) > MaxVersionLen {
+		return Version{}, &ParseError{Tag: tag[:64] + "...", Reason: "longer than 65535 bytes"}
+	}
 	if p.scheme == SchemeJuju {
 		return parseJuju(tag)
 	}

@@ -105,7 +105,7 @@ version has valid false, error saying why, and every other field empty.`,
 				if t.Valid {
 					v := t.Version
 					c.Version, c.Major, c.Minor, c.Patch = v.String(), v.Major, v.Minor, v.Patch
-					c.Pre, c.PreNumber, c.Build, c.Stream = v.Pre, v.PreNumber, v.Build, t.Stream.String()
+					c.Pre, c.PreNumber, c.Build, c.Stream = v.Pre(), v.PreNumber, v.Build, t.Stream.String()
 				}
 				return enc.Encode(c)
 			})

@@ -164,7 +164,7 @@ func (f Filter) WhyNot(v *resolver.VersionView) string {
 // four-part versions are not semver. Juju's Prerelease ("beta1") is already a
 // valid semver pre-release.
 func ConstraintVersion(v resolver.Version) *semver.Version {
-	return semver.New(uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease, "")
+	return semver.New(uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease(), "")
 }
 
 // Pick returns the index of the highest version in versions (ascending, as

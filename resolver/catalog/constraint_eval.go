@@ -20,7 +20,7 @@ type cver struct {
 }
 
 func cverOf(v *resolver.Version) cver {
-	return cver{uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease}
+	return cver{uint64(max(v.Major, 0)), uint64(max(v.Minor, 0)), uint64(max(v.Patch, 0)), v.Prerelease()}
 }
 
 // ConstraintKey is one indexed version's place in two runs, as indexes of

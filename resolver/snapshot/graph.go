@@ -127,8 +127,8 @@ func SemverString(v resolver.Version) string {
 		return strings.TrimPrefix(v.String(), "v")
 	}
 	s := strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) + "." + strconv.Itoa(v.Patch)
-	if v.Prerelease != "" {
-		s += "-" + v.Prerelease
+	if v.Prerelease() != "" {
+		s += "-" + v.Prerelease()
 	}
 	if v.Build > 0 {
 		s += "+" + strconv.Itoa(v.Build)

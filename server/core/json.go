@@ -57,7 +57,7 @@ func VersionJSON(v resolver.VersionView) openapi.Version {
 		Major:          v.Version.Major,
 		Minor:          v.Version.Minor,
 		Patch:          v.Version.Patch,
-		Pre:            v.Version.Pre,
+		Pre:            v.Version.Pre(),
 		PreNumber:      v.Version.PreNumber,
 		Build:          v.Version.Build,
 		Stream:         v.Stream.String(),

@@ -260,8 +260,8 @@ func tagRow(t resolver.Tag) []any {
 		return []any{t.Name, false, t.Error, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
 	}
 	v := t.Version
-	return []any{t.Name, true, "", v.Major, v.Minor, v.Patch, v.Pre, v.PreNumber,
-		v.Prerelease, v.Build, v.BuildMeta, v.String(), t.Stream.String()}
+	return []any{t.Name, true, "", v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber,
+		v.Prerelease(), v.Build, v.BuildMeta(), v.String(), t.Stream.String()}
 }
 
 // AddScanRequests adds n registry requests to the record of scan scanID: the
