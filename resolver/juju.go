@@ -27,7 +27,7 @@ func parseJuju(tag string) (Version, error) {
 	if tag[0] == 'v' {
 		return Version{}, parseError(tag, jujuNoV)
 	}
-	v := Version{Scheme: SchemeJuju}
+	v := Version{juju: true}
 	var pre string // the tag's label
 	clean := true  // tag is already juju's String(): no leading zeros, no ".0" build
 	var reason string

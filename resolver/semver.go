@@ -53,7 +53,6 @@ func parseSemverCore(s string, allowMeta bool) (v Version, err error) {
 	if s[0] == 'v' {
 		i = 1
 	}
-	v.Scheme = SchemeSemver
 	var reason string
 	for n, field := range [...]*int{&v.Major, &v.Minor, &v.Patch} {
 		if n > 0 {

@@ -167,7 +167,7 @@ type parts struct {
 }
 
 func partsOf(v Version) parts {
-	return parts{v.Scheme, v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber, v.Prerelease(), v.Build, v.BuildMeta()}
+	return parts{v.Scheme(), v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber, v.Prerelease(), v.Build, v.BuildMeta()}
 }
 
 func checkParse(t *testing.T, p *Parser, tag string, want parts, wantStr, wantError string) {

@@ -23,10 +23,9 @@ const (
 // string rather than strings of their own: a snapshot holds a Version per
 // tag, and three string headers cost 48 bytes a tag.
 type Version struct {
-	Scheme Scheme
-	Major  int
-	Minor  int
-	Patch  int // juju: 0 for tagged versions (the tag number is PreNumber)
+	Major int
+	Minor int
+	Patch int // juju: 0 for tagged versions (the tag number is PreNumber)
 	// PreNumber is the number after the label (rc10 -> 10; juju 2.8-beta1 -> 1).
 	PreNumber int
 	// Build is juju's build number, or the semver build revision captured by
@@ -37,6 +36,18 @@ type Version struct {
 	// The pre-release is canonical[preStart:preEnd] (empty: none) and the
 	// build metadata canonical[meta:] (0: none; it follows a "+").
 	preStart, preEnd, meta uint16
+	juju                   bool // the scheme: juju, else semver (a byte, not a 16-byte string)
+}
+
+// Scheme is the grammar v was parsed under; "" for the zero Version.
+func (v Version) Scheme() Scheme {
+	switch {
+	case v.juju:
+		return SchemeJuju
+	case v.canonical == "":
+		return ""
+	}
+	return SchemeSemver
 }
 
 // MaxVersionLen is the longest tag a Parser reads as a version, in bytes (the
@@ -179,11 +190,11 @@ func parseError(tag, reason string) *ParseError { return &ParseError{Tag: tag, R
 // is deterministic even between versions of equal precedence.
 // Versions of different schemes order by scheme name (never happens within a source).
 func Compare(a, b Version) int {
-	if a.Scheme != b.Scheme {
-		return strings.Compare(string(a.Scheme), string(b.Scheme))
+	if as, bs := a.Scheme(), b.Scheme(); as != bs {
+		return strings.Compare(string(as), string(bs))
 	}
 	var c int
-	if a.Scheme == SchemeJuju {
+	if a.juju {
 		c = compareJuju(a, b)
 	} else {
 		c = compareSemver(a, b)

@@ -97,7 +97,7 @@ func (f Filter) base(v *resolver.VersionView) bool {
 	if !v.Valid || v.Blocked || !f.Servable(v) || !f.Stream.Includes(v.Stream) {
 		return false
 	}
-	return f.Builds || v.Version.Build == 0 || v.Version.Scheme != resolver.SchemeJuju
+	return f.Builds || v.Version.Build == 0 || v.Version.Scheme() != resolver.SchemeJuju
 }
 
 // regexps go last: a compiled constraint costs nanoseconds, a regexp a
@@ -138,7 +138,7 @@ func (f Filter) WhyNot(v *resolver.VersionView) string {
 		return fmt.Sprintf("%s is held by release gates (%s)", v.Version, f.Gates(v).Reason())
 	case !f.Stream.Includes(v.Stream):
 		return fmt.Sprintf("%s is a %s version, not served on the %s stream", v.Version, v.Stream, f.Stream)
-	case !f.Builds && v.Version.Scheme == resolver.SchemeJuju && v.Version.Build > 0:
+	case !f.Builds && v.Version.Scheme() == resolver.SchemeJuju && v.Version.Build > 0:
 		return fmt.Sprintf("%s is a development build (build %d); ask for builds or run a build-numbered version", v.Version, v.Version.Build)
 	}
 	if f.cons != nil && !f.cons.Check(&v.Version) {

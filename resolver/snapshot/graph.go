@@ -123,7 +123,7 @@ func sameMinor(a, b resolver.Version) bool { return a.Major == b.Major && a.Mino
 // Cincinnati clients parse node versions: semver versions as spelled,
 // juju's as M.m.p[-pre][+build].
 func SemverString(v resolver.Version) string {
-	if v.Scheme != resolver.SchemeJuju {
+	if v.Scheme() != resolver.SchemeJuju {
 		return strings.TrimPrefix(v.String(), "v")
 	}
 	s := strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) + "." + strconv.Itoa(v.Patch)

@@ -102,11 +102,12 @@ func clusters(n int) []string {
 // dests answers every cluster with the version its rollout sends it.
 func dests(r resolver.Rollout, ids []string, t time.Time) map[string]string {
 	rv := &RolloutView{Rollout: r, phase: r.Folded()}
+	one, _ := resolver.MustParser(resolver.SchemeSemver, "").Parse("1.0.0")
 	tag := func(v string) *resolver.Tag {
 		if v == "" {
 			return nil
 		}
-		return &resolver.Tag{Name: v, Version: resolver.Version{Major: 1, Scheme: resolver.SchemeSemver}}
+		return &resolver.Tag{Name: v, Version: one}
 	}
 	rv.to, rv.from = tag(r.To), tag(r.From)
 	for _, l := range r.Carried {

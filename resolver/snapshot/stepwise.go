@@ -110,7 +110,7 @@ func (s *Snapshot) stepTableFor(a *ChannelAnswer, f catalog.Filter) map[string]*
 	table := make(map[string]*resolver.Tag)
 	for k := lo; k < len(vs) && resolver.Compare(vs[k].Version, c) < 0; k++ {
 		r := vs[k].Version
-		if r.Build > 0 && !f.Builds && r.Scheme == resolver.SchemeJuju {
+		if r.Build > 0 && !f.Builds && r.Scheme() == resolver.SchemeJuju {
 			// Resolve lets builds in for a client on a build: another
 			// filter, answered on demand.
 			continue
