@@ -52,7 +52,7 @@ func TestTagWithANulByteIsUnparsedNotAFailedScan(t *testing.T) {
 	if nul := tags[`"v1.2.0\x00evil"`]; nul.Valid || !strings.Contains(nul.Error, "NUL") {
 		t.Errorf("NUL tag = %+v, want unparsed saying NUL", nul)
 	}
-	if !tags["v1.0.0"].Valid || tags["v1.0.0"].Digest == "" {
+	if !tags["v1.0.0"].Valid || tags["v1.0.0"].Digest.IsZero() {
 		t.Errorf("v1.0.0 = %+v, want valid with its digest", tags["v1.0.0"])
 	}
 	if m := reg.manifests.Load(); m != 2 {

@@ -43,7 +43,7 @@ func TestRegistryDownMidDigestsStopsThePhaseAndSaysSo(t *testing.T) {
 	}
 	var withDigest int
 	for _, tag := range got.Tags {
-		if tag.Digest != "" {
+		if !tag.Digest.IsZero() {
 			withDigest++
 		}
 	}

@@ -69,7 +69,7 @@ func TestEndToEndDistributionRegistry(t *testing.T) {
 		t.Fatalf("first scan: %d tags, scan %+v; want 32 new (latest excluded)", len(got.Tags), got.LastScan)
 	}
 	for _, tag := range got.Tags {
-		if tag.Digest != digest.String() {
+		if tag.Digest.String() != digest.String() {
 			t.Fatalf("%s digest %q, want %s", tag.Name, tag.Digest, digest)
 		}
 	}
@@ -98,10 +98,10 @@ func TestEndToEndDistributionRegistry(t *testing.T) {
 	}
 	got = indexed(t, st, ix)
 	all := byName(got.Tags)
-	if tag := all["1.0.5"]; tag.Digest != moved.String() || tag.PreviousDigest != digest.String() {
+	if tag := all["1.0.5"]; tag.Digest.String() != moved.String() || tag.PreviousDigest != digest.String() {
 		t.Errorf("re-tagged 1.0.5: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest, moved, digest)
 	}
-	if tag := all["3.0.0"]; tag.Digest != moved.String() || got.LastScan.TagsNew != 1 {
+	if tag := all["3.0.0"]; tag.Digest.String() != moved.String() || got.LastScan.TagsNew != 1 {
 		t.Errorf("new tag 3.0.0 digest %q, scan %+v", tag.Digest, got.LastScan)
 	}
 }

@@ -120,7 +120,7 @@ func (ix *Indexer) checkGates(ctx context.Context, log *slog.Logger, src *source
 // the same digest and platforms is reused (a digest's content never
 // changes); the signature is always asked about.
 func (ix *Indexer) checkTag(ctx context.Context, checker *gates.Checker, src *source, t *resolver.Tag) (resolver.GateChecks, error) {
-	d, err := v1.NewHash(t.Digest)
+	d, err := v1.NewHash(t.Digest.String())
 	if err != nil {
 		return resolver.GateChecks{}, fmt.Errorf("tag %s: digest %q: %w", t.Name, t.Digest, err)
 	}
@@ -191,7 +191,7 @@ func (ix *Indexer) GateSignedDigest(ctx context.Context, source, tag string) (ok
 	}
 	var names []string
 	for _, t := range targets {
-		if t.Digest == "sha256:"+m[1] {
+		if t.Digest == resolver.ParseDigest("sha256:"+m[1]) {
 			names = append(names, t.Name)
 		}
 	}

@@ -77,7 +77,7 @@ func TestScanIndexesThenRescanMakesNoManifestRequests(t *testing.T) {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
 	for _, tag := range got.Tags {
-		if tag.Digest != digest.String() {
+		if tag.Digest.String() != digest.String() {
 			t.Errorf("%s digest = %q, want %s", tag.Name, tag.Digest, digest)
 		}
 	}
@@ -146,7 +146,7 @@ func TestScanRecordsGoneAndRetaggedTags(t *testing.T) {
 		t.Errorf("present tags (-want +got):\n%s", diff)
 	}
 	tag := byName(got.Tags)["v1.1.0"]
-	if tag.Digest != retagged.String() || tag.PreviousDigest != old.String() {
+	if tag.Digest.String() != retagged.String() || tag.PreviousDigest != old.String() {
 		t.Errorf("re-tagged v1.1.0: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest, retagged, old)
 	}
 	if got.LastScan.TagsGone != 1 {
@@ -403,7 +403,7 @@ func TestARequestedScanReadsReTags(t *testing.T) {
 	if err := ix.Trigger(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the re-tag", func() bool { return byName(indexed(t, st, ix).Tags)["v1.0.0"].Digest == retagged.String() })
+	waitFor(t, "the re-tag", func() bool { return byName(indexed(t, st, ix).Tags)["v1.0.0"].Digest.String() == retagged.String() })
 	if prev := byName(indexed(t, st, ix).Tags)["v1.0.0"].PreviousDigest; prev != old.String() {
 		t.Errorf("previous digest %s, want %s", prev, old)
 	}

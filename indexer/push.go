@@ -346,7 +346,7 @@ func (ix *Indexer) indexPushed(ctx context.Context, src *source, it *pushItem, s
 	default:
 		outcome = "indexed"
 		t := src.Classify(ev.Tag)
-		t.Digest = digest
+		t.Digest = resolver.ParseDigest(digest)
 		changed, err = ix.push.IndexTag(wctx, src.Name, t, time.Now())
 	}
 	if err != nil {

@@ -80,7 +80,7 @@ func TestPushIndexesOneTagWithoutListing(t *testing.T) {
 	}
 	waitIdle(t, ix)
 	tags := byName(indexed(t, st, ix).Tags)
-	if tg, ok := tags["1.0.0"]; !ok || tg.Digest != d.String() || !tg.Valid {
+	if tg, ok := tags["1.0.0"]; !ok || tg.Digest.String() != d.String() || !tg.Valid {
 		t.Fatalf("indexed %+v, want 1.0.0 valid with digest %s", tags, d)
 	}
 	if reg.lists.Load() != 0 {
@@ -175,7 +175,7 @@ func TestAFloodOfAbsentTagsDelaysNoRealPush(t *testing.T) {
 	}
 	waitFor(t, "the real push", func() bool {
 		tg, ok := byName(indexed(t, st, ix).Tags)["3.0.0"]
-		return ok && tg.Digest == d.String()
+		return ok && tg.Digest.String() == d.String()
 	})
 	if took := time.Since(pushed); took > time.Second {
 		t.Errorf("the real push took %v behind the flood, want under 1s", took)

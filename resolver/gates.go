@@ -44,7 +44,7 @@ func (g Gates) Validate() error {
 // indexer's gate checker), as stored per tag. A tag not checked yet has
 // none: nil.
 type GateChecks struct {
-	Digest           string   // the digest checked
+	Digest           Digest   // the digest checked
 	Platforms        []string // the platforms asked for, as configured then
 	MissingPlatforms []string // in the order configured
 	KeyID            string   // the key the signature was checked with
@@ -57,11 +57,11 @@ type GateChecks struct {
 // same digest, the same platforms and the same key. Checks of another
 // digest (a re-tag) or of another configuration (a platform added, a key
 // rotated) do not count, and the version is held until checked again.
-func (c *GateChecks) For(g Gates, digest string) bool {
+func (c *GateChecks) For(g Gates, digest Digest) bool {
 	if len(g.Platforms) > 0 && !c.PlatformsFor(g, digest) {
 		return false
 	}
-	if c == nil || digest == "" || c.Digest != digest {
+	if c == nil || digest.IsZero() || c.Digest != digest {
 		return false
 	}
 	return g.SignatureKeyFile == "" || (c.KeyID == g.SignatureKeyID && c.Signature != "")
@@ -70,8 +70,8 @@ func (c *GateChecks) For(g Gates, digest string) bool {
 // PlatformsFor reports whether c holds a platform check of digest against
 // g's platforms. A digest's content never changes, so such a result stands
 // for good: the indexer asks only about the signature again.
-func (c *GateChecks) PlatformsFor(g Gates, digest string) bool {
-	return c != nil && digest != "" && c.Digest == digest && sameSet(c.Platforms, g.Platforms)
+func (c *GateChecks) PlatformsFor(g Gates, digest Digest) bool {
+	return c != nil && !digest.IsZero() && c.Digest == digest && sameSet(c.Platforms, g.Platforms)
 }
 
 // NeedsGateCheck reports whether the indexer should ask the registry about
@@ -81,7 +81,7 @@ func (c *GateChecks) PlatformsFor(g Gates, digest string) bool {
 // signature pushed after the image). A version that passed is not asked
 // again until the digest re-check schedule says so.
 func NeedsGateCheck(g Gates, t *Tag) bool {
-	if !g.registry() || !t.Valid || t.Digest == "" {
+	if !g.registry() || !t.Valid || t.Digest.IsZero() {
 		return false
 	}
 	c := t.Gates

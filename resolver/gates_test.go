@@ -16,7 +16,7 @@ func TestEvaluateGates(t *testing.T) {
 	plat := []string{"linux/amd64", "linux/arm64"}
 	all := Gates{Platforms: plat, SignatureKeyFile: "/etc/tidemark/cosign.pub", SignatureKeyID: "k1", Soak: 24 * time.Hour}
 	checked := func(missing []string, sig string) *GateChecks {
-		return &GateChecks{Digest: digest, Platforms: plat, MissingPlatforms: missing, KeyID: "k1", Signature: sig}
+		return &GateChecks{Digest: ParseDigest(digest), Platforms: plat, MissingPlatforms: missing, KeyID: "k1", Signature: sig}
 	}
 	passed := checked(nil, GateOK)
 	hour, week := time.Hour, 7*24*time.Hour
@@ -45,7 +45,7 @@ func TestEvaluateGates(t *testing.T) {
 		{name: "not checked yet: every platform and the signature missing", gates: all, checks: nil, soak: &hour,
 			want: &GateState{Platforms: "missing linux/amd64,linux/arm64", Signature: "missing", Soak: "ok"}},
 		{name: "checks of the digest before a re-tag do not count", gates: all, soak: &hour,
-			checks: &GateChecks{Digest: "sha256:old", Platforms: plat, KeyID: "k1", Signature: GateOK},
+			checks: &GateChecks{Digest: ParseDigest("sha256:old"), Platforms: plat, KeyID: "k1", Signature: GateOK},
 			want:   &GateState{Platforms: "missing linux/amd64,linux/arm64", Signature: "missing", Soak: "ok"}},
 		{name: "a signature checked with a rotated key does not count", gates: Gates{SignatureKeyFile: "k.pub", SignatureKeyID: "k2"},
 			checks: passed, want: &GateState{Signature: "missing"}},
@@ -56,7 +56,7 @@ func TestEvaluateGates(t *testing.T) {
 		{name: "soak ends exactly now: ok", gates: Gates{Soak: 6 * time.Hour}, want: &GateState{Soak: "ok"}, servable: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tag := &Tag{Name: "v1", Valid: true, Digest: digest, FirstSeen: InstantOf(indexed), Gates: tc.checks}
+			tag := &Tag{Name: "v1", Valid: true, Digest: ParseDigest(digest), FirstSeen: InstantOf(indexed), Gates: tc.checks}
 			got, servable := EvaluateGates(tc.gates, tag, now, tc.soak)
 			if diff := cmp.Diff(tc.want, got); diff != "" || servable != tc.servable {
 				t.Errorf("servable %v, want %v; state (-want +got):\n%s", servable, tc.servable, diff)
@@ -68,23 +68,23 @@ func TestEvaluateGates(t *testing.T) {
 func TestNeedsGateCheck(t *testing.T) {
 	plat := []string{"linux/amd64", "linux/arm64"}
 	g := Gates{Platforms: plat, SignatureKeyFile: "k.pub", SignatureKeyID: "k1", Soak: time.Hour}
-	ok := &GateChecks{Digest: "sha256:a", Platforms: plat, KeyID: "k1", Signature: GateOK}
+	ok := &GateChecks{Digest: ParseDigest("sha256:a"), Platforms: plat, KeyID: "k1", Signature: GateOK}
 	for _, tc := range []struct {
 		name string
 		g    Gates
 		tag  Tag
 		want bool
 	}{
-		{"passed: not asked again", g, Tag{Valid: true, Digest: "sha256:a", Gates: ok}, false},
-		{"never checked: asked", g, Tag{Valid: true, Digest: "sha256:a"}, true},
-		{"re-tagged: asked", g, Tag{Valid: true, Digest: "sha256:b", Gates: ok}, true},
-		{"platform missing: asked on every scan", g, Tag{Valid: true, Digest: "sha256:a",
-			Gates: &GateChecks{Digest: "sha256:a", Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1", Signature: GateOK}}, true},
-		{"signature invalid: asked on every scan", g, Tag{Valid: true, Digest: "sha256:a",
-			Gates: &GateChecks{Digest: "sha256:a", Platforms: plat, KeyID: "k1", Signature: GateInvalid}}, true},
+		{"passed: not asked again", g, Tag{Valid: true, Digest: ParseDigest("sha256:a"), Gates: ok}, false},
+		{"never checked: asked", g, Tag{Valid: true, Digest: ParseDigest("sha256:a")}, true},
+		{"re-tagged: asked", g, Tag{Valid: true, Digest: ParseDigest("sha256:b"), Gates: ok}, true},
+		{"platform missing: asked on every scan", g, Tag{Valid: true, Digest: ParseDigest("sha256:a"),
+			Gates: &GateChecks{Digest: ParseDigest("sha256:a"), Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1", Signature: GateOK}}, true},
+		{"signature invalid: asked on every scan", g, Tag{Valid: true, Digest: ParseDigest("sha256:a"),
+			Gates: &GateChecks{Digest: ParseDigest("sha256:a"), Platforms: plat, KeyID: "k1", Signature: GateInvalid}}, true},
 		{"digest unknown: not yet", g, Tag{Valid: true}, false},
-		{"not a version: never", g, Tag{Digest: "sha256:a"}, false},
-		{"soak only: nothing to ask the registry", Gates{Soak: time.Hour}, Tag{Valid: true, Digest: "sha256:a"}, false},
+		{"not a version: never", g, Tag{Digest: ParseDigest("sha256:a")}, false},
+		{"soak only: nothing to ask the registry", Gates{Soak: time.Hour}, Tag{Valid: true, Digest: ParseDigest("sha256:a")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := NeedsGateCheck(tc.g, &tc.tag); got != tc.want {

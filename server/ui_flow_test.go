@@ -208,7 +208,7 @@ func gateK3s(t *testing.T, env *pgEnv) {
 	env.src.Gates = resolver.Gates{Platforms: both, SignatureKeyFile: "/etc/tidemark/cosign.pub", SignatureKeyID: "key-1"}
 	checks := map[string]resolver.GateChecks{}
 	for _, name := range k3sTags() {
-		c := resolver.GateChecks{Digest: tagDigest(name), Platforms: both, KeyID: "key-1", Signature: resolver.GateOK}
+		c := resolver.GateChecks{Digest: resolver.ParseDigest(tagDigest(name)), Platforms: both, KeyID: "key-1", Signature: resolver.GateOK}
 		switch name {
 		case "v1.34.2-k3s2":
 			c.MissingPlatforms = []string{"linux/arm64"}

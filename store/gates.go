@@ -58,7 +58,7 @@ func (s *Store) SetGateChecks(ctx context.Context, source string, checks map[str
 		at                                 = make([]time.Time, 0, n)
 	)
 	for tag, c := range checks {
-		tags, digests, keys = append(tags, tag), append(digests, c.Digest), append(keys, c.KeyID)
+		tags, digests, keys = append(tags, tag), append(digests, c.Digest.String()), append(keys, c.KeyID)
 		sigs, reasons = append(sigs, c.Signature), append(reasons, c.SignatureReason)
 		// Arrays of arrays must be rectangular in Postgres: each list goes
 		// as one text, split again below.
@@ -128,7 +128,7 @@ func (g *gateScan) checks() *resolver.GateChecks {
 	if g.digest == "" {
 		return nil
 	}
-	c := &resolver.GateChecks{Digest: g.digest, KeyID: g.keyID, Signature: g.sig, SignatureReason: g.reason, CheckedAt: g.at}
+	c := &resolver.GateChecks{Digest: resolver.ParseDigest(g.digest), KeyID: g.keyID, Signature: g.sig, SignatureReason: g.reason, CheckedAt: g.at}
 	if len(g.platforms) > 0 {
 		c.Platforms = append([]string(nil), g.platforms...)
 	}

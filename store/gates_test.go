@@ -25,8 +25,8 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	plat := []string{"linux/amd64", "linux/arm64"}
 	checks := map[string]resolver.GateChecks{
-		"1.0.0": {Digest: "sha256:a", Platforms: plat, KeyID: "k1", Signature: resolver.GateOK, CheckedAt: at},
-		"1.0.1": {Digest: "sha256:b", Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1",
+		"1.0.0": {Digest: resolver.ParseDigest("sha256:a"), Platforms: plat, KeyID: "k1", Signature: resolver.GateOK, CheckedAt: at},
+		"1.0.1": {Digest: resolver.ParseDigest("sha256:b"), Platforms: plat, MissingPlatforms: []string{"linux/arm64"}, KeyID: "k1",
 			Signature: resolver.GateInvalid, SignatureReason: "payload names another digest: sha256:c", CheckedAt: at},
 	}
 	if changed, err := st.SetGateChecks(ctx, "src", checks); err != nil || !changed {
@@ -56,7 +56,7 @@ func TestGateChecksAreStoredLoadedAndNotifiedOnlyWhenChanged(t *testing.T) {
 		t.Errorf("gate targets (-want +got):\n%s", diff)
 	}
 	one, err := st.GateTargets(ctx, "src", []string{"1.0.1"})
-	if err != nil || len(one) != 1 || one[0].Name != "1.0.1" || one[0].Digest != "sha256:b" {
+	if err != nil || len(one) != 1 || one[0].Name != "1.0.1" || one[0].Digest.String() != "sha256:b" {
 		t.Errorf("one target: %+v, %v", one, err)
 	}
 

@@ -127,7 +127,7 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag, &digest, &prev, &first, &last}, gc.dest()...), func() error {
 		d := &data[byName[src]]
 		t := classify(&d.Source, tag)
-		t.Digest, t.PreviousDigest, t.Present = digest, prev, true
+		t.Digest, t.PreviousDigest, t.Present = resolver.ParseDigest(digest), prev, true
 		t.FirstSeen, t.LastSeen = resolver.InstantOf(first), resolver.InstantOf(last)
 		t.Gates = gc.checks()
 		d.Tags = append(d.Tags, t)

@@ -55,7 +55,7 @@ func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 	if diff := cmp.Diff([]string{"2.9.2", "3.0.0"}, names); diff != "" {
 		t.Errorf("present tags of a (-want +got):\n%s", diff)
 	}
-	if a.Tags[1].Digest != "sha256:x" {
+	if a.Tags[1].Digest.String() != "sha256:x" {
 		t.Errorf("digest of 3.0.0 = %q", a.Tags[1].Digest)
 	}
 	if a.LastScan == nil || a.LastScan.Outcome != "failed" || a.LastScan.Error != "boom" {

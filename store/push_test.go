@@ -25,7 +25,7 @@ func TestIndexTagWritesOnlyWhatChanged(t *testing.T) {
 	got := listen(t, st)
 
 	tag := src.Classify("2.9.1")
-	tag.Digest = "sha256:a"
+	tag.Digest = resolver.ParseDigest("sha256:a")
 	if changed, err := st.IndexTag(ctx, "src", tag, time.Now()); err != nil || !changed {
 		t.Fatalf("first IndexTag = %v, %v; want changed", changed, err)
 	}
@@ -35,7 +35,7 @@ func TestIndexTagWritesOnlyWhatChanged(t *testing.T) {
 	if changed, err := st.IndexTag(ctx, "src", tag, time.Now()); err != nil || changed {
 		t.Errorf("same tag again = %v, %v; want unchanged (a duplicate event writes nothing)", changed, err)
 	}
-	tag.Digest = "sha256:b"
+	tag.Digest = resolver.ParseDigest("sha256:b")
 	if changed, err := st.IndexTag(ctx, "src", tag, time.Now()); err != nil || !changed {
 		t.Fatalf("re-tag = %v, %v; want changed", changed, err)
 	}
@@ -74,7 +74,7 @@ func TestScanListedBeforePushKeepsPushedTag(t *testing.T) {
 	listingStarted := time.Now()
 	time.Sleep(5 * time.Millisecond)
 	pushed := src.Classify("2.9.1")
-	pushed.Digest = "sha256:p"
+	pushed.Digest = resolver.ParseDigest("sha256:p")
 	if _, err := st.IndexTag(ctx, "src", pushed, time.Now()); err != nil {
 		t.Fatal(err)
 	}

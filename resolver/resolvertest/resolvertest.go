@@ -33,9 +33,9 @@ func SourceData(src catalog.Source, tags []string, digests map[string]string, sc
 		tag.Present = true
 		tag.FirstSeen, tag.LastSeen = resolver.InstantOf(scanned), resolver.InstantOf(scanned)
 		if d, ok := digests[name]; ok {
-			tag.Digest = d
+			tag.Digest = resolver.ParseDigest(d)
 		} else {
-			tag.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(name)))
+			tag.Digest = resolver.ParseDigest(fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(name))))
 		}
 		sd.Tags = append(sd.Tags, tag)
 	}

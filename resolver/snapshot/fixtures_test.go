@@ -49,7 +49,7 @@ func sourceData(t testing.TB, name string, p *resolver.Parser, tags []string, bl
 	for _, name := range tags {
 		tag := src.Classify(name)
 		tag.Present, tag.FirstSeen, tag.LastSeen = true, resolver.InstantOf(seen), resolver.InstantOf(seen)
-		tag.Digest = "sha256:" + name
+		tag.Digest = resolver.ParseDigest("sha256:" + name)
 		d.Tags = append(d.Tags, tag)
 	}
 	for _, v := range blocked {

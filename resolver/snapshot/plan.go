@@ -77,7 +77,7 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (resolver.Channe
 			return resolver.ChannelChange{}, fmt.Errorf(`pin %q to %s: %w; to pin it anyway, send "force": true (tidemark promote --force)`, ch.Name, v.Version, err)
 		}
 	}
-	return resolver.ChannelChange{Channel: ch.Name, Source: ch.Source, Version: v.Version.String(), Digest: v.Digest,
+	return resolver.ChannelChange{Channel: ch.Name, Source: ch.Source, Version: v.Version.String(), Digest: v.Digest.String(),
 		IfRevision: resolver.AnyRevision, From: Served(a), Rollout: ch.Rollout}, nil
 }
 

@@ -55,11 +55,11 @@ func (idx *sourceIndex) registryTags(vs []resolver.VersionView) []RegistryTag {
 	out := make([]RegistryTag, 0, len(vs))
 	for i := range vs {
 		canon[vs[i].Version.String()] = true
-		out = append(out, RegistryTag{Name: vs[i].Name, Digest: vs[i].Digest, Version: vs[i].Version})
+		out = append(out, RegistryTag{Name: vs[i].Name, Digest: vs[i].Digest.String(), Version: vs[i].Version})
 	}
 	for i := range idx.others {
 		if o := &idx.others[i]; o.Valid && o.Present && canon[o.Version.String()] {
-			out = append(out, RegistryTag{Name: o.Name, Digest: o.Digest, Version: o.Version})
+			out = append(out, RegistryTag{Name: o.Name, Digest: o.Digest.String(), Version: o.Version})
 		}
 	}
 	slices.SortFunc(out, func(a, b RegistryTag) int {

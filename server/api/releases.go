@@ -26,7 +26,7 @@ func (s *API) channelReleases(c echo.Context) error {
 		out.SourceURL = "https://" + src.Source.Image
 	}
 	for _, vv := range vs {
-		r := openapi.ChannelRelease{Version: vv.Name, Digest: vv.Digest}
+		r := openapi.ChannelRelease{Version: vv.Name, Digest: vv.Digest.String()}
 		if !vv.FirstSeen.IsZero() {
 			t := vv.FirstSeen.UTC()
 			r.ReleaseTimestamp = &t

@@ -39,7 +39,7 @@ func hooksServer(t *testing.T) *httptest.Server {
 	d := catalog.SourceData{Source: src}
 	for _, name := range kubeTags {
 		tag := src.Classify(name)
-		tag.Present, tag.Digest = true, "sha256:"+strings.Repeat("a", 64)
+		tag.Present, tag.Digest = true, resolver.ParseDigest("sha256:"+strings.Repeat("a", 64))
 		d.Tags = append(d.Tags, tag)
 	}
 	now := time.Now()

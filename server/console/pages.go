@@ -293,7 +293,7 @@ func (s *Console) uiSource(c echo.Context) error {
 		return s.uiError(c, err)
 	}
 	for _, t := range unparsed {
-		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest), FirstSeen: t.FirstSeen.UTC()})
+		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest.String()), FirstSeen: t.FirstSeen.UTC()})
 	}
 	for _, e := range v.List {
 		if e.Ans.Channel.Source == name {

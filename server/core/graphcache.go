@@ -127,8 +127,8 @@ func graphJSON(g *snapshot.Graph, base string) openapi.CincinnatiGraph {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		payload := g.Image + ":" + n.Name
-		if n.Digest != "" {
-			payload = g.Image + "@" + n.Digest
+		if !n.Digest.IsZero() {
+			payload = g.Image + "@" + n.Digest.String()
 		}
 		out.Nodes[i] = openapi.CincinnatiNode{Version: snapshot.SemverString(n.Version), Payload: payload, Metadata: meta}
 	}

@@ -61,7 +61,7 @@ func VersionJSON(v resolver.VersionView) openapi.Version {
 		PreNumber:      v.Version.PreNumber,
 		Build:          v.Version.Build,
 		Stream:         v.Stream.String(),
-		Digest:         StrOrNil(v.Digest),
+		Digest:         StrOrNil(v.Digest.String()),
 		Blocked:        v.Blocked,
 		Servable:       v.Servable,
 		Gates:          gatesJSON(v.Gates),

@@ -197,7 +197,7 @@ func servedDigest(a snapshot.ChannelAnswer) string {
 	if a.State.Pin != "" && a.State.PinDigest != "" {
 		return a.State.PinDigest
 	}
-	return a.Tag.Digest
+	return a.Tag.Digest.String()
 }
 
 // channelETag changes whenever the channel's answer can: its state revision

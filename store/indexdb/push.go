@@ -20,7 +20,7 @@ import (
 // the next complete listing merges rather than trusting the one before.
 // ErrNotFound for a source never synced.
 func (s *Index) IndexTag(ctx context.Context, source string, t resolver.Tag, seen time.Time) (changed bool, err error) {
-	if source == "" || t.Name == "" || t.Digest == "" {
+	if source == "" || t.Name == "" || t.Digest.IsZero() {
 		return false, fmt.Errorf("%w: index tag: source %q, tag %q, digest %q: all are required", resolver.ErrInvalid, source, t.Name, t.Digest)
 	}
 	row := tagRow(t)

@@ -51,7 +51,7 @@ func buildSnapshot(versions, perMinor, risks int) (*snapshot.Snapshot, error) {
 	for i := range versions {
 		t := src.Classify(fmt.Sprintf("v1.%d.%d+k3s1", i/perMinor, i%perMinor))
 		t.Present, t.FirstSeen, t.LastSeen = true, seen, seen
-		t.Digest = fmt.Sprintf("sha256:%064x", i)
+		t.Digest = resolver.ParseDigest(fmt.Sprintf("sha256:%064x", i))
 		d.Tags = append(d.Tags, t)
 	}
 	minors := versions / perMinor

@@ -47,7 +47,7 @@ func buildSnapshot() (*snapshot.Snapshot, int, error) {
 	for _, n := range names {
 		t := src.Classify(n)
 		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
-		t.Digest = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(n)))
+		t.Digest = resolver.ParseDigest(fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(n))))
 		sd.Tags = append(sd.Tags, t)
 	}
 	scan := &catalog.Scan{Source: "k3s", Started: now, Finished: now, Outcome: "ok", Complete: true, TagsSeen: len(names)}

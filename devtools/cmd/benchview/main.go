@@ -74,7 +74,7 @@ func run(count, n, workers int, dur time.Duration) error {
 	seen := resolver.InstantOf(time.Now().Add(-time.Hour))
 	for _, t := range tags {
 		tag := src.Classify(t)
-		tag.Present, tag.Digest, tag.FirstSeen, tag.LastSeen = true, digest.String(), seen, seen
+		tag.Present, tag.Digest, tag.FirstSeen, tag.LastSeen = true, resolver.ParseDigest(digest.String()), seen, seen
 		d.Tags = append(d.Tags, tag)
 	}
 	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}, []catalog.SourceData{d}, nil, time.Now())
