@@ -152,6 +152,9 @@ func (r *replica) reloadCount() int {
 // peakRSS is the replica's VmHWM (Linux).
 func (r *replica) peakRSS() int64 { return procStatus(r.cmd.Process.Pid, "VmHWM:") }
 
+// rss is the replica's VmRSS now (Linux).
+func (r *replica) rss() int64 { return procStatus(r.cmd.Process.Pid, "VmRSS:") }
+
 func (r *replica) stop() {
 	_ = r.cmd.Process.Signal(os.Interrupt)
 	select {
