@@ -2,42 +2,50 @@ package resolver
 
 import (
 	"database/sql/driver"
-	"encoding/hex"
 	"fmt"
 )
 
 // Digest is a manifest's content digest as the registry names it: "sha256:"
 // and 64 lowercase hex digits, or, rarely, another algorithm. A snapshot
-// holds one per tag, so a sha256 digest is kept as its 32 bytes (56 bytes in
-// all, where a string took 96 with its header and its allocation); any other
-// text is kept as given. The zero Digest is "no digest yet". Digests compare
-// with ==.
+// holds one per tag, so a sha256 digest is kept as its 32 bytes behind a
+// marker byte (64 bytes in all, where its text took 96 with the string
+// header and an 80-byte allocation); any other text is kept as given. No
+// digest is the zero Digest, 16 bytes like an empty string (a digest held
+// inline would cost 56 even when empty, as most tags are until the digest
+// phase has seen them). Digests compare with ==.
 type Digest struct {
-	sum   [32]byte
-	other string // the text of a digest that is not sha256 hex
-	set   bool   // sum holds a sha256 digest
+	// b is markSHA256 and the 32 bytes; or markText and a text that
+	// starts with a marker byte itself; or the text.
+	b string
 }
 
-const sha256Prefix = "sha256:"
+const (
+	sha256Prefix = "sha256:"
+	markSHA256   = '\x00'
+	markText     = '\x01'
+)
 
 // ParseDigest holds s. It never fails: the registry's word is kept even when
 // it is not sha256 (the text then stays as it is), and "" is the zero Digest.
 func ParseDigest(s string) Digest {
-	var d Digest
 	if len(s) == len(sha256Prefix)+64 && s[:len(sha256Prefix)] == sha256Prefix {
+		var b [33]byte
+		b[0] = markSHA256
 		h := s[len(sha256Prefix):]
-		for i := range d.sum {
+		ok := true
+		for i := 0; i < 32 && ok; i++ {
 			hi, ok1 := lowerHexDigit(h[2*i])
 			lo, ok2 := lowerHexDigit(h[2*i+1])
-			if !ok1 || !ok2 {
-				return Digest{other: s}
-			}
-			d.sum[i] = hi<<4 | lo
+			b[1+i], ok = hi<<4|lo, ok1 && ok2
 		}
-		d.set = true
-		return d
+		if ok {
+			return Digest{string(b[:])}
+		}
 	}
-	return Digest{other: s}
+	if s != "" && (s[0] == markSHA256 || s[0] == markText) {
+		return Digest{string(markText) + s}
+	}
+	return Digest{s}
 }
 
 // lowerHexDigit: only lowercase hex is compact, so that String gives back
@@ -54,20 +62,28 @@ func lowerHexDigit(c byte) (byte, bool) {
 
 // String is the digest as the registry spells it; "" for none.
 func (d Digest) String() string {
-	if !d.set {
-		return d.other
+	switch {
+	case d.b == "":
+		return ""
+	case d.b[0] == markSHA256:
+		const digits = "0123456789abcdef"
+		var b [len(sha256Prefix) + 64]byte
+		copy(b[:], sha256Prefix)
+		for i := 1; i < len(d.b); i++ {
+			b[len(sha256Prefix)+2*i-2], b[len(sha256Prefix)+2*i-1] = digits[d.b[i]>>4], digits[d.b[i]&15]
+		}
+		return string(b[:])
+	case d.b[0] == markText:
+		return d.b[1:]
 	}
-	var b [len(sha256Prefix) + 64]byte
-	copy(b[:], sha256Prefix)
-	hex.Encode(b[len(sha256Prefix):], d.sum[:])
-	return string(b[:])
+	return d.b
 }
 
 // Equal is ==, for go-cmp (which cannot see unexported fields).
 func (d Digest) Equal(o Digest) bool { return d == o }
 
 // IsZero reports whether d is no digest.
-func (d Digest) IsZero() bool { return !d.set && d.other == "" }
+func (d Digest) IsZero() bool { return d.b == "" }
 
 // MarshalText spells d as String does (JSON, YAML).
 func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
