@@ -49,7 +49,7 @@ func TestTagWithANulByteIsUnparsedNotAFailedScan(t *testing.T) {
 	if diff := cmp.Diff(want, names(got.Tags)); diff != "" {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
-	if nul := tags[`"v1.2.0\x00evil"`]; nul.Valid || !strings.Contains(nul.Error, "NUL") {
+	if nul := tags[`"v1.2.0\x00evil"`]; nul.Valid || !strings.Contains(nul.ParseError(), "NUL") {
 		t.Errorf("NUL tag = %+v, want unparsed saying NUL", nul)
 	}
 	if !tags["v1.0.0"].Valid || tags["v1.0.0"].Digest.IsZero() {

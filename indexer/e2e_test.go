@@ -98,8 +98,8 @@ func TestEndToEndDistributionRegistry(t *testing.T) {
 	}
 	got = indexed(t, st, ix)
 	all := byName(got.Tags)
-	if tag := all["1.0.5"]; tag.Digest.String() != moved.String() || tag.PreviousDigest != digest.String() {
-		t.Errorf("re-tagged 1.0.5: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest, moved, digest)
+	if tag := all["1.0.5"]; tag.Digest.String() != moved.String() || tag.PreviousDigest() != digest.String() {
+		t.Errorf("re-tagged 1.0.5: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest(), moved, digest)
 	}
 	if tag := all["3.0.0"]; tag.Digest.String() != moved.String() || got.LastScan.TagsNew != 1 {
 		t.Errorf("new tag 3.0.0 digest %q, scan %+v", tag.Digest, got.LastScan)

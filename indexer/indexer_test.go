@@ -146,8 +146,8 @@ func TestScanRecordsGoneAndRetaggedTags(t *testing.T) {
 		t.Errorf("present tags (-want +got):\n%s", diff)
 	}
 	tag := byName(got.Tags)["v1.1.0"]
-	if tag.Digest.String() != retagged.String() || tag.PreviousDigest != old.String() {
-		t.Errorf("re-tagged v1.1.0: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest, retagged, old)
+	if tag.Digest.String() != retagged.String() || tag.PreviousDigest() != old.String() {
+		t.Errorf("re-tagged v1.1.0: digest %s previous %s; want %s previous %s", tag.Digest, tag.PreviousDigest(), retagged, old)
 	}
 	if got.LastScan.TagsGone != 1 {
 		t.Errorf("scan = %+v, want 1 gone", got.LastScan)
@@ -404,7 +404,7 @@ func TestARequestedScanReadsReTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the re-tag", func() bool { return byName(indexed(t, st, ix).Tags)["v1.0.0"].Digest.String() == retagged.String() })
-	if prev := byName(indexed(t, st, ix).Tags)["v1.0.0"].PreviousDigest; prev != old.String() {
+	if prev := byName(indexed(t, st, ix).Tags)["v1.0.0"].PreviousDigest(); prev != old.String() {
 		t.Errorf("previous digest %s, want %s", prev, old)
 	}
 }

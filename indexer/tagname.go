@@ -28,5 +28,5 @@ func unstorableTag(name string) (t resolver.Tag, ok bool) {
 	default:
 		return resolver.Tag{}, false
 	}
-	return resolver.Tag{Name: strconv.Quote(name), Error: why}, true
+	return resolver.InvalidTag(strconv.Quote(name), why), true
 }

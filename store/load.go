@@ -127,7 +127,8 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag, &digest, &prev, &first, &last}, gc.dest()...), func() error {
 		d := &data[byName[src]]
 		t := classify(&d.Source, tag)
-		t.Digest, t.PreviousDigest, t.Present = resolver.ParseDigest(digest), prev, true
+		t.Digest, t.Present = resolver.ParseDigest(digest), true
+		t.SetPreviousDigest(prev)
 		t.FirstSeen, t.LastSeen = resolver.InstantOf(first), resolver.InstantOf(last)
 		t.Gates = gc.checks()
 		d.Tags = append(d.Tags, t)
@@ -140,12 +141,12 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 // config) instead of panicking in the middle of a load.
 func classify(src *catalog.Source, tag string) resolver.Tag {
 	if src.Parser == nil {
-		return resolver.Tag{Name: tag, Error: "source has no version scheme"}
+		return resolver.InvalidTag(tag, "source has no version scheme")
 	}
 	if strings.HasPrefix(tag, `"`) {
 		// No registry tag starts with a quote: the indexer stores a name
 		// Postgres cannot hold (a NUL byte, bytes not UTF-8) Go-quoted.
-		return resolver.Tag{Name: tag, Error: "tag holds a NUL byte or bytes that are not UTF-8; shown quoted"}
+		return resolver.InvalidTag(tag, "tag holds a NUL byte or bytes that are not UTF-8; shown quoted")
 	}
 	return src.Classify(tag)
 }

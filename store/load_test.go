@@ -47,7 +47,7 @@ func TestLoadReadsPresentTagsScansBlocksAndStates(t *testing.T) {
 		if !tg.Present || !tg.FirstSeen.Equal(t0) || !tg.LastSeen.Equal(t0.Add(time.Hour)) {
 			t.Errorf("tag %s: present %v first %v last %v", tg.Name, tg.Present, tg.FirstSeen, tg.LastSeen)
 		}
-		if want := srcA.Classify(tg.Name); tg.Valid != want.Valid || tg.Version != want.Version || tg.Error != want.Error {
+		if want := srcA.Classify(tg.Name); tg.Valid != want.Valid || tg.Version != want.Version || tg.ParseError() != want.ParseError() {
 			t.Errorf("tag %s not classified by the source's parser: %+v", tg.Name, tg)
 		}
 		names = append(names, tg.Name)

@@ -52,7 +52,7 @@ func newStore(t testing.TB, names ...string) (*store.Store, string) {
 func tags(names ...string) []resolver.Tag {
 	out := make([]resolver.Tag, len(names))
 	for i, n := range names {
-		out[i] = resolver.Tag{Name: n, Error: "test"}
+		out[i] = resolver.InvalidTag(n, "test")
 	}
 	return out
 }

@@ -101,7 +101,7 @@ version has valid false, error saying why, and every other field empty.`,
 			enc.SetEscapeHTML(false)
 			err = eachTag(e.Stdin, func(tag string) error {
 				t := src.Classify(tag)
-				c := classified{Tag: tag, Valid: t.Valid, Error: t.Error}
+				c := classified{Tag: tag, Valid: t.Valid, Error: t.ParseError()}
 				if t.Valid {
 					v := t.Version
 					c.Version, c.Major, c.Minor, c.Patch = v.String(), v.Major, v.Minor, v.Patch

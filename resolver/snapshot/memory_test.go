@@ -18,8 +18,8 @@ import (
 // more string or time.Time in Tag.
 func TestSnapshotMemoryPerTag(t *testing.T) {
 	perTag := snapshotBytesPerTag(t, New, false)
-	if perTag > 240 {
-		t.Errorf("snapshot holds %d bytes per tag, want <= 240", perTag)
+	if perTag > 200 {
+		t.Errorf("snapshot holds %d bytes per tag, want <= 200", perTag)
 	}
 }
 
@@ -28,8 +28,8 @@ func TestSnapshotMemoryPerTag(t *testing.T) {
 // caller's data does not keep a second copy of every tag alive.
 func TestTakeDropsTags(t *testing.T) {
 	perTag := snapshotBytesPerTag(t, Take, true)
-	if perTag > 240 {
-		t.Errorf("snapshot and the data taken hold %d bytes per tag, want <= 240", perTag)
+	if perTag > 200 {
+		t.Errorf("snapshot and the data taken hold %d bytes per tag, want <= 200", perTag)
 	}
 }
 

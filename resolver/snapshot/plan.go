@@ -60,7 +60,7 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (resolver.Channe
 		return resolver.ChannelChange{}, err
 	}
 	if v.Blocked {
-		return resolver.ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason)
+		return resolver.ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason())
 	}
 	if f := s.filters[s.byChannel[channel]]; !f.Servable(&v) && (!force || v.RegistryHeld) {
 		if v.GatesUnchecked && v.RegistryHeld {

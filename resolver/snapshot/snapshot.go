@@ -163,7 +163,7 @@ func indexSource(d *catalog.SourceData, now time.Time) *sourceIndex {
 			return vv
 		}
 		if b, ok := idx.blocks[t.Version.String()]; ok {
-			vv.Blocked, vv.BlockReason = true, b.Reason
+			vv.Block(b.Reason)
 		}
 		idx.gate(&vv, now)
 		return vv

@@ -350,7 +350,7 @@ func (r *resolution) explicit(target string) (*resolver.VersionView, error) {
 	case tv.Major != cur.Major:
 		return nil, fmt.Errorf("%w: target %s is another major than current %s: upgrades never cross a major (a new major is a migration)", resolver.ErrUnprocessable, tv, cur)
 	case t.Blocked:
-		return nil, fmt.Errorf("%w: target %s is blocked%s", resolver.ErrUnprocessable, tv, suffix(": ", t.BlockReason))
+		return nil, fmt.Errorf("%w: target %s is blocked%s", resolver.ErrUnprocessable, tv, suffix(": ", t.BlockReason()))
 	case pinned && pin == nil:
 		return nil, fmt.Errorf("%w: target %s: channel %q is pinned to a version it cannot serve (%s)", resolver.ErrUnprocessable, tv, r.ch.Channel.Name, r.ch.Why)
 	case pinned && resolver.Compare(tv, pin.Version) > 0:

@@ -34,7 +34,7 @@ func (s *Snapshot) UpgradePlan(source, from, to string) ([]resolver.Tag, error) 
 	tv := target.Version
 	switch {
 	case target.Blocked:
-		return nil, fmt.Errorf("%w: target %s is blocked%s", resolver.ErrUnprocessable, tv, suffix(": ", target.BlockReason))
+		return nil, fmt.Errorf("%w: target %s is blocked%s", resolver.ErrUnprocessable, tv, suffix(": ", target.BlockReason()))
 	case !target.Servable && target.Gates != nil:
 		return nil, fmt.Errorf("%w: target %s is held by release gates (%s)", resolver.ErrUnprocessable, tv, target.Gates.Reason())
 	case !target.Servable:

@@ -55,7 +55,7 @@ func (s *API) listUnparsed(c echo.Context) error {
 	}
 	out := make([]openapi.Unparsed, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest.String()), FirstSeen: t.FirstSeen.UTC()})
+		out = append(out, openapi.Unparsed{Tag: t.Name, Error: t.ParseError(), Digest: core.StrOrNil(t.Digest.String()), FirstSeen: t.FirstSeen.UTC()})
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)

@@ -286,14 +286,14 @@ func (s *Console) uiSource(c echo.Context) error {
 		if b.Stream != "" && vv.Stream != stream {
 			continue // by stream: each version under its own stream only
 		}
-		b.Versions = append(b.Versions, uiVersionRow{Version: core.VersionJSON(vv), BlockReason: vv.BlockReason, Held: heldGates(vv.Gates)})
+		b.Versions = append(b.Versions, uiVersionRow{Version: core.VersionJSON(vv), BlockReason: vv.BlockReason(), Held: heldGates(vv.Gates)})
 	}
 	unparsed, err := v.Snap.Unparsed(name)
 	if err != nil {
 		return s.uiError(c, err)
 	}
 	for _, t := range unparsed {
-		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.Error, Digest: core.StrOrNil(t.Digest.String()), FirstSeen: t.FirstSeen.UTC()})
+		b.Unparsed = append(b.Unparsed, openapi.Unparsed{Tag: t.Name, Error: t.ParseError(), Digest: core.StrOrNil(t.Digest.String()), FirstSeen: t.FirstSeen.UTC()})
 	}
 	for _, e := range v.List {
 		if e.Ans.Channel.Source == name {

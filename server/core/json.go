@@ -65,7 +65,7 @@ func VersionJSON(v resolver.VersionView) openapi.Version {
 		Blocked:        v.Blocked,
 		Servable:       v.Servable,
 		Gates:          gatesJSON(v.Gates),
-		PreviousDigest: StrOrNil(v.PreviousDigest),
+		PreviousDigest: StrOrNil(v.PreviousDigest()),
 	}
 }
 

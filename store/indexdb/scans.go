@@ -257,7 +257,7 @@ func scanRows(tags []resolver.Tag) [][]any {
 
 func tagRow(t resolver.Tag) []any {
 	if !t.Valid {
-		return []any{t.Name, false, t.Error, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+		return []any{t.Name, false, t.ParseError(), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
 	}
 	v := t.Version
 	return []any{t.Name, true, "", v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber,
