@@ -156,8 +156,19 @@ func (idx *sourceIndex) current(s string) (resolver.Version, error) {
 	if s == "" {
 		return resolver.Version{}, fmt.Errorf("%w: current version is required", resolver.ErrInvalid)
 	}
-	if v, ok := idx.lookup(s); ok {
-		return v.Version, nil
+	// A raw tag, or a canonical string that does not parse back to itself,
+	// names its indexed version; anything else means what it parses to,
+	// which for a canonical string is exactly the indexed version (lookup
+	// would parse it, search, and hand back the same value). One map probe
+	// and at most one parse: a stepwise answer runs this per request.
+	if i, ok := idx.oddCanon[s]; ok {
+		return idx.versions[i].Version, nil
+	}
+	if i, ok := idx.byTag[s]; ok {
+		if i < 0 {
+			return idx.others[-i-1].Version, nil
+		}
+		return idx.versions[i].Version, nil
 	}
 	p := idx.view.Source.Parser
 	if p == nil {
