@@ -1,0 +1,69 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark-dev/tidemark/internal/notify"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// TestStartUpMovesReachANewEndpoint: a replica that starts leading records
+// the moves of its first snapshot (here "" -> v1.0.0) as Run starts, and an
+// endpoint configured for the first time is sent them. Its cursor starts at
+// the newest event, so the cursor must exist before they are written; when
+// both ran at once, the move was written first in some runs and never sent
+// (TestPushIsServedWithoutAScan caught it once). Eight fresh databases, so
+// a race lost in any one fails the test.
+func TestStartUpMovesReachANewEndpoint(t *testing.T) {
+	now := time.Now()
+	src := resolvertest.SemverSource(t, "k3s", "registry.example/k3s")
+	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}},
+		[]catalog.SourceData{resolvertest.SourceData(src, []string{"v1.0.0"}, nil, now)}, nil, now)
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			rcv := newReceiver(t)
+			rcv.up.Store(true)
+			st, err := store.Open(context.Background(), storetest.URL(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			d, err := notify.New(notify.Options{
+				Endpoints: []notify.Endpoint{{Name: "new-endpoint", URL: rcv.srv.URL, Kind: "webhook"}},
+				Store:     st, Leading: func() bool { return true }, Metrics: prometheus.NewRegistry(),
+				Poll: 20 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.SnapshotChanged(nil, snap) // the first snapshot as leader
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { d.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			waitFor(t, "the start-up move sent to the new endpoint", func() bool {
+				bodies, _ := rcv.received()
+				return len(bodies) > 0
+			})
+			bodies, _ := rcv.received()
+			var ce notify.CloudEvent
+			if err := json.Unmarshal(bodies[0], &ce); err != nil {
+				t.Fatal(err)
+			}
+			if ce.Data.Channel != "stable" || ce.Data.From != "" || ce.Data.To != "v1.0.0" {
+				t.Errorf("first event %+v, want stable moved from nothing to v1.0.0", ce.Data)
+			}
+		})
+	}
+}
