@@ -22,7 +22,10 @@ import (
 // newDeliverer wires outbound notifications. Every replica runs one: the
 // store's row lock per endpoint lets only one send at a time. Events that
 // indexing causes are recorded only by the replica that indexes (leading).
-func newDeliverer(cfg *config.Config, st *store.Store, log *slog.Logger, reg prometheus.Registerer, leading func() bool) (*notify.Deliverer, error) {
+// newDeliverer makes the deliverer and every endpoint's cursor: a new
+// endpoint is sent what is written after its cursor, and serve writes
+// events (pins, start-up moves) as soon as it runs.
+func newDeliverer(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger, reg prometheus.Registerer, leading func() bool) (*notify.Deliverer, error) {
 	chSources := map[string]string{}
 	for _, c := range cfg.Channels {
 		chSources[c.Name] = c.Source
@@ -31,7 +34,7 @@ func newDeliverer(cfg *config.Config, st *store.Store, log *slog.Logger, reg pro
 	if source == "" {
 		source = "tidemark"
 	}
-	return notify.New(notify.Options{
+	dl, err := notify.New(notify.Options{
 		Endpoints:      notifyEndpoints(cfg),
 		Store:          st,
 		ChannelSources: chSources,
@@ -40,6 +43,10 @@ func newDeliverer(cfg *config.Config, st *store.Store, log *slog.Logger, reg pro
 		Metrics:        reg,
 		Leading:        leading,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return dl, dl.StartCursors(ctx)
 }
 
 // pushFunc hands webhook events to the indexer. The work belongs to the

@@ -112,9 +112,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		push = pushFunc(ctx, &ix)
 		gate = func(gctx context.Context, source, tag string) error { return ix.GateTag(gctx, source, tag) }
 	}
-	dl, err := newDeliverer(cfg, st, log, reg, func() bool { return ix != nil && ix.Leading() })
+	dl, err := newDeliverer(startCtx, cfg, st, log, reg, func() bool { return ix != nil && ix.Leading() })
 	if err != nil {
-		return err
+		return startErr(err)
 	}
 	snaps, err := live.New(live.Options{Data: st, Sources: sources, Channels: cfg.Channels, Log: log})
 	if err != nil {

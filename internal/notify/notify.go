@@ -176,9 +176,11 @@ func (d *Deliverer) Kick() {
 // on), so a cursor made after the writer recorded the start-up scan's moves
 // would have skipped them: a lost notification, seen once in ~40 runs of
 // TestPushIsServedWithoutAScan. Until the cursors exist the writer waits,
-// and the moves wait in its queue.
+// and the moves wait in its queue. (serve calls StartCursors before it
+// serves, so that the API's pins are not early either.)
 func (d *Deliverer) Run(ctx context.Context) {
-	d.startCursors(ctx)
+	_ = d.StartCursors(ctx) // nil, or ctx ended
+
 	var wg sync.WaitGroup
 	wg.Go(func() { d.writeDerived(ctx) })
 	for _, e := range d.opts.Endpoints {
@@ -191,13 +193,19 @@ func (d *Deliverer) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// startCursors makes every endpoint's cursor (StartCursor), retrying each
-// until it is made or ctx ends.
-func (d *Deliverer) startCursors(ctx context.Context) {
+// StartCursors makes every endpoint's cursor, retrying each until it is
+// made or ctx ends (then it returns ctx's error). A new endpoint is sent
+// the events written after its cursor is made: call this before anything
+// that writes events runs (the API, the indexer, the rollout loops).
+// Cursors that exist are left alone.
+func (d *Deliverer) StartCursors(ctx context.Context) error {
 	for _, e := range d.opts.Endpoints {
 		for {
 			err := d.opts.Store.StartCursor(ctx, e.Name)
-			if err == nil || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err == nil {
 				break
 			}
 			d.log.WarnContext(ctx, "notification cursor unavailable; retrying", "endpoint", e.Name, "err", err)
@@ -207,6 +215,7 @@ func (d *Deliverer) startCursors(ctx context.Context) {
 			}
 		}
 	}
+	return nil
 }
 
 func (d *Deliverer) endpointLoop(ctx context.Context, e Endpoint, wake <-chan struct{}) {

@@ -67,3 +67,63 @@ func TestStartUpMovesReachANewEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestAnEventBeforeRunReachesANewEndpoint: serve makes the cursors
+// (StartCursors) before it serves, so a pin made through the API before
+// the deliverer's Run starts is still sent to an endpoint configured for
+// the first time. Without StartCursors, Run would make the cursor after
+// the event and skip it.
+func TestAnEventBeforeRunReachesANewEndpoint(t *testing.T) {
+	rcv := newReceiver(t)
+	rcv.up.Store(true)
+	st, err := store.Open(context.Background(), storetest.URL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	d, err := notify.New(notify.Options{
+		Endpoints: []notify.Endpoint{{Name: "new-endpoint", URL: rcv.srv.URL, Kind: "webhook"}},
+		Store:     st, Metrics: prometheus.NewRegistry(),
+		Poll: 20 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := d.StartCursors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pin := resolver.Event{Type: resolver.EventChannelChanged, Channel: "stable", Source: "k3s", From: "", To: "v1.0.0", Actor: "alice", Reason: "pinned"}
+	if err := st.AddEvents(ctx, []resolver.Event{pin}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the event written before Run, sent", func() bool {
+		bodies, _ := rcv.received()
+		return len(bodies) > 0
+	})
+	bodies, _ := rcv.received()
+	var ce notify.CloudEvent
+	if err := json.Unmarshal(bodies[0], &ce); err != nil {
+		t.Fatal(err)
+	}
+	if ce.Data.To != "v1.0.0" || ce.Data.Actor != "alice" {
+		t.Errorf("first event %+v, want alice's pin to v1.0.0", ce.Data)
+	}
+
+	// A cursor that exists is left alone: StartCursors again does not skip
+	// what is pending.
+	if err := st.AddEvents(ctx, []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "stable", Source: "k3s", From: "v1.0.0", To: "v1.0.1", Actor: "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartCursors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.Kick()
+	waitFor(t, "the second event, sent", func() bool {
+		bodies, _ := rcv.received()
+		return len(bodies) > 1
+	})
+}
