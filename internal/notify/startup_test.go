@@ -32,36 +32,13 @@ func TestStartUpMovesReachANewEndpoint(t *testing.T) {
 		[]catalog.SourceData{resolvertest.SourceData(src, []string{"v1.0.0"}, nil, now)}, nil, now)
 	for i := range 8 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			rcv := newReceiver(t)
-			rcv.up.Store(true)
-			st, err := store.Open(context.Background(), storetest.URL(t), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(st.Close)
-			d, err := notify.New(notify.Options{
-				Endpoints: []notify.Endpoint{{Name: "new-endpoint", URL: rcv.srv.URL, Kind: "webhook"}},
-				Store:     st, Leading: func() bool { return true }, Metrics: prometheus.NewRegistry(),
-				Poll: 20 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rcv, d, _ := newEndpointDeliverer(t)
 			d.SnapshotChanged(nil, snap) // the first snapshot as leader
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { d.Run(ctx); close(done) }()
 			defer func() { cancel(); <-done }()
-			waitFor(t, "the start-up move sent to the new endpoint", func() bool {
-				bodies, _ := rcv.received()
-				return len(bodies) > 0
-			})
-			bodies, _ := rcv.received()
-			var ce notify.CloudEvent
-			if err := json.Unmarshal(bodies[0], &ce); err != nil {
-				t.Fatal(err)
-			}
-			if ce.Data.Channel != "stable" || ce.Data.From != "" || ce.Data.To != "v1.0.0" {
+			if ce := firstEvent(t, rcv); ce.Data.Channel != "stable" || ce.Data.From != "" || ce.Data.To != "v1.0.0" {
 				t.Errorf("first event %+v, want stable moved from nothing to v1.0.0", ce.Data)
 			}
 		})
@@ -74,21 +51,7 @@ func TestStartUpMovesReachANewEndpoint(t *testing.T) {
 // the first time. Without StartCursors, Run would make the cursor after
 // the event and skip it.
 func TestAnEventBeforeRunReachesANewEndpoint(t *testing.T) {
-	rcv := newReceiver(t)
-	rcv.up.Store(true)
-	st, err := store.Open(context.Background(), storetest.URL(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	d, err := notify.New(notify.Options{
-		Endpoints: []notify.Endpoint{{Name: "new-endpoint", URL: rcv.srv.URL, Kind: "webhook"}},
-		Store:     st, Metrics: prometheus.NewRegistry(),
-		Poll: 20 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rcv, d, st := newEndpointDeliverer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := d.StartCursors(ctx); err != nil {
 		t.Fatal(err)
@@ -100,16 +63,7 @@ func TestAnEventBeforeRunReachesANewEndpoint(t *testing.T) {
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the event written before Run, sent", func() bool {
-		bodies, _ := rcv.received()
-		return len(bodies) > 0
-	})
-	bodies, _ := rcv.received()
-	var ce notify.CloudEvent
-	if err := json.Unmarshal(bodies[0], &ce); err != nil {
-		t.Fatal(err)
-	}
-	if ce.Data.To != "v1.0.0" || ce.Data.Actor != "alice" {
+	if ce := firstEvent(t, rcv); ce.Data.To != "v1.0.0" || ce.Data.Actor != "alice" {
 		t.Errorf("first event %+v, want alice's pin to v1.0.0", ce.Data)
 	}
 
@@ -126,4 +80,41 @@ func TestAnEventBeforeRunReachesANewEndpoint(t *testing.T) {
 		bodies, _ := rcv.received()
 		return len(bodies) > 1
 	})
+}
+
+// newEndpointDeliverer is a leading deliverer on a fresh database with one
+// endpoint it has never seen, a receiver that is up.
+func newEndpointDeliverer(t *testing.T) (*receiver, *notify.Deliverer, *store.Store) {
+	t.Helper()
+	rcv := newReceiver(t)
+	rcv.up.Store(true)
+	st, err := store.Open(context.Background(), storetest.URL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	d, err := notify.New(notify.Options{
+		Endpoints: []notify.Endpoint{{Name: "new-endpoint", URL: rcv.srv.URL, Kind: "webhook"}},
+		Store:     st, Leading: func() bool { return true }, Metrics: prometheus.NewRegistry(),
+		Poll: 20 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rcv, d, st
+}
+
+// firstEvent waits for rcv's first notification and decodes it.
+func firstEvent(t *testing.T, rcv *receiver) notify.CloudEvent {
+	t.Helper()
+	waitFor(t, "a notification sent to the new endpoint", func() bool {
+		bodies, _ := rcv.received()
+		return len(bodies) > 0
+	})
+	bodies, _ := rcv.received()
+	var ce notify.CloudEvent
+	if err := json.Unmarshal(bodies[0], &ce); err != nil {
+		t.Fatal(err)
+	}
+	return ce
 }
