@@ -203,12 +203,20 @@ func k3sSnapshot(t testing.TB) *snapshot.Snapshot {
 // test server whose every response is validated against openapi.yaml.
 func newTestServer(t *testing.T, snap *snapshot.Snapshot, externalURL string) (*Server, *httptest.Server, *testutil.LockedBuffer) {
 	t.Helper()
-	logs := &testutil.LockedBuffer{}
-	s, err := New(Options{
+	return startServer(t, Options{
 		ExternalURL: externalURL,
-		Log:         slog.New(slog.NewTextHandler(logs, nil)),
 		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 	})
+}
+
+// startServer builds a server from opts with its log in the returned
+// buffer, loads it once, and serves it through a test server whose every
+// response is validated against openapi.yaml.
+func startServer(t *testing.T, opts Options) (*Server, *httptest.Server, *testutil.LockedBuffer) {
+	t.Helper()
+	logs := &testutil.LockedBuffer{}
+	opts.Log = slog.New(slog.NewTextHandler(logs, nil))
+	s, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

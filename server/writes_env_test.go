@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,8 +90,6 @@ func openStore(t *testing.T, url string) *store.Store {
 func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Server, *testutil.LockedBuffer) {
 	t := env.t
 	t.Helper()
-	logs := &testutil.LockedBuffer{}
-	opts.Log = slog.New(slog.NewTextHandler(logs, nil))
 	opts.Store = st
 	if opts.Load == nil && opts.Data == nil {
 		// As cmd/tidemark serve does: a change reads only what it touched.
@@ -101,16 +98,7 @@ func (env *pgEnv) serve(st *store.Store, opts Options) (*Server, *httptest.Serve
 	if opts.WriteRate == 0 {
 		opts.WriteRate, opts.WriteBurst = 1000, 1000
 	}
-	srv, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := srv.Reload(context.Background()); err != nil {
-		t.Fatalf("Reload: %v", err)
-	}
-	ts := httptest.NewServer(validating(t, srv.Handler()))
-	t.Cleanup(ts.Close)
-	return srv, ts, logs
+	return startServer(t, opts)
 }
 
 // loadFrom builds whole snapshots from st, for tests that replace Load.
