@@ -3,9 +3,10 @@ package indexdb
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // fingerprintVersion starts every fingerprint, so that a change to what is
@@ -18,50 +19,54 @@ const fingerprintVersion = "tidemark-listing-v1\x00"
 // build pattern, label map) makes a configuration change that reclassifies
 // even one tag a different fingerprint, and one that reclassifies none the
 // same, which is right: the rows already hold what a merge would write.
-// rows must be free of duplicate names (scanRows).
-func fingerprint(rows [][]any) []byte {
-	byName := func(a, b []any) int { return strings.Compare(a[0].(string), b[0].(string)) }
+// tags must be free of duplicate names (scanTags).
+func fingerprint(tags []resolver.Tag) []byte {
 	// Registries (distribution, Docker Hub) list in name order already;
-	// checking is a tenth of the cost of sorting 10,000 rows.
-	sorted := rows
-	if !slices.IsSortedFunc(rows, byName) {
-		sorted = slices.Clone(rows)
+	// checking is a tenth of the cost of sorting 10,000 rows. Otherwise
+	// pointers are sorted: a Tag (136 bytes) is 17 times their size to move.
+	sorted := make([]*resolver.Tag, len(tags))
+	for i := range tags {
+		sorted[i] = &tags[i]
+	}
+	byName := func(a, b *resolver.Tag) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(sorted, byName) {
 		slices.SortFunc(sorted, byName)
 	}
 	h := sha256.New()
 	h.Write([]byte(fingerprintVersion))
 	buf := make([]byte, 0, 256)
-	for _, row := range sorted {
-		buf = buf[:0]
-		for _, v := range row {
-			buf = appendValue(buf, v)
-		}
-		h.Write(buf)
+	for _, t := range sorted {
+		h.Write(appendRow(buf[:0], t))
 	}
 	return h.Sum(nil)
 }
 
-// appendValue encodes one COPY value unambiguously: a type byte, then a
-// length-prefixed string or a varint.
-func appendValue(buf []byte, v any) []byte {
-	switch v := v.(type) {
-	case nil:
-		return append(buf, 'n')
-	case bool:
-		if v {
-			return append(buf, 'T')
+// appendRow encodes the tag's row (tagColumns) unambiguously: per value a
+// type byte, then a length-prefixed string or a varint. A number is hashed
+// as parsed, even one its int4 column holds as NULL.
+func appendRow(buf []byte, t *resolver.Tag) []byte {
+	buf = appendString(buf, t.Name)
+	if !t.Valid {
+		buf = appendString(append(buf, 'F'), t.ParseError())
+		for range len(tagColumns) - 3 {
+			buf = append(buf, 'n')
 		}
-		return append(buf, 'F')
-	case int:
-		return binary.AppendVarint(append(buf, 'i'), int64(v))
-	case string:
-		buf = binary.AppendUvarint(append(buf, 's'), uint64(len(v)))
-		return append(buf, v...)
-	default:
-		// tagRow produces only the types above; this keeps a new column
-		// type hashed (if less compactly) rather than ignored.
-		s := fmt.Sprintf("%T:%v", v, v)
-		buf = binary.AppendUvarint(append(buf, '?'), uint64(len(s)))
-		return append(buf, s...)
+		return buf
 	}
+	v := &t.Version
+	buf = appendString(append(buf, 'T'), "")
+	buf = appendInt(appendInt(appendInt(buf, v.Major), v.Minor), v.Patch)
+	buf = appendInt(appendString(buf, v.Pre()), v.PreNumber)
+	buf = appendInt(appendString(buf, v.Prerelease()), v.Build)
+	buf = appendString(appendString(buf, v.BuildMeta()), v.String())
+	return appendString(buf, t.Stream.String())
+}
+
+func appendInt(buf []byte, v int) []byte {
+	return binary.AppendVarint(append(buf, 'i'), int64(v))
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(append(buf, 's'), uint64(len(s)))
+	return append(buf, s...)
 }

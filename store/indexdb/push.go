@@ -23,7 +23,7 @@ func (s *Index) IndexTag(ctx context.Context, source string, t resolver.Tag, see
 	if source == "" || t.Name == "" || t.Digest.IsZero() {
 		return false, fmt.Errorf("%w: index tag: source %q, tag %q, digest %q: all are required", resolver.ErrInvalid, source, t.Name, t.Digest)
 	}
-	row := tagRow(t)
+	row := tagArgs(t)
 	err = s.inTx(ctx, fmt.Sprintf("index tag %q of source %q", t.Name, source), func(tx pgx.Tx) error {
 		if err := lockSource(ctx, tx, source); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +15,9 @@ import (
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
-// scanTagColumns are the columns COPYed into the per-scan temp table.
-var scanTagColumns = []string{"tag", "valid", "error", "major", "minor", "patch", "pre",
+// tagColumns are a listed tag's columns (writeTag), as COPYed into the
+// per-scan temp table and, after the source, into tags.
+var tagColumns = []string{"tag", "valid", "error", "major", "minor", "patch", "pre",
 	"pre_number", "prerelease", "build", "build_meta", "canonical", "stream"}
 
 // ApplyScan writes one scan in one transaction: COPY the tags into a temp
@@ -51,23 +53,23 @@ func (s *Index) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.S
 		Outcome: "ok", Requests: r.Requests,
 	}
 	var (
-		rows [][]any
+		tags []resolver.Tag
 		fp   []byte
 	)
 	if r.Err != nil {
 		sc.Outcome, sc.Error = "failed", pg.OneLine(r.Err.Error())
 	} else {
 		sc.Complete = r.Complete
-		rows = scanRows(r.Tags)
-		sc.TagsSeen = len(rows)
-		fp = fingerprint(rows)
+		tags = scanTags(r.Tags)
+		sc.TagsSeen = len(tags)
+		fp = fingerprint(tags)
 	}
 	op := fmt.Sprintf("apply scan of source %q", r.Source)
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		var unchanged bool
 		if r.Err == nil {
 			var err error
-			unchanged, err = mergeTags(ctx, tx, r.Source, r.Finished, sc.Complete, rows, fp, &sc)
+			unchanged, err = mergeTags(ctx, tx, r.Source, r.Finished, sc.Complete, tags, fp, &sc)
 			if err != nil {
 				return err
 			}
@@ -98,7 +100,7 @@ func (s *Index) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.S
 // one source (so the fingerprint compared is the one the tags match) and
 // keeps the source from being removed, without blocking blocks' foreign
 // keys (KEY SHARE).
-func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, rows [][]any, fp []byte, sc *catalog.Scan) (unchanged bool, err error) {
+func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, complete bool, tags []resolver.Tag, fp []byte, sc *catalog.Scan) (unchanged bool, err error) {
 	var stored []byte
 	err = tx.QueryRow(ctx, `select listing_fingerprint from sources where name = $1 for no key update`, source).Scan(&stored)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -112,7 +114,7 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 		return true, err
 	}
 	if complete && stored == nil {
-		if first, err := firstListing(ctx, tx, source, seen, rows, fp, sc); first || err != nil {
+		if first, err := firstListing(ctx, tx, source, seen, tags, fp, sc); first || err != nil {
 			return false, err
 		}
 	}
@@ -125,7 +127,8 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"scan_tags"}, scanTagColumns, pgx.CopyFromRows(rows)); err != nil {
+	_, err = pg.CopyRows(ctx, tx, "scan_tags", tagColumns, len(tags), func(i int, r *pg.Row) { writeTag(r, &tags[i]) })
+	if err != nil {
 		return false, err
 	}
 	// Only rows that differ are written: a complete listing moves listed_at
@@ -213,22 +216,19 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 // sources x 1,000 tags. It reports false, writing nothing, when the source
 // has tags after all (a listing that was incomplete, or whose fingerprint
 // was cleared).
-func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time, rows [][]any, fp []byte, sc *catalog.Scan) (bool, error) {
+func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time, tags []resolver.Tag, fp []byte, sc *catalog.Scan) (bool, error) {
 	var has bool
 	if err := tx.QueryRow(ctx, `select exists (select from tags where source = $1)`, source).Scan(&has); err != nil || has {
 		return false, err
 	}
-	i := 0
-	src := pgx.CopyFromFunc(func() ([]any, error) {
-		if i == len(rows) {
-			return nil, nil
-		}
-		row := append([]any{source}, rows[i]...)
-		i++
-		return append(row, seen, seen, true), nil
+	cols := append(append([]string{"source"}, tagColumns...), "first_seen", "last_seen", "present")
+	n, err := pg.CopyRows(ctx, tx, "tags", cols, len(tags), func(i int, r *pg.Row) {
+		r.Text(source)
+		writeTag(r, &tags[i])
+		r.Timestamptz(seen)
+		r.Timestamptz(seen)
+		r.Bool(true)
 	})
-	cols := append(append([]string{"source"}, scanTagColumns...), "first_seen", "last_seen", "present")
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{"tags"}, cols, src)
 	if err != nil {
 		return false, err
 	}
@@ -238,30 +238,65 @@ func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time,
 	return err == nil, err
 }
 
-// scanRows turns tags into COPY rows, keeping the last of duplicate names
-// (a registry listing should have none; ON CONFLICT would refuse them).
-func scanRows(tags []resolver.Tag) [][]any {
+// scanTags drops all but the last of duplicate names (a registry listing
+// should have none; ON CONFLICT would refuse them), keeping the order.
+func scanTags(tags []resolver.Tag) []resolver.Tag {
 	idx := make(map[string]int, len(tags))
-	rows := make([][]any, 0, len(tags))
+	out := make([]resolver.Tag, 0, len(tags))
 	for _, t := range tags {
-		row := tagRow(t)
 		if i, dup := idx[t.Name]; dup {
-			rows[i] = row
+			out[i] = t
 			continue
 		}
-		idx[t.Name] = len(rows)
-		rows = append(rows, row)
+		idx[t.Name] = len(out)
+		out = append(out, t)
 	}
-	return rows
+	return out
 }
 
-func tagRow(t resolver.Tag) []any {
+// writeTag appends the tag's tagColumns to a COPY row. A version number
+// that does not fit its int4 column is NULL there: the columns are for SQL
+// readers, and a load parses the name again (migrations/001_schema.sql).
+func writeTag(r *pg.Row, t *resolver.Tag) {
+	r.Text(t.Name)
+	r.Bool(t.Valid)
+	if !t.Valid {
+		r.Text(t.ParseError())
+		for range len(tagColumns) - 3 {
+			r.Null()
+		}
+		return
+	}
+	v := &t.Version
+	r.Text("")
+	r.Int4OrNull(v.Major)
+	r.Int4OrNull(v.Minor)
+	r.Int4OrNull(v.Patch)
+	r.Text(v.Pre())
+	r.Int4OrNull(v.PreNumber)
+	r.Text(v.Prerelease())
+	r.Int4OrNull(v.Build)
+	r.Text(v.BuildMeta())
+	r.Text(v.String())
+	r.Text(t.Stream.String())
+}
+
+// tagArgs are the tag's tagColumns as query arguments, numbers past int4
+// as NULL (writeTag).
+func tagArgs(t resolver.Tag) []any {
 	if !t.Valid {
 		return []any{t.Name, false, t.ParseError(), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
 	}
 	v := t.Version
-	return []any{t.Name, true, "", v.Major, v.Minor, v.Patch, v.Pre(), v.PreNumber,
-		v.Prerelease(), v.Build, v.BuildMeta(), v.String(), t.Stream.String()}
+	return []any{t.Name, true, "", int4OrNil(v.Major), int4OrNil(v.Minor), int4OrNil(v.Patch), v.Pre(),
+		int4OrNil(v.PreNumber), v.Prerelease(), int4OrNil(v.Build), v.BuildMeta(), v.String(), t.Stream.String()}
+}
+
+func int4OrNil(v int) any {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return nil
+	}
+	return v
 }
 
 // AddScanRequests adds n registry requests to the record of scan scanID: the
