@@ -21,6 +21,7 @@ type Notify func(ctx context.Context, tx pgx.Tx, kind, source string, kv ...stri
 type Index struct {
 	db     *pg.DB
 	notify Notify
+	groups listingGroups // complete listings waiting to be recorded together
 }
 
 // New is the index's part of the store on db; notify announces changes.

@@ -33,6 +33,10 @@ var tagColumns = []string{"tag", "valid", "error", "major", "minor", "patch", "p
 // therefore greatest(tags.last_seen, sources.listed_at), which is what Load
 // returns (see migrations/002_listing_fingerprint.sql).
 //
+// Complete listings are recorded in groups when they can be (listings.go):
+// a first listing and an unchanged one share a transaction with those of
+// other sources that arrive meanwhile.
+//
 // A failed scan (r.Err set) records its error and touches no tag. An
 // incomplete one adds and refreshes the tags it saw but marks nothing absent,
 // and never takes the fast path (nor lets the next listing take it).
@@ -63,6 +67,15 @@ func (s *Index) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.S
 		tags = scanTags(r.Tags)
 		sc.TagsSeen = len(tags)
 		fp = fingerprint(tags)
+	}
+	if r.Err == nil && sc.Complete {
+		j := &listingJob{source: r.Source, seen: r.Finished, tags: tags, fp: fp, sc: sc}
+		j.deadline, _ = ctx.Deadline()
+		if recorded, err := s.recordInGroup(j); err != nil {
+			return catalog.Scan{}, err
+		} else if recorded {
+			return j.sc, nil
+		}
 	}
 	op := fmt.Sprintf("apply scan of source %q", r.Source)
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
