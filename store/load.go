@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -90,6 +91,7 @@ func newSourceData(sources []catalog.Source) ([]catalog.SourceData, func(context
 	}
 }
 
+// loadTags reads the present tags of sources, names[i] into data[i].
 func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
 	// Each slice is allocated once at about its size: a source's present
 	// tags are its last listing's, give or take the tags pushes added since.
@@ -106,16 +108,34 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 			data[i].Tags = make([]resolver.Tag, 0, n+n/16)
 		}
 	}
-	var src string
-
+	gates, err := loadGateChecks(ctx, tx, names, byName)
+	if err != nil {
+		return err
+	}
 	// A present tag was in the source's last complete listing (or seen later
-	// by a partial one), which a no-change rescan records only as listed_at.
-	rows, err := tx.Query(ctx, `
-		select t.source, t.tag, t.digest, t.previous_digest, t.first_seen, greatest(t.last_seen, s.listed_at),
-			`+gateColumns+`
-		from tags t join sources s on s.name = t.source
-		left join gate_checks g on g.source = t.source and g.tag = t.tag
-		where t.present and t.source = any($1)`, names)
+	// by a partial one), which a no-change rescan records only as listed_at:
+	// its last_seen is the later of the two.
+	listed := make([]time.Time, len(names))
+	rows, err := tx.Query(ctx, `select name, listed_at from sources where name = any($1) and listed_at is not null`, names)
+	if err != nil {
+		return err
+	}
+	var (
+		// The source's name is read where the driver holds it (valid until
+		// the next row) and looked up without a copy: a million of them
+		// were half a load's allocations.
+		src pgtype.DriverBytes
+		at  time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&src, &at}, func() error { listed[byName[string(src)]] = at; return nil }); err != nil {
+		return err
+	}
+	// source = any($1) rather than a join with the names: the plan must be
+	// the primary key's index scan even while tags' statistics lag behind
+	// a first index, when a join was planned as a scan of the whole table.
+	rows, err = tx.Query(ctx, `
+		select source, tag, digest, previous_digest, first_seen, last_seen
+		from tags where present and source = any($1)`, names)
 	if err != nil {
 		return err
 	}
@@ -123,18 +143,52 @@ func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]
 		tag, digest, prev string
 		first, last       time.Time
 	)
-	var gc gateScan
-	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag, &digest, &prev, &first, &last}, gc.dest()...), func() error {
-		d := &data[byName[src]]
+	_, err = pgx.ForEachRow(rows, []any{&src, &tag, &digest, &prev, &first, &last}, func() error {
+		i := byName[string(src)]
+		d := &data[i]
 		t := classify(&d.Source, tag)
 		t.Digest, t.Present = resolver.ParseDigest(digest), true
 		t.SetPreviousDigest(prev)
+		if last.Before(listed[i]) {
+			last = listed[i]
+		}
 		t.FirstSeen, t.LastSeen = resolver.InstantOf(first), resolver.InstantOf(last)
-		t.Gates = gc.checks()
+		if g := gates[i]; g != nil {
+			t.Gates = g[tag]
+		}
 		d.Tags = append(d.Tags, t)
 		return nil
 	})
 	return err
+}
+
+// loadGateChecks reads the stored gate checks of sources (by their index in
+// names, then tag; nil for a source without any). Apart from the tags: few
+// sources check gates, and a left join gave every tag seven more columns.
+func loadGateChecks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int) ([]map[string]*resolver.GateChecks, error) {
+	out := make([]map[string]*resolver.GateChecks, len(names))
+	rows, err := tx.Query(ctx, `select g.source, g.tag, `+gateColumns+` from gate_checks g where g.source = any($1)`, names)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		src pgtype.DriverBytes
+		tag string
+		gc  gateScan
+	)
+	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag}, gc.dest()...), func() error {
+		c := gc.checks()
+		if c == nil {
+			return nil
+		}
+		i := byName[string(src)]
+		if out[i] == nil {
+			out[i] = map[string]*resolver.GateChecks{}
+		}
+		out[i][tag] = c
+		return nil
+	})
+	return out, err
 }
 
 // classify tolerates a source without a parser (a test or a half-built
