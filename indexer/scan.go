@@ -123,7 +123,7 @@ func (ix *Indexer) scan(ctx context.Context, src *source, recheck bool) error {
 	} else if due, err = ix.store.TagsWithoutDigest(ctx, src.Name); err != nil {
 		err = fmt.Errorf("tags without digest of %q: %w", src.Name, err)
 	}
-	due = slices.DeleteFunc(due, func(t string) bool { return !ociTag.MatchString(t) })
+	due = slices.DeleteFunc(due, func(t string) bool { return !isOCITag(t) })
 	// The listing is recorded: let its tags go before the digest phase,
 	// which waits for every other listing first. At a first index of 1,000
 	// sources every scan waited here holding its classified tags, ~300 MB
