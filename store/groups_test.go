@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
@@ -22,42 +20,22 @@ import (
 // next group. release ends the lock.
 func holdSource(t *testing.T, st *store.Store, u, source string) (applied <-chan error, release func()) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `select from sources where name = $1 for update`, source); err != nil {
-		t.Fatal(err)
-	}
+	release = holdLock(t, u, fmt.Sprintf(`select from sources where name = '%s' for update`, source))
+	t.Cleanup(release) // a group left waiting would hang the store's Close
 	done := make(chan error, 1)
 	go func() {
-		_, err := st.ApplyScan(ctx, resolver.ScanResult{Source: source, Complete: true, Tags: tags("gate")})
+		_, err := st.ApplyScan(context.Background(), resolver.ScanResult{Source: source, Complete: true, Tags: tags("gate")})
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting bool
-		err := conn.QueryRow(ctx, `select exists (select from pg_stat_activity
-			where datname = current_database() and wait_event_type = 'Lock')`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		waiting := query(t, u, `select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
+		if len(waiting) > 0 {
+			return done, release
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the listing of the held source never waited for its lock")
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-	return done, func() {
-		_ = tx.Rollback(ctx)
-		_ = conn.Close(ctx)
 	}
 }
 
