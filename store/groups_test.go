@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
@@ -27,13 +29,20 @@ func holdSource(t *testing.T, st *store.Store, u, source string) (applied <-chan
 		_, err := st.ApplyScan(context.Background(), resolver.ScanResult{Source: source, Complete: true, Tags: tags("gate")})
 		done <- err
 	}()
+	waitForLockWait(t, u)
+	return done, release
+}
+
+// waitForLockWait returns once a session of the database waits for a lock.
+func waitForLockWait(t *testing.T, u string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		waiting := query(t, u, `select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
 		if len(waiting) > 0 {
-			return done, release
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the listing of the held source never waited for its lock")
+			t.Fatal("no session waited for a lock within 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -161,5 +170,49 @@ func TestAGroupThatFailsRecordsEachListingAlone(t *testing.T) {
 	wantTags := [][]any{{"changed", "b,c"}, {"first", "a,b,c"}, {"gate", "gate"}, {"same", "a,b"}}
 	if fmt.Sprint(got) != fmt.Sprint(wantTags) {
 		t.Errorf("present tags %v, want %v", got, wantTags)
+	}
+}
+
+// A group aborted by a deadlock (here with a transaction that locks its
+// sources in the other order) records each listing alone: neither fails.
+func TestAGroupAbortedByADeadlockRecordsEachListingAlone(t *testing.T) {
+	st, u := newStore(t, "gate", "a", "b")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) })
+	if _, err := tx.Exec(ctx, `select from sources where name = 'b' for update`); err != nil {
+		t.Fatal(err)
+	}
+	gate, release := holdSource(t, st, u, "gate")
+	scans, errs, wait := applyAll(st, []resolver.ScanResult{
+		{Source: "a", Complete: true, Tags: tags("1")},
+		{Source: "b", Complete: true, Tags: tags("2")},
+	})
+	time.Sleep(200 * time.Millisecond)
+	release() // the group of a and b locks a, then waits for b
+	if err := <-gate; err != nil {
+		t.Fatal(err)
+	}
+	waitForLockWait(t, u)
+	// Lock a too: a deadlock, which Postgres breaks by aborting the group
+	// (it waited first, so its check runs first).
+	if _, err := tx.Exec(ctx, `select from sources where name = 'a' for update`); err != nil {
+		t.Fatalf("the other transaction was the one aborted: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	for i, sc := range scans {
+		if errs[i] != nil || sc.ID == 0 || sc.TagsNew != 1 {
+			t.Errorf("listing %d: scan %+v, err %v; want it recorded", i, sc, errs[i])
+		}
 	}
 }

@@ -135,8 +135,12 @@ func (s *Index) recordGroup(group []*listingJob) {
 	if len(group) > 1 {
 		op = fmt.Sprintf("apply scans of %d sources (%q and others)", len(group), group[0].source)
 	}
-	var recorded []*listingJob
-	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+	var (
+		recorded []*listingJob
+		stmtErr  error // a statement's own error, before inTx words it
+	)
+	err := s.inTx(ctx, op, func(tx pgx.Tx) (err error) {
+		defer func() { stmtErr = err }()
 		recorded = recorded[:0]
 		var firsts []*listingJob
 		unchanged := map[string]bool{}
@@ -187,7 +191,11 @@ func (s *Index) recordGroup(group []*listingJob) {
 		}
 		return nil
 	})
-	if errors.Is(err, resolver.ErrUnavailable) {
+	// Only a database out of reach fails the listings; a group aborted by
+	// a deadlock (another transaction locking sources in another order,
+	// SyncSources) leaves them to be recorded alone, as a bad listing does.
+	unreachable := stmtErr == nil || pg.ConnLost(stmtErr) || errors.Is(stmtErr, context.DeadlineExceeded)
+	if errors.Is(err, resolver.ErrUnavailable) && unreachable {
 		for _, j := range group {
 			j.err = err
 		}
