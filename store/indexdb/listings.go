@@ -141,7 +141,6 @@ func (s *Index) recordGroup(group []*listingJob) {
 	)
 	err := s.inTx(ctx, op, func(tx pgx.Tx) (err error) {
 		defer func() { stmtErr = err }()
-		recorded = recorded[:0]
 		var firsts []*listingJob
 		unchanged := map[string]bool{}
 		// Locked in name order, as one source at a time is elsewhere: no
@@ -208,7 +207,8 @@ func (s *Index) recordGroup(group []*listingJob) {
 	}
 }
 
-// copyFirstListings writes the tags of sources that have none in one COPY.
+// copyFirstListings writes the tags of sources that have none in one COPY
+// (a group's first listings, or one recorded alone: firstListing).
 func copyFirstListings(ctx context.Context, tx pgx.Tx, firsts []*listingJob) error {
 	total := 0
 	for _, j := range firsts {

@@ -234,19 +234,12 @@ func firstListing(ctx context.Context, tx pgx.Tx, source string, seen time.Time,
 	if err := tx.QueryRow(ctx, `select exists (select from tags where source = $1)`, source).Scan(&has); err != nil || has {
 		return false, err
 	}
-	cols := append(append([]string{"source"}, tagColumns...), "first_seen", "last_seen", "present")
-	n, err := pg.CopyRows(ctx, tx, "tags", cols, len(tags), func(i int, r *pg.Row) {
-		r.Text(source)
-		writeTag(r, &tags[i])
-		r.Timestamptz(seen)
-		r.Timestamptz(seen)
-		r.Bool(true)
-	})
-	if err != nil {
+	j := &listingJob{source: source, seen: seen, tags: tags}
+	if err := copyFirstListings(ctx, tx, []*listingJob{j}); err != nil {
 		return false, err
 	}
-	sc.TagsNew = int(n)
-	_, err = tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
+	sc.TagsNew = j.sc.TagsNew
+	_, err := tx.Exec(ctx, `update sources set listing_fingerprint = $2, listed_at = greatest(listed_at, $3) where name = $1`,
 		source, fp, seen)
 	return err == nil, err
 }
