@@ -55,7 +55,7 @@ func sampleCPU() cpuSample {
 	return s
 }
 
-// cpuSince is the CPU time used between from and s, by label: the named
+// since is the CPU time used between from and s, by label: the named
 // pids get their names, every other process its command name.
 func (s cpuSample) since(from cpuSample, names map[int]string) map[string]time.Duration {
 	out := map[string]time.Duration{}
