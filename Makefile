@@ -163,10 +163,12 @@ bench-schedule:
 # A million fleet records and 1,111 new clusters a second (a million on
 # SUC's 15-minute poll), each from its own forwarded address, for 2 minutes:
 # 302 latency, recording lag, drops, CPU, RSS, bytes a record, fleet API,
-# and the 30-day purge run during the load.
+# and the 30-day purge run during the load. MILLION_FOR=10m runs issue 31's
+# ten minutes (~12 minutes in all, past the 10-minute bench rule).
+MILLION_FOR ?= 2m
 .PHONY: bench-million
 bench-million:
-	scripts/bench-fleet -million 2m -rate 1111 -records 1000000
+	scripts/bench-fleet -million $(MILLION_FOR) -rate 1111 -records 1000000
 
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
