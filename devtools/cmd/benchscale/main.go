@@ -179,6 +179,8 @@ func run(ctx context.Context, o options) error {
 	}
 	row("reload after one source changes, p50", ms(m.reload.p50), fmt.Sprintf("replica B's own timing over %d reloads", m.reload.n))
 	row("reload after one source changes, p99", ms(m.reload.p99), "goal <= 20 ms")
+	row("its database read, p50", ms(m.read.p50), "read= of the same log lines; the rest builds the snapshot")
+	row("its database read, p99", ms(m.read.p99), "")
 	row("one source change served by B, p50", ms(m.change.p50), fmt.Sprintf("from recording the scan (%d rows), over %d changes", o.tags+1, m.change.n))
 	row("one source change served by B, p99", ms(m.change.p99), "")
 	row("channel URL p99, no reloads", ms(m.quiet.p99), fmt.Sprintf("%.0f req/s, %d clients, %s", m.quiet.rps, o.workers, o.load))

@@ -100,8 +100,8 @@ func summarize(ds []time.Duration, over time.Duration) stats {
 }
 
 type measures struct {
-	quiet, busy, reload, change, pin stats
-	busyChanges                      int
+	quiet, busy, reload, read, change, pin stats
+	busyChanges                            int
 }
 
 var client = &http.Client{
@@ -131,6 +131,7 @@ func measure(ctx context.Context, o options, st *store.Store, a, b *replica) (me
 	}
 	m.change = summarize(served, 0)
 	m.reload = summarize(b.reloadsSince(before), 0)
+	m.read = summarize(b.readsSince(before), 0)
 
 	// The same load while sources change one after the other.
 	stop := make(chan struct{})

@@ -46,6 +46,7 @@ type replica struct {
 
 	mu      sync.Mutex
 	reloads []time.Duration // "snapshot loaded" took=, from its JSON log
+	reads   []time.Duration // its read= (the database's part), one a reload
 	errors  []string
 }
 
@@ -114,6 +115,7 @@ func (r *replica) readLog(rd io.Reader) {
 			Level string `json:"level"`
 			Msg   string `json:"msg"`
 			Took  int64  `json:"took"`
+			Read  int64  `json:"read"`
 			Err   string `json:"err"`
 		}
 		if json.Unmarshal(line, &rec) != nil {
@@ -123,6 +125,7 @@ func (r *replica) readLog(rd io.Reader) {
 		switch {
 		case rec.Msg == "snapshot loaded":
 			r.reloads = append(r.reloads, time.Duration(rec.Took))
+			r.reads = append(r.reads, time.Duration(rec.Read))
 		case rec.Level == "ERROR":
 			r.errors = append(r.errors, rec.Msg+": "+rec.Err)
 		}
@@ -141,6 +144,13 @@ func (r *replica) reloadsSince(n int) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Duration(nil), r.reloads[min(n, len(r.reloads)):]...)
+}
+
+// readsSince returns the database's part of the reloads after the first n.
+func (r *replica) readsSince(n int) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.reads[min(n, len(r.reads)):]...)
 }
 
 func (r *replica) reloadCount() int {
