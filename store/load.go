@@ -21,11 +21,13 @@ import (
 // what a version is, and a changed parser takes effect without a rescan.
 // Sources not in sources are not read; a source never scanned has no tags.
 func (s *Store) Load(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, map[string]catalog.ChannelState, error) {
-	data, read := newSourceData(sources)
+	l := newSourceLoad(sources)
 	states := make(map[string]catalog.ChannelState)
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := s.inTxOpts(ctx, "load", opts, func(tx pgx.Tx) error {
-		if err := read(ctx, tx); err != nil {
+		b := &pgx.Batch{}
+		l.queue(b)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		return loadStates(ctx, tx, states)
@@ -33,19 +35,25 @@ func (s *Store) Load(ctx context.Context, sources []catalog.Source) ([]catalog.S
 	if err != nil {
 		return nil, nil, err
 	}
-	return data, states, nil
+	return l.data, states, nil
 }
 
 // LoadSources reads what Load reads for sources alone (tags, blocks, last
-// scans), in one consistent transaction: a reload after one source changed
-// reads that source, not the world.
+// scans, risks), in one consistent transaction: a reload after one source
+// changed reads that source, not the world. The transaction's BEGIN and
+// its queries go in one round trip: on two busy cores each round trip was
+// a wait for a turn on a CPU, both for Postgres and for the replica.
 func (s *Store) LoadSources(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, error) {
-	data, read := newSourceData(sources)
+	var l *sourceLoad
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	if err := s.inTxOpts(ctx, "load sources", opts, func(tx pgx.Tx) error { return read(ctx, tx) }); err != nil {
+	err := s.db.ReadBatch(ctx, "load sources", opts, func(b *pgx.Batch) {
+		l = newSourceLoad(sources) // again on a retry: callbacks append
+		l.queue(b)
+	})
+	if err != nil {
 		return nil, err
 	}
-	return data, nil
+	return l.data, nil
 }
 
 // LoadStates reads every channel's database state (pins, revisions).
@@ -65,130 +73,132 @@ func (s *Store) LoadStates(ctx context.Context) (map[string]catalog.ChannelState
 	return states, nil
 }
 
-// newSourceData makes one SourceData per source and the function that fills
-// them in a transaction: tags, blocks and last scans.
-func newSourceData(sources []catalog.Source) ([]catalog.SourceData, func(context.Context, pgx.Tx) error) {
-	data := make([]catalog.SourceData, len(sources))
-	byName := make(map[string]int, len(sources))
-	names := make([]string, len(sources))
-	for i, src := range sources {
-		data[i].Source = src
-		byName[src.Name] = i
-		names[i] = src.Name
-	}
-	return data, func(ctx context.Context, tx pgx.Tx) error {
-		// Scans first: their counts size the tag slices.
-		if err := loadScans(ctx, tx, names, byName, data); err != nil {
-			return err
-		}
-		if err := loadBlocks(ctx, tx, names, byName, data); err != nil {
-			return err
-		}
-		if err := loadRisks(ctx, tx, names, byName, data); err != nil {
-			return err
-		}
-		return loadTags(ctx, tx, names, byName, data)
-	}
+// sourceLoad is the reading of some sources' data: one SourceData per
+// source, filled by the queries queue adds to a batch, whose callbacks run
+// in the order queued.
+type sourceLoad struct {
+	names  []string
+	byName map[string]int
+	data   []catalog.SourceData
+	gates  []map[string]*resolver.GateChecks // by index in names, then tag
+	listed []time.Time                       // sources.listed_at, by index in names
 }
 
-// loadTags reads the present tags of sources, names[i] into data[i].
-func loadTags(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
-	// Each slice is allocated once at about its size: a source's present
-	// tags are its last listing's, give or take the tags pushes added since.
-	// (Counting them first cost a third of the load once tags had no index
-	// of present tags, migrations/009.)
-	for i := range data {
-		n := 0
-		for _, sc := range []*catalog.Scan{data[i].LastScan, data[i].LastOK} {
-			if sc != nil {
-				n = max(n, sc.TagsSeen)
-			}
-		}
-		if n > 0 {
-			data[i].Tags = make([]resolver.Tag, 0, n+n/16)
-		}
+func newSourceLoad(sources []catalog.Source) *sourceLoad {
+	l := &sourceLoad{
+		names:  make([]string, len(sources)),
+		byName: make(map[string]int, len(sources)),
+		data:   make([]catalog.SourceData, len(sources)),
+		gates:  make([]map[string]*resolver.GateChecks, len(sources)),
+		listed: make([]time.Time, len(sources)),
 	}
-	gates, err := loadGateChecks(ctx, tx, names, byName)
-	if err != nil {
-		return err
+	for i, src := range sources {
+		l.data[i].Source = src
+		l.byName[src.Name] = i
+		l.names[i] = src.Name
 	}
+	return l
+}
+
+// queue adds the queries that read the sources' tags, blocks, last scans
+// and risks. Scans come first (their counts size the tag slices), gate
+// checks and listed_at before the tags that use them.
+func (l *sourceLoad) queue(b *pgx.Batch) {
+	l.queueScans(b)
+	l.queueBlocks(b)
+	l.queueRisks(b)
+	l.queueGateChecks(b)
+	l.queueTags(b)
+}
+
+// queueTags reads the present tags of the sources, names[i] into data[i].
+func (l *sourceLoad) queueTags(b *pgx.Batch) {
 	// A present tag was in the source's last complete listing (or seen later
 	// by a partial one), which a no-change rescan records only as listed_at:
 	// its last_seen is the later of the two.
-	listed := make([]time.Time, len(names))
-	rows, err := tx.Query(ctx, `select name, listed_at from sources where name = any($1) and listed_at is not null`, names)
-	if err != nil {
+	b.Queue(`select name, listed_at from sources where name = any($1) and listed_at is not null`, l.names).Query(func(rows pgx.Rows) error {
+		var (
+			// The source's name is read where the driver holds it (valid
+			// until the next row) and looked up without a copy: a million
+			// of them were half a load's allocations.
+			src pgtype.DriverBytes
+			at  time.Time
+		)
+		_, err := pgx.ForEachRow(rows, []any{&src, &at}, func() error { l.listed[l.byName[string(src)]] = at; return nil })
 		return err
-	}
-	var (
-		// The source's name is read where the driver holds it (valid until
-		// the next row) and looked up without a copy: a million of them
-		// were half a load's allocations.
-		src pgtype.DriverBytes
-		at  time.Time
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&src, &at}, func() error { listed[byName[string(src)]] = at; return nil }); err != nil {
-		return err
-	}
+	})
 	// source = any($1) rather than a join with the names: the plan must be
 	// the primary key's index scan even while tags' statistics lag behind
 	// a first index, when a join was planned as a scan of the whole table.
-	rows, err = tx.Query(ctx, `
+	b.Queue(`
 		select source, tag, digest, previous_digest, first_seen, last_seen
-		from tags where present and source = any($1)`, names)
-	if err != nil {
+		from tags where present and source = any($1)`, l.names).Query(func(rows pgx.Rows) error {
+		// Each slice is allocated once at about its size: a source's
+		// present tags are its last listing's, give or take the tags pushes
+		// added since. (Counting them first cost a third of the load once
+		// tags had no index of present tags, migrations/009.) The scans
+		// were read by now: callbacks run in the order queued.
+		for i := range l.data {
+			n := 0
+			for _, sc := range []*catalog.Scan{l.data[i].LastScan, l.data[i].LastOK} {
+				if sc != nil {
+					n = max(n, sc.TagsSeen)
+				}
+			}
+			if n > 0 {
+				l.data[i].Tags = make([]resolver.Tag, 0, n+n/16)
+			}
+		}
+		var (
+			src               pgtype.DriverBytes
+			tag, digest, prev string
+			first, last       time.Time
+		)
+		_, err := pgx.ForEachRow(rows, []any{&src, &tag, &digest, &prev, &first, &last}, func() error {
+			i := l.byName[string(src)]
+			d := &l.data[i]
+			t := classify(&d.Source, tag)
+			t.Digest, t.Present = resolver.ParseDigest(digest), true
+			t.SetPreviousDigest(prev)
+			if last.Before(l.listed[i]) {
+				last = l.listed[i]
+			}
+			t.FirstSeen, t.LastSeen = resolver.InstantOf(first), resolver.InstantOf(last)
+			if g := l.gates[i]; g != nil {
+				t.Gates = g[tag]
+			}
+			d.Tags = append(d.Tags, t)
+			return nil
+		})
 		return err
-	}
-	var (
-		tag, digest, prev string
-		first, last       time.Time
-	)
-	_, err = pgx.ForEachRow(rows, []any{&src, &tag, &digest, &prev, &first, &last}, func() error {
-		i := byName[string(src)]
-		d := &data[i]
-		t := classify(&d.Source, tag)
-		t.Digest, t.Present = resolver.ParseDigest(digest), true
-		t.SetPreviousDigest(prev)
-		if last.Before(listed[i]) {
-			last = listed[i]
-		}
-		t.FirstSeen, t.LastSeen = resolver.InstantOf(first), resolver.InstantOf(last)
-		if g := gates[i]; g != nil {
-			t.Gates = g[tag]
-		}
-		d.Tags = append(d.Tags, t)
-		return nil
 	})
-	return err
 }
 
-// loadGateChecks reads the stored gate checks of sources (by their index in
-// names, then tag; nil for a source without any). Apart from the tags: few
-// sources check gates, and a left join gave every tag seven more columns.
-func loadGateChecks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int) ([]map[string]*resolver.GateChecks, error) {
-	out := make([]map[string]*resolver.GateChecks, len(names))
-	rows, err := tx.Query(ctx, `select g.source, g.tag, `+gateColumns+` from gate_checks g where g.source = any($1)`, names)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		src pgtype.DriverBytes
-		tag string
-		gc  gateScan
-	)
-	_, err = pgx.ForEachRow(rows, append([]any{&src, &tag}, gc.dest()...), func() error {
-		c := gc.checks()
-		if c == nil {
+// queueGateChecks reads the stored gate checks of the sources (into gates,
+// by index in names, then tag; nil for a source without any). Apart from
+// the tags: few sources check gates, and a left join gave every tag seven
+// more columns.
+func (l *sourceLoad) queueGateChecks(b *pgx.Batch) {
+	b.Queue(`select g.source, g.tag, `+gateColumns+` from gate_checks g where g.source = any($1)`, l.names).Query(func(rows pgx.Rows) error {
+		var (
+			src pgtype.DriverBytes
+			tag string
+			gc  gateScan
+		)
+		_, err := pgx.ForEachRow(rows, append([]any{&src, &tag}, gc.dest()...), func() error {
+			c := gc.checks()
+			if c == nil {
+				return nil
+			}
+			i := l.byName[string(src)]
+			if l.gates[i] == nil {
+				l.gates[i] = map[string]*resolver.GateChecks{}
+			}
+			l.gates[i][tag] = c
 			return nil
-		}
-		i := byName[string(src)]
-		if out[i] == nil {
-			out[i] = map[string]*resolver.GateChecks{}
-		}
-		out[i][tag] = c
-		return nil
+		})
+		return err
 	})
-	return out, err
 }
 
 // classify tolerates a source without a parser (a test or a half-built
@@ -205,25 +215,23 @@ func classify(src *catalog.Source, tag string) resolver.Tag {
 	return src.Classify(tag)
 }
 
-func loadBlocks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
-	rows, err := tx.Query(ctx, `
+func (l *sourceLoad) queueBlocks(b *pgx.Batch) {
+	b.Queue(`
 		select source, version, reason, blocked_by, blocked_at from blocks
-		where source = any($1) order by source, version`, names)
-	if err != nil {
+		where source = any($1) order by source, version`, l.names).Query(func(rows pgx.Rows) error {
+		var bl catalog.Block
+		_, err := pgx.ForEachRow(rows, []any{&bl.Source, &bl.Version, &bl.Reason, &bl.BlockedBy, &bl.BlockedAt}, func() error {
+			d := &l.data[l.byName[bl.Source]]
+			d.Blocks = append(d.Blocks, bl)
+			return nil
+		})
 		return err
-	}
-	var b catalog.Block
-	_, err = pgx.ForEachRow(rows, []any{&b.Source, &b.Version, &b.Reason, &b.BlockedBy, &b.BlockedAt}, func() error {
-		d := &data[byName[b.Source]]
-		d.Blocks = append(d.Blocks, b)
-		return nil
 	})
-	return err
 }
 
-// loadScans reads each source's newest scan and newest successful scan.
-func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
-	rows, err := tx.Query(ctx, `
+// queueScans reads each source's newest scan and newest successful scan.
+func (l *sourceLoad) queueScans(b *pgx.Batch) {
+	b.Queue(`
 		select k.last, c.id, c.source, c.started, coalesce(c.finished, 'epoch'), c.outcome, c.error,
 			c.complete, c.tags_seen, c.tags_new, c.tags_gone, c.requests
 		from unnest($1::text[]) as s(name)
@@ -232,29 +240,27 @@ func loadScans(ctx context.Context, tx pgx.Tx, names []string, byName map[string
 			select * from scans
 			where source = s.name and (k.last or outcome = 'ok')
 			order by id desc limit 1
-		) c`, names)
-	if err != nil {
+		) c`, l.names).Query(func(rows pgx.Rows) error {
+		var (
+			last bool
+			sc   catalog.Scan
+		)
+		_, err := pgx.ForEachRow(rows, []any{&last, &sc.ID, &sc.Source, &sc.Started, &sc.Finished, &sc.Outcome,
+			&sc.Error, &sc.Complete, &sc.TagsSeen, &sc.TagsNew, &sc.TagsGone, &sc.Requests}, func() error {
+			c := sc
+			if c.Finished.Equal(time.Unix(0, 0)) {
+				c.Finished = time.Time{}
+			}
+			d := &l.data[l.byName[c.Source]]
+			if last {
+				d.LastScan = &c
+			} else {
+				d.LastOK = &c
+			}
+			return nil
+		})
 		return err
-	}
-	var (
-		last bool
-		sc   catalog.Scan
-	)
-	_, err = pgx.ForEachRow(rows, []any{&last, &sc.ID, &sc.Source, &sc.Started, &sc.Finished, &sc.Outcome,
-		&sc.Error, &sc.Complete, &sc.TagsSeen, &sc.TagsNew, &sc.TagsGone, &sc.Requests}, func() error {
-		c := sc
-		if c.Finished.Equal(time.Unix(0, 0)) {
-			c.Finished = time.Time{}
-		}
-		d := &data[byName[c.Source]]
-		if last {
-			d.LastScan = &c
-		} else {
-			d.LastOK = &c
-		}
-		return nil
 	})
-	return err
 }
 
 func loadStates(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {

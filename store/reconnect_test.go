@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -50,5 +52,43 @@ func TestWritesAfterTheDatabaseDroppedEveryConnectionSucceed(t *testing.T) {
 	}
 	if _, err := st.RecheckedAt(ctx, "a"); err != nil {
 		t.Fatalf("read after the sessions ended: %v", err)
+	}
+}
+
+// TestLoadSourcesAfterTheDatabaseDroppedEveryConnection: a reload's read,
+// one batch that begins its own transaction, is retried whole on a new
+// connection when the pooled one's session ended (its BEGIN fails first).
+func TestLoadSourcesAfterTheDatabaseDroppedEveryConnection(t *testing.T) {
+	st, u := newStore(t, "a")
+	ctx := context.Background()
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "a", Complete: true, Tags: tags("1.0.0", "1.1.0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Block(ctx, "a", "1.1.0", "me", "bad"); err != nil {
+		t.Fatal(err)
+	}
+	srcs := []catalog.Source{source(t, "a")}
+	// Fill the pool with several idle connections.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := st.LoadSources(ctx, srcs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := killSessions(t, u); n == 0 {
+		t.Fatal("no session to end")
+	}
+	time.Sleep(50 * time.Millisecond) // the FATALs reach the sockets
+	for i := range 4 {
+		data, err := st.LoadSources(ctx, srcs)
+		if err != nil {
+			t.Fatalf("load %d after the sessions ended: %v", i+1, err)
+		}
+		if len(data) != 1 || len(data[0].Tags) != 2 || len(data[0].Blocks) != 1 || data[0].LastScan == nil {
+			t.Fatalf("load %d after the sessions ended = %+v, want a's two tags, its block and its scan", i+1, data)
+		}
 	}
 }

@@ -75,19 +75,17 @@ func (s *Store) DeleteRisk(ctx context.Context, source, name, actor, reason stri
 	})
 }
 
-func loadRisks(ctx context.Context, tx pgx.Tx, names []string, byName map[string]int, data []catalog.SourceData) error {
-	rows, err := tx.Query(ctx, `
+func (l *sourceLoad) queueRisks(b *pgx.Batch) {
+	b.Queue(`
 		select source, name, message, url, from_range, to_range, clusters, created_by, created_at
-		from risks where source = any($1) order by source, name`, names)
-	if err != nil {
+		from risks where source = any($1) order by source, name`, l.names).Query(func(rows pgx.Rows) error {
+		var r catalog.Risk
+		_, err := pgx.ForEachRow(rows, []any{&r.Source, &r.Name, &r.Message, &r.URL, &r.From, &r.To, &r.Clusters, &r.CreatedBy, &r.CreatedAt}, func() error {
+			d := &l.data[l.byName[r.Source]]
+			d.Risks = append(d.Risks, r)
+			r = catalog.Risk{}
+			return nil
+		})
 		return err
-	}
-	var r catalog.Risk
-	_, err = pgx.ForEachRow(rows, []any{&r.Source, &r.Name, &r.Message, &r.URL, &r.From, &r.To, &r.Clusters, &r.CreatedBy, &r.CreatedAt}, func() error {
-		d := &data[byName[r.Source]]
-		d.Risks = append(d.Risks, r)
-		r = catalog.Risk{}
-		return nil
 	})
-	return err
 }
