@@ -232,7 +232,9 @@ func (r *Recorder) sweep(now time.Time) {
 type fleetKey struct{ channel, cluster string }
 
 // Run flushes every FlushEvery until ctx ends, then drains what is queued
-// and flushes once more.
+// and flushes once more. A flush under way when ctx ends is not cut short:
+// each write has its own deadline (fleetWriteMax), so stopping waits for
+// at most two.
 func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 	flush := time.NewTicker(r.opts.FlushEvery)
 	defer flush.Stop()
@@ -253,7 +255,9 @@ func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 			take()
 		case <-flush.C:
 			take()
-			r.flush(ctx, pending, log)
+			// Not cancelled by the shutdown: a write under way when ctx
+			// ends finishes within fleetWriteMax, or its batch is lost.
+			r.flush(context.WithoutCancel(ctx), pending, log)
 			clear(pending)
 		case <-ctx.Done():
 			take()
