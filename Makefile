@@ -112,6 +112,12 @@ bench-serve:
 bench-record:
 	scripts/bench-serve -forwarded -clusters 200000
 
+# The same with every record written to a throwaway Postgres on the same
+# machine and timed until written (issue 31: every record within 5 s).
+.PHONY: bench-record-db
+bench-record-db:
+	scripts/with-pg scripts/bench-serve -forwarded -clusters 200000 -database
+
 # 10,000 tags into a distribution registry: crane ls, first index, digests,
 # no-change rescan and peak RSS side by side.
 .PHONY: bench-index
