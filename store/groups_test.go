@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -115,6 +116,12 @@ func TestFirstListingsArrivingTogetherShareATransaction(t *testing.T) {
 		t.Errorf("%d first listings recorded in %d transactions, want them grouped", n, len(xmins))
 	}
 	t.Logf("%d first listings recorded in %d transactions", n, len(xmins))
+	// The metric says the same: every listing counted once (the gate's
+	// too), in fewer commits than listings.
+	commits, recorded := scansPerCommit(t, st)
+	if recorded != n+1 || commits >= n+1 {
+		t.Errorf("tidemark_store_scans_per_commit: %d scans in %d commits, want %d scans in fewer commits", recorded, commits, n+1)
+	}
 	notified := map[string]bool{}
 	for range n + 1 {
 		m := next(t, got)
@@ -215,4 +222,24 @@ func TestAGroupAbortedByADeadlockRecordsEachListingAlone(t *testing.T) {
 			t.Errorf("listing %d: scan %+v, err %v; want it recorded", i, sc, errs[i])
 		}
 	}
+}
+
+// scansPerCommit reads tidemark_store_scans_per_commit from st's
+// collectors: how many commits recorded scans, and how many scans.
+func scansPerCommit(t *testing.T, st *store.Store) (commits, scans int) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(st.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "tidemark_store_scans_per_commit" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return int(h.GetSampleCount()), int(h.GetSampleSum())
+		}
+	}
+	t.Fatal("no tidemark_store_scans_per_commit among the store's collectors")
+	return 0, 0
 }

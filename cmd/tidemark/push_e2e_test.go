@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +148,10 @@ channels:
 		return res.StatusCode == http.StatusOK && channelTag(t, noRedirect, channelURL) == "v1.33.5-k3s1" && scanFinished(addr)
 	})
 	scanBefore := lastScan(t, addr)
+	// The start-up scan's commit is counted where operators look.
+	if n := metricValue(t, "http://"+addr+"/metrics", "tidemark_store_scans_per_commit_count"); n < 1 {
+		t.Errorf("tidemark_store_scans_per_commit_count %v after the start-up scan, want >= 1", n)
+	}
 
 	pushed, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.6-k3s1"}, 1)
 	if err != nil {
@@ -230,4 +236,29 @@ func lastScan(t *testing.T, addr string) time.Time {
 		t.Fatalf("source status: %v %+v", err, src)
 	}
 	return src.LastScan.Started
+}
+
+// metricValue is the value of an unlabelled series on a /metrics page.
+func metricValue(t *testing.T, url, name string) float64 {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s on %s", name, url)
+	return 0
 }

@@ -95,6 +95,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(st.Collectors()...)
 
 	var ix *indexer.Indexer
 	var scan server.ScanFunc

@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
@@ -22,10 +23,22 @@ type Index struct {
 	db     *pg.DB
 	notify Notify
 	groups listingGroups // complete listings waiting to be recorded together
+	// perCommit is how many scans each transaction that records scans
+	// recorded: a group's listings, or 1 for a scan recorded alone.
+	perCommit prometheus.Histogram
 }
 
 // New is the index's part of the store on db; notify announces changes.
-func New(db *pg.DB, notify Notify) *Index { return &Index{db: db, notify: notify} }
+func New(db *pg.DB, notify Notify) *Index {
+	return &Index{db: db, notify: notify, perCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "tidemark_store_scans_per_commit",
+		Help:    "Scans recorded by one database transaction: complete listings that arrive together share one (first and unchanged listings), any other scan is recorded alone (1).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})}
+}
+
+// Collectors are the index's metrics, for the process's registry.
+func (s *Index) Collectors() []prometheus.Collector { return []prometheus.Collector{s.perCommit} }
 
 func (s *Index) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return s.db.InTx(ctx, op, fn)

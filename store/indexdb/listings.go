@@ -205,6 +205,9 @@ func (s *Index) recordGroup(group []*listingJob) {
 	for _, j := range recorded {
 		j.recorded = true
 	}
+	if len(recorded) > 0 {
+		s.perCommit.Observe(float64(len(recorded)))
+	}
 }
 
 // copyFirstListings writes the tags of sources that have none in one COPY

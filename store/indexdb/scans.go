@@ -103,6 +103,7 @@ func (s *Index) ApplyScan(ctx context.Context, r resolver.ScanResult) (catalog.S
 	if err != nil {
 		return catalog.Scan{}, err
 	}
+	s.perCommit.Observe(1)
 	return sc, nil
 }
 
