@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +62,15 @@ func TestWithPGPortIsOutsideTheEphemeralRange(t *testing.T) {
 // SIGHUP to the process group; tidemark serve takes SIGHUP as "reload", so
 // the wrapper must stop the command's whole tree and the cluster itself.
 func TestWithPGStopsItsTreeOnHangup(t *testing.T) {
+	// A terminal's hangup reaches processes that have not ignored it. Run
+	// under nohup (a CI runner, a detached shell), this process ignores
+	// SIGHUP, with-pg would inherit that, and bash cannot trap a signal
+	// ignored on entry: the test would then try what nohup asks for, not a
+	// closed terminal. Handling it here makes the child start from the
+	// default, as a shell in a terminal does.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			// The grandchild ignores HUP, as serve does; it must still go.
@@ -92,6 +102,7 @@ func TestWithPGStopsItsTreeOnHangup(t *testing.T) {
 			case <-done:
 			case <-time.After(30 * time.Second):
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL) // in a session of its own
 				t.Fatalf("with-pg still running 30 s after %s", sig)
 			}
 			if alive(pid) {
