@@ -26,12 +26,19 @@ func (idx *sourceIndex) byCanonical(canon string) int {
 	return -1
 }
 
-// findsCanon reports whether byCanonical finds versions[i] by its canonical
-// string (it does unless the canonical does not parse back to itself). A
-// tag spelled like its canonical string parsed to it, so only the others
-// need this check.
-func (idx *sourceIndex) findsCanon(i int) bool {
-	return idx.byCanonical(idx.versions[i].Version.String()) == i
+// parsesBack reports whether byCanonical, without oddCanon, finds
+// versions[i] by its canonical string: whether the string parses back to a
+// version equal to it (versions are sorted by Compare and hold one version
+// a canonical string, and Compare ties only on equal canonical strings, so
+// the search lands on i exactly then). A tag spelled like its canonical
+// string parsed to it, so only the others need this check.
+func (idx *sourceIndex) parsesBack(i int) bool {
+	p := idx.view.Source.Parser
+	if p == nil {
+		return false
+	}
+	v, err := p.Parse(idx.versions[i].Version.String())
+	return err == nil && resolver.Compare(v, idx.versions[i].Version) == 0
 }
 
 // lookup finds a valid version by canonical string, then by raw tag.

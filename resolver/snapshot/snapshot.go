@@ -200,12 +200,16 @@ func indexSource(d *catalog.SourceData, now time.Time) *sourceIndex {
 		return cmp.Compare(a.String(), b.String())
 	})
 	idx.versions = make([]resolver.VersionView, len(order))
+	// pos is where each representative tag's version went: what
+	// byCanonical finds for its canonical string, known without a search.
+	pos := make([]int, len(d.Tags)) // by index in d.Tags; representatives only
 	for k, i := range order {
 		idx.versions[k] = view(&d.Tags[i])
+		pos[i] = k
 	}
 	for i := range idx.versions {
 		v := &idx.versions[i]
-		if v.Name != v.Version.String() && !idx.findsCanon(i) {
+		if v.Name != v.Version.String() && !idx.parsesBack(i) {
 			if idx.oddCanon == nil {
 				idx.oddCanon = make(map[string]int)
 			}
@@ -228,7 +232,7 @@ func indexSource(d *catalog.SourceData, now time.Time) *sourceIndex {
 			idx.others = append(idx.others, view(t))
 			idx.byTag[t.Name] = -len(idx.others)
 		case t.Name != canon:
-			idx.byTag[t.Name] = idx.byCanonical(canon)
+			idx.byTag[t.Name] = pos[i] // = byCanonical(canon), oddCanon included
 		}
 	}
 	idx.keys = catalog.ConstraintKeys(idx.versions)
