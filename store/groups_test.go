@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // holdSource locks source's row from a connection of its own, so that the
@@ -23,30 +24,16 @@ import (
 // next group. release ends the lock.
 func holdSource(t *testing.T, st *store.Store, u, source string) (applied <-chan error, release func()) {
 	t.Helper()
-	release = holdLock(t, u, fmt.Sprintf(`select from sources where name = '%s' for update`, source))
-	t.Cleanup(release) // a group left waiting would hang the store's Close
+	// Ended at the test's end too: a group left waiting would hang the
+	// store's Close.
+	release = storetest.HoldLock(t, u, fmt.Sprintf(`select from sources where name = '%s' for update`, source))
 	done := make(chan error, 1)
 	go func() {
 		_, err := st.ApplyScan(context.Background(), resolver.ScanResult{Source: source, Complete: true, Tags: tags("gate")})
 		done <- err
 	}()
-	waitForLockWait(t, u)
+	storetest.WaitForLockWait(t, u)
 	return done, release
-}
-
-// waitForLockWait returns once a session of the database waits for a lock.
-func waitForLockWait(t *testing.T, u string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		waiting := query(t, u, `select from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)
-		if len(waiting) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no session waited for a lock within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // applyAll applies each listing in its own goroutine, as the indexer's
@@ -207,7 +194,7 @@ func TestAGroupAbortedByADeadlockRecordsEachListingAlone(t *testing.T) {
 	if err := <-gate; err != nil {
 		t.Fatal(err)
 	}
-	waitForLockWait(t, u)
+	storetest.WaitForLockWait(t, u)
 	// Lock a too: a deadlock, which Postgres breaks by aborting the group
 	// (it waited first, so its check runs first).
 	if _, err := tx.Exec(ctx, `select from sources where name = 'a' for update`); err != nil {

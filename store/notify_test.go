@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // listen starts st.Listen and returns the channel of payloads it delivers,
@@ -108,7 +106,7 @@ func TestLostConnectionMidScanWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	// Hold a lock that makes ApplyScan wait at its last insert, after its
 	// tags are merged; then kill its session.
-	lockDone := holdLock(t, u, `lock table scans in exclusive mode`)
+	lockDone := storetest.HoldLock(t, u, `lock table scans in exclusive mode`)
 	defer lockDone() // also on Fatal: a waiting ApplyScan would hang Close
 	errc := make(chan error, 1)
 	go func() {
@@ -139,30 +137,5 @@ func TestLostConnectionMidScanWritesNothing(t *testing.T) {
 	}
 	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
 		t.Fatalf("after reconnect: %v", err)
-	}
-}
-
-// holdLock runs sql in an open transaction on its own session and returns
-// the function that ends it.
-func holdLock(t *testing.T, u, sql string) func() {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, sql); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			tx.Rollback(ctx)
-			conn.Close(ctx)
-		})
 	}
 }

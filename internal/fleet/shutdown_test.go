@@ -2,11 +2,9 @@ package fleet_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
@@ -32,8 +30,7 @@ func TestAFlushUnderWayAtShutdownIsWritten(t *testing.T) {
 	if _, err := st.RecordFleet(ctx, []resolver.Sighting{{Cluster: "held", Channel: "stable", At: seen, Since: seen}}); err != nil {
 		t.Fatal(err)
 	}
-	release := lockFleetRow(t, u, "held")
-	defer release()
+	release := storetest.HoldLock(t, u, `select from fleet where cluster = 'held' for update`)
 
 	reg := prometheus.NewRegistry()
 	rec, err := fleet.New(fleet.Options{Store: st, FlushEvery: 20 * time.Millisecond}, reg, nil)
@@ -47,7 +44,7 @@ func TestAFlushUnderWayAtShutdownIsWritten(t *testing.T) {
 	now := time.Now().Truncate(time.Microsecond)
 	rec.Record(resolver.Sighting{Cluster: "held", Channel: "stable", At: now})
 	rec.Record(resolver.Sighting{Cluster: "free", Channel: "stable", At: now})
-	waitForLockWait(t, u)
+	storetest.WaitForLockWait(t, u)
 	stop()
 	// Still blocked: the shutdown must wait for the write, not cancel it.
 	time.Sleep(100 * time.Millisecond)
@@ -70,56 +67,6 @@ func TestAFlushUnderWayAtShutdownIsWritten(t *testing.T) {
 	}
 	if n := dropped(t, reg, "database"); n != 0 {
 		t.Errorf("tidemark_fleet_dropped_total{reason=database} = %v, want 0", n)
-	}
-}
-
-// lockFleetRow holds a row lock on cluster's fleet record until release.
-func lockFleetRow(t *testing.T, u, cluster string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `select 1 from fleet where cluster = $1 for update`, cluster); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			_ = tx.Rollback(ctx)
-			_ = conn.Close(ctx)
-		})
-	}
-}
-
-// waitForLockWait waits until a session of u's database waits on a lock.
-func waitForLockWait(t *testing.T, u string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, `select count(*) from pg_stat_activity
-			where datname = current_database() and wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no fleet write waited on the lock")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
