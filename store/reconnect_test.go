@@ -27,15 +27,15 @@ func killSessions(t *testing.T, u string) int {
 	return len(rows)
 }
 
-func TestWritesAfterTheDatabaseDroppedEveryConnectionSucceed(t *testing.T) {
-	st, u := newStore(t, "a")
-	ctx := context.Background()
-	old := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	// Fill the pool with several idle connections.
+// dropEveryConnection fills the store's pool with several idle
+// connections (use, four at once), then ends every session as a restart
+// does, and waits for the FATALs to reach the sockets.
+func dropEveryConnection(t *testing.T, u string, use func() error) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if err := st.SetRecheckedAt(ctx, "a", old); err != nil {
+			if err := use(); err != nil {
 				t.Error(err)
 			}
 		})
@@ -44,7 +44,14 @@ func TestWritesAfterTheDatabaseDroppedEveryConnectionSucceed(t *testing.T) {
 	if n := killSessions(t, u); n == 0 {
 		t.Fatal("no session to end")
 	}
-	time.Sleep(50 * time.Millisecond) // the FATALs reach the sockets
+	time.Sleep(50 * time.Millisecond)
+}
+
+func TestWritesAfterTheDatabaseDroppedEveryConnectionSucceed(t *testing.T) {
+	st, u := newStore(t, "a")
+	ctx := context.Background()
+	old := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	dropEveryConnection(t, u, func() error { return st.SetRecheckedAt(ctx, "a", old) })
 	for i := range 4 {
 		if err := st.SetRecheckedAt(ctx, "a", old.Add(time.Duration(i)*time.Hour)); err != nil {
 			t.Fatalf("write %d after the sessions ended: %v", i+1, err)
@@ -68,20 +75,7 @@ func TestLoadSourcesAfterTheDatabaseDroppedEveryConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	srcs := []catalog.Source{source(t, "a")}
-	// Fill the pool with several idle connections.
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			if _, err := st.LoadSources(ctx, srcs); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if n := killSessions(t, u); n == 0 {
-		t.Fatal("no session to end")
-	}
-	time.Sleep(50 * time.Millisecond) // the FATALs reach the sockets
+	dropEveryConnection(t, u, func() error { _, err := st.LoadSources(ctx, srcs); return err })
 	for i := range 4 {
 		data, err := st.LoadSources(ctx, srcs)
 		if err != nil {
