@@ -75,17 +75,7 @@ func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, erro
 		if !fast {
 			// A second "tags" member (no registry sends one): element by
 			// element through the decoder, as the first used to be read.
-			for dec.More() {
-				if len(tags) >= lim.Tags {
-					return nil, tooMany()
-				}
-				var t string
-				if err := dec.Decode(&t); err != nil {
-					return nil, tooLarge(err)
-				}
-				tags = append(tags, t)
-			}
-			if _, err := dec.Token(); err != nil { // ']'
+			if tags, err = decodeList(dec, tags, lim.Tags, tooMany); err != nil {
 				return nil, tooLarge(err)
 			}
 			continue
@@ -115,6 +105,24 @@ func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, erro
 		return nil, tooLarge(err)
 	}
 	return tags, nil
+}
+
+// decodeList reads the strings of a JSON list whose '[' dec read, through
+// its ']', one Decode an element, appending them to tags; more than max in
+// all is tooMany().
+func decodeList(dec *json.Decoder, tags []string, max int, tooMany func() error) ([]string, error) {
+	for dec.More() {
+		if len(tags) >= max {
+			return nil, tooMany()
+		}
+		var t string
+		if err := dec.Decode(&t); err != nil {
+			return nil, err
+		}
+		tags = append(tags, t)
+	}
+	_, err := dec.Token() // ']'
+	return tags, err
 }
 
 func expectDelim(dec *json.Decoder, d json.Delim) error {

@@ -12,7 +12,8 @@ import (
 )
 
 // decodeTagPageWithDecoder is DecodeTagPage as it was before the list was
-// read by hand: every element through encoding/json's Decoder. It is the
+// read by hand: every element through encoding/json's Decoder (decodeList,
+// which DecodeTagPage now uses only for a second "tags" member). It is the
 // oracle of TestDecodeTagPageAgreesWithTheDecoder.
 func decodeTagPageWithDecoder(r io.Reader, registry string, lim PageLimits) ([]string, error) {
 	cr := &cappedReader{r: r, left: lim.Bytes}
@@ -48,17 +49,10 @@ func decodeTagPageWithDecoder(r io.Reader, registry string, lim PageLimits) ([]s
 		if tok != json.Delim('[') {
 			return nil, fmt.Errorf(`"tags" is %v, not a list`, tok)
 		}
-		for dec.More() {
-			if len(tags) >= lim.Tags {
-				return nil, fmt.Errorf("%w: registry %s sent more than %d tags in one page", ErrPageTooLarge, registry, lim.Tags)
-			}
-			var t string
-			if err := dec.Decode(&t); err != nil {
-				return nil, tooLarge(err)
-			}
-			tags = append(tags, t)
+		tooMany := func() error {
+			return fmt.Errorf("%w: registry %s sent more than %d tags in one page", ErrPageTooLarge, registry, lim.Tags)
 		}
-		if _, err := dec.Token(); err != nil {
+		if tags, err = decodeList(dec, tags, lim.Tags, tooMany); err != nil {
 			return nil, tooLarge(err)
 		}
 	}
