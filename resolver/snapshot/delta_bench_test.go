@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -43,4 +44,28 @@ func BenchmarkApplyOneSource(b *testing.B) {
 			snap.Apply(Delta{States: states}, testTime)
 		}
 	})
+}
+
+// BenchmarkIndexSource indexes one source of 1,000 tags as a reload does,
+// the tags in the order the store reads them (by name): k3s tags, and
+// plain ones spelled like their versions (bench-scale's).
+func BenchmarkIndexSource(b *testing.B) {
+	plain := make([]string, 1000)
+	for j := range plain {
+		plain[j] = fmt.Sprintf("1.%d.%d", j/100, j%100)
+	}
+	for _, tc := range []struct {
+		name  string
+		build string
+		tags  []string
+	}{{"k3s", `k3s(\d+)`, benchK3sTags(1000)}, {"plain", "", plain}} {
+		b.Run(tc.name, func(b *testing.B) {
+			tags := slices.Clone(tc.tags)
+			slices.Sort(tags)
+			d := sourceData(b, "src", mustParser(b, resolver.SchemeSemver, tc.build), tags)
+			for b.Loop() {
+				indexSource(&d, testTime)
+			}
+		})
+	}
 }

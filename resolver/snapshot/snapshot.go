@@ -181,17 +181,24 @@ func indexSource(d *catalog.SourceData, now time.Time) *sourceIndex {
 			best[canon] = i
 		}
 	}
-	// Sort indexes, not VersionViews: moving the large structs dominated
+	// Sort small keys, not VersionViews: moving the large structs dominated
 	// the cost of indexing 100,000 tags. Keeping the input order (rather
 	// than map order) lets pdqsort finish fast on mostly sorted input.
-	order := make([]int, 0, len(best))
+	type sortKey struct {
+		key resolver.OrderKey
+		i   int // in d.Tags
+	}
+	keys := make([]sortKey, 0, len(best))
 	for i := range d.Tags {
 		if t := &d.Tags[i]; t.Valid && best[t.Version.String()] == i {
-			order = append(order, i)
+			keys = append(keys, sortKey{t.Version.OrderKey(), i})
 		}
 	}
-	slices.SortFunc(order, func(i, j int) int {
-		a, b := &d.Tags[i].Version, &d.Tags[j].Version
+	slices.SortFunc(keys, func(x, y sortKey) int {
+		if c := resolver.CompareKeys(x.key, y.key); c != 0 {
+			return c
+		}
+		a, b := &d.Tags[x.i].Version, &d.Tags[y.i].Version
 		if c := resolver.Compare(*a, *b); c != 0 {
 			return c
 		}
@@ -199,6 +206,10 @@ func indexSource(d *catalog.SourceData, now time.Time) *sourceIndex {
 		// above; keep the order total regardless so snapshots are reproducible.
 		return cmp.Compare(a.String(), b.String())
 	})
+	order := make([]int, len(keys))
+	for k := range keys {
+		order[k] = keys[k].i
+	}
 	idx.versions = make([]resolver.VersionView, len(order))
 	// pos is where each representative tag's version went: what
 	// byCanonical finds for its canonical string, known without a search.
