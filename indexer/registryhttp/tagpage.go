@@ -35,6 +35,13 @@ type PageLimits struct {
 // the first "tags" list is read by readTagList, five times faster a page
 // than one Decode a tag, with the same result (TestDecodeTagPageAgreesWithTheDecoder).
 func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, error) {
+	return decodeTagPage(r, registry, lim, true)
+}
+
+// decodeTagPage is DecodeTagPage; without byHand it reads every list
+// through the decoder (decodeList), as DecodeTagPage did before
+// readTagList: the oracle of TestDecodeTagPageAgreesWithTheDecoder.
+func decodeTagPage(r io.Reader, registry string, lim PageLimits, byHand bool) ([]string, error) {
 	cr := &cappedReader{r: r, left: lim.Bytes}
 	dec := json.NewDecoder(cr)
 	tooLarge := func(err error) error {
@@ -50,7 +57,7 @@ func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, erro
 		return fmt.Errorf("%w: registry %s sent more than %d tags in one page", ErrPageTooLarge, registry, lim.Tags)
 	}
 	var tags []string
-	fast := true // the first "tags" list is read by readTagList
+	fast := byHand // the first "tags" list is read by readTagList
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
@@ -73,8 +80,8 @@ func DecodeTagPage(r io.Reader, registry string, lim PageLimits) ([]string, erro
 			return nil, fmt.Errorf(`"tags" is %v, not a list`, tok)
 		}
 		if !fast {
-			// A second "tags" member (no registry sends one): element by
-			// element through the decoder, as the first used to be read.
+			// A second "tags" member (no registry sends one), or the
+			// oracle: element by element through the decoder.
 			if tags, err = decodeList(dec, tags, lim.Tags, tooMany); err != nil {
 				return nil, tooLarge(err)
 			}

@@ -11,55 +11,11 @@ import (
 	"testing"
 )
 
-// decodeTagPageWithDecoder is DecodeTagPage as it was before the list was
-// read by hand: every element through encoding/json's Decoder (decodeList,
-// which DecodeTagPage now uses only for a second "tags" member). It is the
-// oracle of TestDecodeTagPageAgreesWithTheDecoder.
+// decodeTagPageWithDecoder reads every list through encoding/json's
+// Decoder, one Decode an element, as DecodeTagPage did before the list was
+// read by hand.
 func decodeTagPageWithDecoder(r io.Reader, registry string, lim PageLimits) ([]string, error) {
-	cr := &cappedReader{r: r, left: lim.Bytes}
-	dec := json.NewDecoder(cr)
-	tooLarge := func(err error) error {
-		if cr.over {
-			return fmt.Errorf("%w: registry %s sent more than %d MiB in one page", ErrPageTooLarge, registry, lim.Bytes>>20)
-		}
-		return err
-	}
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, tooLarge(err)
-	}
-	var tags []string
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil, tooLarge(err)
-		}
-		if key != "tags" {
-			if err := skipValue(dec); err != nil {
-				return nil, tooLarge(err)
-			}
-			continue
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, tooLarge(err)
-		}
-		if tok == nil {
-			continue
-		}
-		if tok != json.Delim('[') {
-			return nil, fmt.Errorf(`"tags" is %v, not a list`, tok)
-		}
-		tooMany := func() error {
-			return fmt.Errorf("%w: registry %s sent more than %d tags in one page", ErrPageTooLarge, registry, lim.Tags)
-		}
-		if tags, err = decodeList(dec, tags, lim.Tags, tooMany); err != nil {
-			return nil, tooLarge(err)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, tooLarge(err)
-	}
-	return tags, nil
+	return decodeTagPage(r, registry, lim, false)
 }
 
 // TestDecodeTagPageAgreesWithTheDecoder: on pages a registry sends and on
