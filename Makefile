@@ -124,6 +124,12 @@ bench-record-db:
 bench-index:
 	scripts/bench-index
 
+# What the collation of tags' key costs the inserts of a first index, in a
+# C.UTF-8 and an ICU en-US database (migrations/016_tags_collate_c.sql).
+.PHONY: bench-collation
+bench-collation:
+	scripts/bench-collation
+
 # Push to served through a real registry's notifications (docs/webhooks.md).
 .PHONY: bench-push
 bench-push:

@@ -132,9 +132,11 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 			return false, err
 		}
 	}
+	// tag is collated "C" as tags.tag is (migrations/016), so the joins
+	// below compare under one collation and may use either key.
 	_, err = tx.Exec(ctx, `
 		create temp table scan_tags (
-			tag text, valid boolean, error text, major int, minor int, patch int,
+			tag text collate "C", valid boolean, error text, major int, minor int, patch int,
 			pre text, pre_number int, prerelease text, build int, build_meta text, canonical text, stream text,
 			primary key (tag)
 		) on commit drop`)

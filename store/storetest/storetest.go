@@ -75,10 +75,16 @@ func AdminURL(t testing.TB) string {
 
 func clone(t testing.TB, template string) string {
 	t.Helper()
-	admin := AdminURL(t)
+	return fresh(t, "tidemark_test_", " template "+ident(template))
+}
+
+// fresh is a new database made with clause (SQL after CREATE DATABASE
+// name), dropped when the test ends.
+func fresh(t testing.TB, prefix, clause string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	u, drop, err := Create(ctx, admin, "tidemark_test_", template)
+	u, drop, err := create(ctx, AdminURL(t), prefix, clause)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
@@ -98,18 +104,34 @@ func clone(t testing.TB, template string) string {
 // New, URL or EmptyURL; benchmarks call Create to start from nothing beside
 // the database DATABASE_URL names.
 func Create(ctx context.Context, admin, prefix, template string) (string, func(context.Context) error, error) {
+	clause := ""
+	if template != "" {
+		// Cloning fails if anyone is connected to the template; nobody is,
+		// outside templateName's short critical section.
+		clause = " template " + ident(template)
+	}
+	return create(ctx, admin, prefix, clause)
+}
+
+// LinguisticURL is a fresh empty database whose default collation is
+// ICU's en-US, where "a" sorts before "B" (the servers of many installs
+// default to such a locale; scripts/with-pg's uses C.UTF-8), dropped when
+// the test ends.
+func LinguisticURL(t testing.TB) string {
+	t.Helper()
+	return fresh(t, "tidemark_test_icu_", " template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'")
+}
+
+// create makes a database named prefix plus a random suffix with the
+// options in clause (SQL after CREATE DATABASE name).
+func create(ctx context.Context, admin, prefix, clause string) (string, func(context.Context) error, error) {
 	name := prefix + randomHex(8)
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return "", nil, fmt.Errorf("connect to %s: %w", redact(admin), err)
 	}
 	defer conn.Close(ctx)
-	stmt := "create database " + ident(name)
-	if template != "" {
-		// Cloning fails if anyone is connected to the template; nobody is,
-		// outside templateName's short critical section.
-		stmt += " template " + ident(template)
-	}
+	stmt := "create database " + ident(name) + clause
 	if _, err := conn.Exec(ctx, stmt); err != nil {
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
