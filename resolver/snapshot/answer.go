@@ -113,7 +113,14 @@ func (s *Snapshot) avoidRisks(channel string, q Asker, t resolver.Tag) (resolver
 
 // versionTag is source's tag of v, or one spelled as v when the index
 // never saw it (a cluster reporting a version the registry no longer lists).
+// A held cluster is answered this on every request: v is found by
+// searching the versions, without parsing its string again.
 func (s *Snapshot) versionTag(source string, v resolver.Version) resolver.Tag {
+	if idx := s.bySource[source]; idx != nil {
+		if i := idx.byVersion(v); i >= 0 {
+			return idx.versions[i].Tag
+		}
+	}
 	if vv, err := s.Version(source, v.String()); err == nil {
 		return vv.Tag
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -120,6 +121,47 @@ func BenchmarkVersions(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := s.Versions("k3s-upgrade", tc.stream, tc.constraint); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClusterAnswer is the per-cluster decision a stepwise channel
+// with a settle makes on every request (server.answerFor): clusters spread
+// over the indexed versions, each either still settling (held at its own
+// version, looked up again) or settled (given its next step), and a plain
+// channel's downgrade hold (a cluster above the answer keeps its own).
+func BenchmarkClusterAnswer(b *testing.B) {
+	const n = 2000
+	s := benchSnapshot(b, n, []catalog.Channel{
+		{Name: "stepwise", Source: "k3s-upgrade", Stepwise: true, Settle: time.Hour},
+		{Name: "v1.15", Source: "k3s-upgrade", Constraint: testutil.Constraint(b, "~1.15"), ConstraintText: "~1.15"},
+	})
+	vs, err := s.Versions("k3s-upgrade", resolver.Released, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reported := make([]resolver.Version, 0, len(vs))
+	for _, v := range vs {
+		reported = append(reported, v.Version)
+	}
+	for _, c := range []struct {
+		name, channel string
+		since         time.Duration // before now; settling when under the hour
+	}{
+		{"stepwise-settling", "stepwise", time.Minute},
+		{"stepwise-settled", "stepwise", 2 * time.Hour},
+		{"plain-above-the-answer", "v1.15", 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				q := Asker{ID: "cluster", Reported: reported[i%len(reported)], HasReported: true, Now: testTime, Since: testTime.Add(-c.since)}
+				if _, _, err := s.ClusterAnswer(c.channel, q); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -26,6 +26,25 @@ func (idx *sourceIndex) byCanonical(canon string) int {
 	return -1
 }
 
+// byVersion is byCanonical for a version in hand: the position of the
+// indexed version with v's canonical string, -1 when none, found by one
+// search (versions are sorted by Compare, keys first: OrderKey) with no
+// parse. Compare ties only on equal canonical strings; if it ever tied on
+// two, the search could land on the other one, and the check says -1.
+func (idx *sourceIndex) byVersion(v resolver.Version) int {
+	vs, k := idx.versions, v.OrderKey()
+	i := sort.Search(len(vs), func(i int) bool {
+		if c := resolver.CompareKeys(vs[i].Version.OrderKey(), k); c != 0 {
+			return c > 0
+		}
+		return resolver.Compare(vs[i].Version, v) >= 0
+	})
+	if i < len(vs) && vs[i].Version.String() == v.String() {
+		return i
+	}
+	return -1
+}
+
 // parsesBack reports whether byCanonical, without oddCanon, finds
 // versions[i] by its canonical string: whether the string parses back to a
 // version equal to it (versions are sorted by Compare and hold one version

@@ -10,7 +10,7 @@ import (
 // TestIndexFindsEveryTagByNameAndCanonical checks indexSource's shortcuts
 // (byTag from the sorted positions, oddCanon from parsesBack) against the
 // search they stand for: every tag is found by its name, every version by
-// its canonical string, and oddCanon holds exactly the versions a search
+// its canonical string and by its value (byVersion), and oddCanon holds exactly the versions a search
 // of the parsed canonical string misses.
 func TestIndexFindsEveryTagByNameAndCanonical(t *testing.T) {
 	for _, tc := range []struct {
@@ -50,10 +50,17 @@ func TestIndexFindsEveryTagByNameAndCanonical(t *testing.T) {
 				if got := idx.byCanonical(canon); got != k {
 					t.Errorf("byCanonical(%s) = %d, want %d", canon, got, k)
 				}
+				if got := idx.byVersion(v.Version); got != k {
+					t.Errorf("byVersion(%s) = %d, want %d", canon, got, k)
+				}
 			}
 			for _, tag := range d.Tags {
 				if !tag.Valid {
 					continue // not looked up by name: the others list shows them
+				}
+				// Every parsed tag's version is indexed, under its representative.
+				if k := idx.byVersion(tag.Version); k < 0 || idx.versions[k].Version.String() != tag.Version.String() {
+					t.Errorf("byVersion(%s) of tag %s = %d", tag.Version, tag.Name, k)
 				}
 				got, ok := idx.lookup(tag.Name)
 				if !ok {
