@@ -44,7 +44,8 @@ func main() {
 	wrk := flag.String("wrk", "wrk", "wrk binary")
 	wrkCPU := flag.String("wrk-cpu", "", "run wrk on these CPUs (taskset -c), apart from the servers")
 	flag.IntVar(&rounds, "rounds", 3, "rounds of every target, interleaved; each target keeps its best")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the channel URL with 10k clusters to this file")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the channel URL with -clusters clusters to this file")
+	flag.StringVar(&stepProfile, "stepwise-cpuprofile", "", "write a CPU profile of the stepwise channel with -clusters clusters to this file")
 	flag.StringVar(&channelserver, "channelserver", os.Getenv("CHANNELSERVER"), "rancher/channelserver binary to load side by side (env CHANNELSERVER)")
 	flag.IntVar(&clusters, "clusters", 10_000, "distinct cluster IDs the cluster targets rotate")
 	flag.BoolVar(&forwarded, "forwarded", false, "each cluster asks from its own X-Forwarded-For address behind a trusted loopback proxy, "+
@@ -157,7 +158,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		// headers costs wrk too, and the floor must pay it as well.
 		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script},
 		{name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile},
-		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script},
+		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile},
 	}
 	if channelserver != "" {
 		csURL, stopCS, err := startChannelserver(channelserver, snap)
@@ -295,6 +296,7 @@ var (
 var (
 	rounds        int
 	cpuProfile    string
+	stepProfile   string
 	channelserver string
 	clusters      int
 	forwarded     bool
