@@ -6,8 +6,6 @@ package fleet
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,16 +80,8 @@ type Recorder struct {
 	// settle is each (channel, cluster)'s reported version and since when,
 	// for stepwise channels' settle: kept in memory because a request may
 	// not touch the database (see since).
-	settle sync.Map // settleKey -> *settling
+	settle *clocks
 }
-
-type settling struct {
-	reported string
-	since    atomic.Int64 // unix nanoseconds
-	seen     atomic.Int64
-}
-
-func settleKey(channel, cluster string) string { return channel + "\x00" + cluster }
 
 func New(opts Options, reg *prometheus.Registry, indexed func(channel, version string) bool) (*Recorder, error) {
 	if opts.Retention <= 0 {
@@ -117,6 +107,7 @@ func New(opts Options, reg *prometheus.Registry, indexed func(channel, version s
 		in:      &sightingQueue{max: opts.Buffer},
 		admit:   newAdmission(opts.NewClustersPerMinute, opts.MaxClusters),
 		indexed: indexed,
+		settle:  newClocks(),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tidemark_fleet_dropped_total",
 			Help: "Cluster sightings not recorded, by reason: rate and cap (admission limits), buffer (the queue was full), database (it did not take them).",
@@ -181,18 +172,15 @@ func (r *Recorder) Record(s resolver.Sighting) {
 // cluster has run its version, so settle can only hold a cluster longer
 // than the fleet says, never move it early.
 func (r *Recorder) Since(channel, cluster, reported string, now time.Time) time.Time {
-	key := settleKey(channel, cluster)
-	if v, ok := r.settle.Load(key); ok {
-		st := v.(*settling)
-		if st.reported == reported {
-			st.seen.Store(now.UnixNano())
-			return time.Unix(0, st.since.Load())
-		}
+	key := fleetKey{channel, cluster}
+	if st := r.settle.load(key); st != nil && st.reported == reported {
+		st.seen.Store(now.UnixNano())
+		return time.Unix(0, st.since.Load())
 	}
 	st := &settling{reported: reported}
 	st.since.Store(now.UnixNano())
 	st.seen.Store(now.UnixNano())
-	r.settle.Store(key, st)
+	r.settle.store(key, st)
 	return now
 }
 
@@ -202,12 +190,8 @@ func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 		if c.ReportedSince.IsZero() {
 			continue
 		}
-		v, ok := r.settle.Load(settleKey(c.Channel, c.ID))
-		if !ok {
-			continue
-		}
-		st := v.(*settling)
-		if st.reported != c.Reported {
+		st := r.settle.load(fleetKey{c.Channel, c.ID})
+		if st == nil || st.reported != c.Reported {
 			continue
 		}
 		if db := c.ReportedSince.UnixNano(); db < st.since.Load() {
@@ -220,13 +204,7 @@ func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 // window; one that comes back is corrected by the database at its first
 // flush.
 func (r *Recorder) sweep(now time.Time) {
-	cutoff := now.Add(-r.opts.ActiveWindow).UnixNano()
-	r.settle.Range(func(k, v any) bool {
-		if v.(*settling).seen.Load() < cutoff {
-			r.settle.Delete(k)
-		}
-		return true
-	})
+	r.settle.sweep(now.Add(-r.opts.ActiveWindow).UnixNano())
 }
 
 type fleetKey struct{ channel, cluster string }
