@@ -196,6 +196,10 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	step := stepR.rps / plain.rps
 	fmt.Printf("stepwise/plain: %.2fx (goal >= 0.80x); p99 %s; snapshot loads during the run: %d (the snapshot is in memory)\n",
 		step, stepR.p99, loads.Load()-loadsBefore)
+	// The same clusters and headers on both: what the stepwise decision
+	// and its settle clock cost (issue 31: >= 0.95x plain).
+	fmt.Printf("stepwise/v1.33 with the same %s clusters: %.2fx requests/s, p99 %.2fx\n",
+		k, stepR.rps/fleetR.rps, float64(stepR.p99)/float64(fleetR.p99))
 	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
 	written := true
 	if timed != nil {
