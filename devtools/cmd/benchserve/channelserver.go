@@ -24,7 +24,8 @@ import (
 //
 // and run CHANNELSERVER=./channelserver make bench-serve (measured with
 // 0d8ed6d, docs/development.md "Performance").
-func startChannelserver(bin string, snap *snapshot.Snapshot) (string, func(), error) {
+// startChannelserver also returns its process ID, for its CPU time.
+func startChannelserver(bin string, snap *snapshot.Snapshot) (string, int, func(), error) {
 	var b strings.Builder
 	b.WriteString("k3s:\n  channels:\n")
 	for _, a := range snap.Channels() {
@@ -39,16 +40,16 @@ func startChannelserver(bin string, snap *snapshot.Snapshot) (string, func(), er
 	// its own holding that file.
 	dir, err := os.MkdirTemp("", "benchserve-channelserver-")
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	path := filepath.Join(dir, "channels.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "--url", path, "--config-key", "k3s", "--path-prefix", "v1-release",
@@ -58,17 +59,17 @@ func startChannelserver(bin string, snap *snapshot.Snapshot) (string, func(), er
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("starting channelserver %s: %w", bin, err)
+		return "", 0, nil, fmt.Errorf("starting channelserver %s: %w", bin, err)
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); os.RemoveAll(dir) }
 	u := "http://" + addr
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		if check(u+"/v1-release/channels/v1.33") == nil {
-			return u, stop, nil
+			return u, cmd.Process.Pid, stop, nil
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, fmt.Errorf("channelserver %s: /v1-release/channels/v1.33 not answering %s on %s after 15s", bin, location, addr)
+			return "", 0, nil, fmt.Errorf("channelserver %s: /v1-release/channels/v1.33 not answering %s on %s after 15s", bin, location, addr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

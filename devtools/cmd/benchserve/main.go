@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
@@ -161,12 +163,12 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile},
 	}
 	if channelserver != "" {
-		csURL, stopCS, err := startChannelserver(channelserver, snap)
+		csURL, csPID, stopCS, err := startChannelserver(channelserver, snap)
 		if err != nil {
 			return err
 		}
 		defer stopCS()
-		targets = append(targets, target{name: "rancher/channelserver v1.33", url: csURL + "/v1-release/channels/v1.33"})
+		targets = append(targets, target{name: "rancher/channelserver v1.33", url: csURL + "/v1-release/channels/v1.33", pid: csPID})
 	}
 	// Rounds interleave the targets and each keeps its best round: on a
 	// shared machine one run measures the neighbours as much as the server.
@@ -184,22 +186,28 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 			results[i] = results[i].best(r, round == 0)
 		}
 	}
-	fmt.Printf("\n%-42s %12s %10s %10s %8s\n", "target", "requests/s", "p50", "p99", "errors")
+	fmt.Printf("\n%-42s %12s %10s %10s %8s %9s\n", "target", "requests/s", "p50", "p99", "errors", "CPU/req")
 	for _, r := range results {
-		fmt.Printf("%-42s %12.0f %10s %10s %8d\n", r.name, r.rps, r.p50, r.p99, r.errors)
+		fmt.Printf("%-42s %12.0f %10s %10s %8d %9s\n", r.name, r.rps, r.p50, r.p99, r.errors, r.cpu.Round(100*time.Nanosecond))
 	}
 	floorR, plain, floorC, fleetR, stepR := results[0], results[1], results[2], results[3], results[4]
 	ratio := fleetR.rps / floorC.rps
 	p99 := float64(fleetR.p99) / float64(floorC.p99)
 	fmt.Printf("\nv1.33 with %s clusters/floor with the same headers: %.2fx requests/s (goal >= 0.85x), p99 %.2fx (goal <= 1.3x)\n", k, ratio, p99)
+	fmt.Printf("  in CPU a request: floor/v1.33 = %.2fx\n", float64(floorC.cpu)/float64(fleetR.cpu))
 	fmt.Printf("v1.33 without clusters/floor: %.2fx requests/s, p99 %.2fx\n", plain.rps/floorR.rps, float64(plain.p99)/float64(floorR.p99))
 	step := stepR.rps / plain.rps
 	fmt.Printf("stepwise/plain: %.2fx (goal >= 0.80x); p99 %s; snapshot loads during the run: %d (the snapshot is in memory)\n",
 		step, stepR.p99, loads.Load()-loadsBefore)
 	// The same clusters and headers on both: what the stepwise decision
 	// and its settle clock cost (issue 31: >= 0.95x plain).
-	fmt.Printf("stepwise/v1.33 with the same %s clusters: %.2fx requests/s, p99 %.2fx\n",
-		k, stepR.rps/fleetR.rps, float64(stepR.p99)/float64(fleetR.p99))
+	fmt.Printf("stepwise/v1.33 with the same %s clusters: %.2fx requests/s, p99 %.2fx; in CPU a request v1.33/stepwise = %.2fx\n",
+		k, stepR.rps/fleetR.rps, float64(stepR.p99)/float64(fleetR.p99), float64(fleetR.cpu)/float64(stepR.cpu))
+	if len(results) > 5 {
+		cs := results[5]
+		fmt.Printf("v1.33/rancher/channelserver: %.2fx requests/s (goal >= 1.6x), p99 %.2fx; in CPU a request channelserver/v1.33 = %.2fx\n",
+			plain.rps/cs.rps, float64(plain.p99)/float64(cs.p99), float64(cs.cpu)/float64(plain.cpu))
+	}
 	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
 	written := true
 	if timed != nil {
@@ -227,9 +235,19 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 // profile of the process while it runs, when set.
 type target struct {
 	name, url, script, profile string
+	pid                        int // the server's process when not this one
 }
 
 func (t target) run(wrk string, d time.Duration, conns, threads int) (result, error) {
+	before := processCPU(t.pid)
+	r, err := t.load(wrk, d, conns, threads)
+	if err == nil && r.requests > 0 {
+		r.cpu = (processCPU(t.pid) - before) / time.Duration(r.requests)
+	}
+	return r, err
+}
+
+func (t target) load(wrk string, d time.Duration, conns, threads int) (result, error) {
 	if t.profile == "" {
 		return runWrk(wrk, t.url, t.script, d, conns, threads)
 	}
@@ -275,6 +293,12 @@ type result struct {
 	rps      float64
 	p50, p99 time.Duration
 	errors   int
+	requests int64 // in the run, from wrk
+	// cpu is the server's CPU time a request (this process's, or
+	// channelserver's; wrk runs apart). With the server's core saturated
+	// it is the inverse of requests/s; when it is not, it says whether a
+	// target is slower because it costs more or because it waited.
+	cpu time.Duration
 }
 
 // best keeps the higher requests/s and the lower latencies of two rounds,
@@ -285,16 +309,18 @@ func (r result) best(o result, first bool) result {
 	}
 	r.rps = max(r.rps, o.rps)
 	r.p50, r.p99 = min(r.p50, o.p50), min(r.p99, o.p99)
+	r.cpu = min(r.cpu, o.cpu)
 	r.errors += o.errors
 	return r
 }
 
 var (
-	reRPS     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	reP50     = regexp.MustCompile(`\s50%\s+([0-9.]+)(us|ms|s)`)
-	reP99     = regexp.MustCompile(`\s99%\s+([0-9.]+)(us|ms|s)`)
-	reNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
-	reSockErr = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	reRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reRequests = regexp.MustCompile(`(\d+) requests in `)
+	reP50      = regexp.MustCompile(`\s50%\s+([0-9.]+)(us|ms|s)`)
+	reP99      = regexp.MustCompile(`\s99%\s+([0-9.]+)(us|ms|s)`)
+	reNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
+	reSockErr  = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
 )
 
 var (
@@ -333,6 +359,9 @@ func runWrk(wrk, u, script string, d time.Duration, conns, threads int) (result,
 		return result{}, errors.New("wrk output has no Requests/sec:\n" + text)
 	}
 	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	if m := reRequests.FindStringSubmatch(text); m != nil {
+		r.requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
 	r.p50 = wrkDuration(reP50.FindStringSubmatch(text))
 	r.p99 = wrkDuration(reP99.FindStringSubmatch(text))
 	if m := reNon2xx.FindStringSubmatch(text); m != nil {
@@ -442,4 +471,29 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// processCPU is the user and system CPU time so far of process pid, or of
+// this one when pid is 0.
+func processCPU(pid int) time.Duration {
+	if pid == 0 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// utime and stime are fields 14 and 15, in clock ticks (USER_HZ, 100
+	// on Linux), counted after the command name's closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
