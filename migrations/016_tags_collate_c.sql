@@ -11,6 +11,8 @@
 -- linguistic default, order by tag now follows the bytes, as Go's sort.
 -- gate_checks is joined to tags on (source, tag): its key follows, so the
 -- join compares under one collation and either primary key serves it.
+-- Postgres rebuilds the primary keys, not the tables: 1 M tags took ~1 s
+-- (150 MB table, 65 MB key), the table locked meanwhile.
 alter table tags
 	alter column source type text collate "C",
 	alter column tag type text collate "C";
