@@ -123,22 +123,20 @@ func (s *Store) BeginHold(ctx context.Context, channel string, hold resolver.Hol
 	})
 }
 
-func loadHolds(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
-	rows, err := tx.Query(ctx, `select channel, version, reason, coalesce(until_at, 'epoch'), since from channel_holds`)
-	if err != nil {
+func queueHolds(b *pgx.Batch, states map[string]catalog.ChannelState) {
+	b.Queue(`select channel, version, reason, coalesce(until_at, 'epoch'), since from channel_holds`).Query(func(rows pgx.Rows) error {
+		var ch string
+		var h resolver.Hold
+		_, err := pgx.ForEachRow(rows, []any{&ch, &h.Version, &h.Reason, &h.Until, &h.Since}, func() error {
+			hold := h
+			if hold.Until.Equal(time.Unix(0, 0)) {
+				hold.Until = time.Time{}
+			}
+			st := states[ch]
+			st.Hold = &hold
+			states[ch] = st
+			return nil
+		})
 		return err
-	}
-	var ch string
-	var h resolver.Hold
-	_, err = pgx.ForEachRow(rows, []any{&ch, &h.Version, &h.Reason, &h.Until, &h.Since}, func() error {
-		hold := h
-		if hold.Until.Equal(time.Unix(0, 0)) {
-			hold.Until = time.Time{}
-		}
-		st := states[ch]
-		st.Hold = &hold
-		states[ch] = st
-		return nil
 	})
-	return err
 }

@@ -21,21 +21,18 @@ import (
 // what a version is, and a changed parser takes effect without a rescan.
 // Sources not in sources are not read; a source never scanned has no tags.
 func (s *Store) Load(ctx context.Context, sources []catalog.Source) ([]catalog.SourceData, map[string]catalog.ChannelState, error) {
-	l := newSourceLoad(sources)
-	states := make(map[string]catalog.ChannelState)
+	var l *sourceLoad
+	var sl *stateLoad
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err := s.inTxOpts(ctx, "load", opts, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
+	err := s.db.ReadBatch(ctx, "load", opts, func(b *pgx.Batch) {
+		l, sl = newSourceLoad(sources), newStateLoad() // again on a retry: callbacks append
 		l.queue(b)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		return loadStates(ctx, tx, states)
+		sl.queue(b)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.data, states, nil
+	return l.data, sl.done(), nil
 }
 
 // LoadSources reads what Load reads for sources alone (tags, blocks, last
@@ -56,21 +53,23 @@ func (s *Store) LoadSources(ctx context.Context, sources []catalog.Source) ([]ca
 	return l.data, nil
 }
 
-// LoadStates reads every channel's database state (pins, revisions).
+// LoadStates reads every channel's database state (pins, revisions,
+// holds, rollouts) in one round trip, as LoadSources reads sources.
 func (s *Store) LoadStates(ctx context.Context) (map[string]catalog.ChannelState, error) {
-	states := make(map[string]catalog.ChannelState)
 	// One snapshot of the database for every statement: under read
 	// committed a pin landing between the channel_state and the rollouts
 	// queries gave a state with the old pin and the new rollout, and the
 	// leader then "rolled out" the old pin again.
+	var sl *stateLoad
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err := s.inTxOpts(ctx, "load channel states", opts, func(tx pgx.Tx) error {
-		return loadStates(ctx, tx, states)
+	err := s.db.ReadBatch(ctx, "load channel states", opts, func(b *pgx.Batch) {
+		sl = newStateLoad()
+		sl.queue(b)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return states, nil
+	return sl.done(), nil
 }
 
 // sourceLoad is the reading of some sources' data: one SourceData per
@@ -263,27 +262,45 @@ func (l *sourceLoad) queueScans(b *pgx.Batch) {
 	})
 }
 
-func loadStates(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
-	rows, err := tx.Query(ctx, `
-		select channel, `+stateCols+` from channel_state`)
-	if err != nil {
+// stateLoad is the reading of every channel's state: pins and revisions
+// (channel_state), holds, and each channel's latest rollout with its
+// events, queued in one batch whose callbacks run in the order queued.
+type stateLoad struct {
+	states   map[string]catalog.ChannelState
+	rollouts []resolver.Rollout
+	byID     map[int64]*resolver.Rollout
+}
+
+func newStateLoad() *stateLoad {
+	return &stateLoad{states: make(map[string]catalog.ChannelState)}
+}
+
+func (sl *stateLoad) queue(b *pgx.Batch) {
+	b.Queue(`select channel, ` + stateCols + ` from channel_state`).Query(func(rows pgx.Rows) error {
+		var (
+			name string
+			st   catalog.ChannelState
+		)
+		_, err := pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback}, func() error {
+			sl.states[name] = normState(st)
+			return nil
+		})
 		return err
-	}
-	var (
-		name string
-		st   catalog.ChannelState
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &st.Pin, &st.PinDigest, &st.PinnedBy, &st.PinnedAt, &st.Revision, &st.UpdatedAt, &st.Rollback}, func() error {
-		states[name] = normState(st)
-		return nil
 	})
-	if err != nil {
-		return err
+	queueHolds(b, sl.states)
+	queueRollouts(b, sl)
+}
+
+// done attaches each channel's latest rollout to its state (a channel
+// with a rollout but never pinned gets a state too) and returns the states.
+func (sl *stateLoad) done() map[string]catalog.ChannelState {
+	for i := range sl.rollouts {
+		r := &sl.rollouts[i]
+		st := sl.states[r.Channel]
+		st.Rollout = r
+		sl.states[r.Channel] = st
 	}
-	if err := loadHolds(ctx, tx, states); err != nil {
-		return err
-	}
-	return loadRollouts(ctx, tx, states)
+	return sl.states
 }
 
 // stateCols are a channel_state row as normState reads it. A row is

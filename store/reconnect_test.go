@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
@@ -83,6 +84,47 @@ func TestLoadSourcesAfterTheDatabaseDroppedEveryConnection(t *testing.T) {
 		}
 		if len(data) != 1 || len(data[0].Tags) != 2 || len(data[0].Blocks) != 1 || data[0].LastScan == nil {
 			t.Fatalf("load %d after the sessions ended = %+v, want a's two tags, its block and its scan", i+1, data)
+		}
+	}
+}
+
+// TestLoadStatesAfterTheDatabaseDroppedEveryConnection: the states' read
+// (pins, holds, rollouts and their events in one batch) is retried whole
+// on a new connection, as the sources' is.
+func TestLoadStatesAfterTheDatabaseDroppedEveryConnection(t *testing.T) {
+	st, u := newStore(t, "a")
+	ctx := context.Background()
+	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "a", Complete: true, Tags: tags("1.0.0", "1.1.0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: "stable", Version: "1.0.0", Actor: "me", IfRevision: resolver.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.BeginHold(ctx, "edge", resolver.Hold{Version: "1.1.0", Reason: "freeze"}); err != nil {
+		t.Fatal(err)
+	}
+	base := snapshot.RolloutStart{Channel: "canary", Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}
+	if ok, err := st.StartRollout(ctx, base); err != nil || !ok {
+		t.Fatalf("baseline: started %v, %v", ok, err)
+	}
+	b := latestOf(t, st, "canary")
+	if ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "canary", Prev: b.ID, Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil || !ok {
+		t.Fatalf("rollout: started %v, %v", ok, err)
+	}
+	if _, err := st.RolloutControl(ctx, "canary", "pause", "me", "look"); err != nil {
+		t.Fatal(err)
+	}
+	dropEveryConnection(t, u, func() error { _, err := st.LoadStates(ctx); return err })
+	for i := range 4 {
+		states, err := st.LoadStates(ctx)
+		if err != nil {
+			t.Fatalf("load %d after the sessions ended: %v", i+1, err)
+		}
+		if states["stable"].Pin != "1.0.0" || states["edge"].Hold == nil || states["edge"].Hold.Reason != "freeze" {
+			t.Fatalf("load %d after the sessions ended = %+v, want stable pinned to 1.0.0 and edge held", i+1, states)
+		}
+		if r := states["canary"].Rollout; r == nil || r.To != "1.1.0" || len(r.Events) != 1 || r.Events[0].Kind != "pause" {
+			t.Fatalf("load %d after the sessions ended: canary's rollout %+v, want the one to 1.1.0 with its pause", i+1, r)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 )
@@ -40,32 +39,28 @@ func scanRollout(row pgx.Row) (resolver.Rollout, error) {
 	return r, nil
 }
 
-// loadRollouts adds every channel's latest rollout, with its events, to
-// states (a channel with a rollout but never pinned gets a state too).
-func loadRollouts(ctx context.Context, tx pgx.Tx, states map[string]catalog.ChannelState) error {
-	rows, err := tx.Query(ctx, `select distinct on (channel) `+rolloutCols+` from rollouts order by channel, id desc`)
-	if err != nil {
-		return err
-	}
-	latest, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.Rollout, error) { return scanRollout(r) })
-	if err != nil {
-		return err
-	}
-	byID := make(map[int64]*resolver.Rollout, len(latest))
-	ids := make([]int64, 0, len(latest))
-	for i := range latest {
-		byID[latest[i].ID] = &latest[i]
-		ids = append(ids, latest[i].ID)
-	}
-	if err := loadRolloutEvents(ctx, tx, ids, byID); err != nil {
-		return err
-	}
-	for i := range latest {
-		st := states[latest[i].Channel]
-		st.Rollout = &latest[i]
-		states[latest[i].Channel] = st
-	}
-	return nil
+// queueRollouts reads every channel's latest rollout into sl, then the
+// events of those rollouts: the events' query names the same rollouts by
+// a subquery, so the two need no round trip between them (the batch runs
+// in one repeatable-read transaction, so both see the same rollouts).
+func queueRollouts(b *pgx.Batch, sl *stateLoad) {
+	b.Queue(`select distinct on (channel) ` + rolloutCols + ` from rollouts order by channel, id desc`).Query(func(rows pgx.Rows) error {
+		latest, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (resolver.Rollout, error) { return scanRollout(r) })
+		if err != nil {
+			return err
+		}
+		sl.rollouts = latest
+		sl.byID = make(map[int64]*resolver.Rollout, len(latest))
+		for i := range latest {
+			sl.byID[latest[i].ID] = &latest[i]
+		}
+		return nil
+	})
+	b.Queue(`select rollout_id, kind, at, actor, reason, rollback from rollout_events
+		where rollout_id in (select distinct on (channel) id from rollouts order by channel, id desc)
+		order by id`).Query(func(rows pgx.Rows) error {
+		return scanRolloutEvents(rows, sl.byID)
+	})
 }
 
 func loadRolloutEvents(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*resolver.Rollout) error {
@@ -74,9 +69,14 @@ func loadRolloutEvents(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int
 	if err != nil {
 		return err
 	}
+	return scanRolloutEvents(rows, byID)
+}
+
+// scanRolloutEvents appends each event row to its rollout in byID.
+func scanRolloutEvents(rows pgx.Rows, byID map[int64]*resolver.Rollout) error {
 	var id int64
 	var e resolver.RolloutEvent
-	_, err = pgx.ForEachRow(rows, []any{&id, &e.Kind, &e.At, &e.Actor, &e.Reason, &e.Rollback}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&id, &e.Kind, &e.At, &e.Actor, &e.Reason, &e.Rollback}, func() error {
 		r := byID[id]
 		r.Events = append(r.Events, e)
 		return nil

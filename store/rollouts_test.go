@@ -17,7 +17,7 @@ import (
 
 var testPolicy = resolver.RolloutPolicy{Steps: []int{10, 50, 100}, Interval: time.Hour}
 
-func latestOf(t *testing.T, st interface {
+func latestOf(t testing.TB, st interface {
 	LoadStates(context.Context) (map[string]catalog.ChannelState, error)
 }, channel string) *resolver.Rollout {
 	t.Helper()

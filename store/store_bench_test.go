@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // benchTags is n classified tags shaped like a busy juju source: releases,
@@ -130,6 +131,45 @@ func BenchmarkLoad100k(b *testing.B) {
 		}
 		if n != 100_000 || valid < 90_000 {
 			b.Fatalf("loaded %d tags (%d valid), want 100000 mostly valid", n, valid)
+		}
+	}
+}
+
+// BenchmarkLoadStates is the read every replica makes after a pin, a hold
+// or a rollout step anywhere: 100 pinned channels, 10 held, 10 with a
+// rollout and its events.
+func BenchmarkLoadStates(b *testing.B) {
+	ctx := context.Background()
+	st, _ := newStore(b, "src")
+	for i := range 100 {
+		if _, err := st.Pin(ctx, resolver.ChannelChange{Channel: fmt.Sprintf("pinned-%03d", i), Version: "1.0.0", Actor: "bench", IfRevision: resolver.AnyRevision}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := st.BeginHold(ctx, fmt.Sprintf("held-%02d", i), resolver.Hold{Version: "1.0.0", Reason: "freeze"}); err != nil {
+			b.Fatal(err)
+		}
+		ch := fmt.Sprintf("rolling-%02d", i)
+		if ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: ch, Served: "1.0.0", To: "1.0.0", Policy: testPolicy, Baseline: true}); err != nil || !ok {
+			b.Fatalf("baseline: %v %v", ok, err)
+		}
+		base := latestOf(b, st, ch)
+		if ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: ch, Prev: base.ID, Served: "1.0.0", To: "1.1.0", Policy: testPolicy}); err != nil || !ok {
+			b.Fatalf("rollout: %v %v", ok, err)
+		}
+		if _, err := st.RolloutControl(ctx, ch, "pause", "bench", "look"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		states, err := st.LoadStates(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(states) != 120 {
+			b.Fatalf("%d states, want 120", len(states))
 		}
 	}
 }
