@@ -41,8 +41,8 @@ func (d *DB) InTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn fun
 }
 
 // ReadBatch runs the queries build queues, with their callbacks, in one
-// transaction with opts that the batch itself begins: the BEGIN and every
-// query go to Postgres in one round trip, the COMMIT in a second, where a
+// transaction with opts that the batch itself begins and ends: the BEGIN,
+// every query and the COMMIT go to Postgres in one round trip, where a
 // transaction of six reads took eight. A lost connection (a database
 // restart) retries the whole batch once on a reset pool, so build is
 // called again and must start from nothing. Every error comes back
@@ -66,11 +66,12 @@ func (d *DB) readBatch(ctx context.Context, opts pgx.TxOptions, build func(b *pg
 	b := &pgx.Batch{}
 	b.BeginTx(opts)
 	build(b)
+	b.Queue("commit")
 	br := conn.SendBatch(ctx, b)
-	tx := br.Tx()
-	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-	if err := br.Close(); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	// After a statement's error Postgres skips the rest of the batch, the
+	// COMMIT too, and the transaction stays open, aborted: the deferred
+	// Rollback ends it. When the COMMIT ran, pgx saw the connection idle
+	// at Close and the Rollback sends nothing.
+	defer func() { _ = br.Tx().Rollback(ctx) }()
+	return br.Close()
 }
