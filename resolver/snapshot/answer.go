@@ -153,14 +153,13 @@ func (s *Snapshot) clusterAnswer(channel string, q Asker) (resolver.Tag, error) 
 	if !q.HasReported {
 		return resolver.Tag{}, fmt.Errorf("%w: channel %q is stepwise", ErrNoReportedVersion, channel)
 	}
-	step := s.nextStepToward(i, q.Reported, dest)
 	// Settle holds a cluster at its version until it has reported it for
 	// ch.Settle. A request without a cluster ID has no history to settle
 	// on (a person asking with ?current=) and gets the step at once.
 	if Settles(ch, q.ID) && (q.Unsettled || q.Now.Sub(q.Since) < ch.Settle) {
-		step = nil
+		return s.versionTag(ch.Source, q.Reported), nil
 	}
-	if step != nil {
+	if step := s.nextStepToward(i, q.Reported, dest); step != nil {
 		return *step, nil
 	}
 	return s.versionTag(ch.Source, q.Reported), nil
