@@ -46,8 +46,11 @@ func soakEnds(sources []*sourceIndex, channels []catalog.Channel, bySource map[s
 	}
 	for i := range channels {
 		c := &channels[i]
+		if c.Soak == nil || *c.Soak <= 0 {
+			continue // most channels: no lookup
+		}
 		idx := bySource[c.Source]
-		if c.Soak == nil || *c.Soak <= 0 || idx == nil {
+		if idx == nil {
 			continue
 		}
 		for j := range idx.versions {

@@ -97,16 +97,24 @@ func newSnapshot(channels []catalog.Channel, data []catalog.SourceData, states m
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
-	s.answerChannels(channels, states, nil, true)
+	s.answerChannels(channels, states, nil, true, nil)
 	return s
 }
 
 // answerChannels computes every channel's answer from the indexed sources.
-// With prev (Apply), a channel whose every input is prev's keeps prev's
-// answer, filter and steps (carried, below) instead of being answered again.
-func (s *Snapshot) answerChannels(channels []catalog.Channel, states map[string]catalog.ChannelState, prev *Snapshot, statesChanged bool) {
+// With prev (Apply: the same channels), a channel whose every input is
+// prev's keeps prev's answer, filter and steps (carried, below) instead of
+// being answered again; changed names the sources Apply re-indexed.
+func (s *Snapshot) answerChannels(channels []catalog.Channel, states map[string]catalog.ChannelState, prev *Snapshot, statesChanged bool, changed map[string]bool) {
 	s.channels, s.states = channels, states
-	s.byChannel = make(map[string]int, len(channels))
+	if prev != nil {
+		s.byChannel = prev.byChannel // the same channels; never written after it is built
+	} else {
+		s.byChannel = make(map[string]int, len(channels))
+		for i := range channels {
+			s.byChannel[channels[i].Name] = i
+		}
+	}
 	s.answers = make([]ChannelAnswer, len(channels))
 	s.filters = make([]catalog.Filter, len(channels))
 	s.steps = make([]map[string]*resolver.Tag, len(channels))
@@ -115,8 +123,7 @@ func (s *Snapshot) answerChannels(channels []catalog.Channel, states map[string]
 	serial := answerSerial.Add(1)
 	var fresh []int
 	for i := range channels {
-		s.byChannel[channels[i].Name] = i
-		if s.carried(prev, i, statesChanged) {
+		if s.carried(prev, i, statesChanged, changed) {
 			s.answers[i], s.steps[i], s.serials[i] = prev.answers[i], prev.steps[i], prev.serials[i]
 			f := prev.filters[i]
 			f.Channel = &s.answers[i].Channel
