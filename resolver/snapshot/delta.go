@@ -115,6 +115,22 @@ func (s *Snapshot) SameAnswer(prev *Snapshot, channel string) bool {
 	return ok && pok && s.serials[i] == prev.serials[j]
 }
 
+// SameAnswerAt is SameAnswer for the channel at position i of Channels(),
+// without looking its name up twice: what a reload does for every channel.
+// Apply carries an answer at its position (it carries nothing when the
+// channels change), and no two computations share a serial, so equal
+// serials at i say what equal serials under one name say.
+func (s *Snapshot) SameAnswerAt(prev *Snapshot, i int) bool {
+	return prev != nil && i < len(prev.serials) && s.serials[i] == prev.serials[i]
+}
+
+// SameSourceAt is SameSource for the source at position i of Sources():
+// Apply keeps every source at its position (a source it adds goes last)
+// and shares the index of each it does not re-index.
+func (s *Snapshot) SameSourceAt(prev *Snapshot, i int) bool {
+	return prev != nil && i < len(prev.sources) && s.sources[i] == prev.sources[i]
+}
+
 // SameSource reports whether source's index in s is prev's, kept by
 // Apply because no change named it.
 func (s *Snapshot) SameSource(prev *Snapshot, source string) bool {

@@ -119,6 +119,9 @@ func TestApplyAnswersOnlyTheChannelsItTouches(t *testing.T) {
 			if got := s.SameAnswer(prev, name); got != w {
 				t.Errorf("SameAnswer(%s) = %v, want %v", name, got, w)
 			}
+			if i, _ := s.ChannelIndex(name); s.SameAnswerAt(prev, i) != w {
+				t.Errorf("SameAnswerAt(%d: %s) = %v, want %v", i, name, !w, w)
+			}
 		}
 	}
 	matchesFullBuild := func(s *Snapshot, data []catalog.SourceData, states map[string]catalog.ChannelState, at time.Time) {
@@ -159,6 +162,15 @@ func TestApplyAnswersOnlyTheChannelsItTouches(t *testing.T) {
 	same(s4, s3, map[string]bool{"juju": false, "k3s": false, "k3s-soaked": false})
 	if !s4.SameSource(s3, "jujud-operator") || s2.SameSource(s1, "k3s-upgrade") {
 		t.Error("SameSource: want a source no delta named shared, and a reloaded one not")
+	}
+	for i := range s2.NumSources() {
+		name := s2.SourceNameAt(i)
+		if s2.SameSourceAt(s1, i) != s2.SameSource(s1, name) || s4.SameSourceAt(s3, i) != s4.SameSource(s3, name) {
+			t.Errorf("SameSourceAt(%d: %s) disagrees with SameSource", i, name)
+		}
+	}
+	if fresh := New(channels, []catalog.SourceData{juju, k3s}, nil, later); fresh.SameSourceAt(s4, 0) || fresh.SameAnswerAt(s4, 0) {
+		t.Error("a whole build shares a source or an answer with the snapshot before it")
 	}
 }
 

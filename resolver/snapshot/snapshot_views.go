@@ -29,6 +29,22 @@ func (s *Snapshot) Sources() []SourceView {
 	return out
 }
 
+// NumSources is how many sources Sources() lists.
+func (s *Snapshot) NumSources() int { return len(s.sources) }
+
+// SourceAt is Sources()[i] without copying the others; SourceNameAt its
+// name alone.
+func (s *Snapshot) SourceAt(i int) SourceView { return s.sources[i].view }
+
+// SourceNameAt is the name of the source at position i of Sources().
+func (s *Snapshot) SourceNameAt(i int) string { return s.sources[i].view.Source.Name }
+
+// ChannelIndex is channel's position in Channels(); false when unknown.
+func (s *Snapshot) ChannelIndex(channel string) (int, bool) {
+	i, ok := s.byChannel[channel]
+	return i, ok
+}
+
 // SourceInfo is one source; ErrNotFound when unknown.
 func (s *Snapshot) SourceInfo(name string) (SourceView, error) {
 	idx, err := s.source(name)

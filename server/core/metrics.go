@@ -107,18 +107,20 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 }
 
 // observeSnapshot sets the per-source gauges from snap. A source whose
-// index snap shares with prev (snapshot.Snapshot.SameSource) keeps its
+// index snap shares with prev (snapshot.Snapshot.SameSourceAt) keeps its
 // series as they are, so a reload after one source changed touches that
 // source's series only. Callers serialise it (swap, under reloadMu).
 func (m *metrics) observeSnapshot(prev, snap *snapshot.Snapshot) {
-	views := snap.Sources()
-	seen := make(map[string]bool, len(views))
-	for _, sv := range views {
-		name := sv.Source.Name
-		seen[name] = true
-		if m.observed[name] && snap.SameSource(prev, name) {
+	if m.observed == nil {
+		m.observed = map[string]bool{}
+	}
+	for i := range snap.NumSources() {
+		name := snap.SourceNameAt(i)
+		if m.observed[name] && snap.SameSourceAt(prev, i) {
 			continue
 		}
+		m.observed[name] = true
+		sv := snap.SourceAt(i)
 		m.lastSuccess.DeleteLabelValues(name)
 		m.held.DeletePartialMatch(prometheus.Labels{"source": name})
 		risks, _ := snap.Risks(name)
@@ -136,14 +138,25 @@ func (m *metrics) observeSnapshot(prev, snap *snapshot.Snapshot) {
 			}
 		}
 	}
+	// observed now holds snap's names and those of sources gone from the
+	// configuration, which lose their series; there are some only when it
+	// holds more names than snap has sources (a whole reload after a
+	// configuration change).
+	if len(m.observed) == snap.NumSources() {
+		return
+	}
+	in := make(map[string]bool, snap.NumSources())
+	for i := range snap.NumSources() {
+		in[snap.SourceNameAt(i)] = true
+	}
 	for name := range m.observed {
-		if !seen[name] { // no longer configured
+		if !in[name] {
 			m.lastSuccess.DeleteLabelValues(name)
 			m.held.DeletePartialMatch(prometheus.Labels{"source": name})
 			m.risks.DeleteLabelValues(name)
+			delete(m.observed, name)
 		}
 	}
-	m.observed = seen
 }
 
 // methodLabel bounds the method label: the method is whatever the client

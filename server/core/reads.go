@@ -206,8 +206,8 @@ func (s *Server) SourceParam(c echo.Context) (string, error) {
 }
 
 func (v *View) Channel(name string) (*Entry, error) {
-	e, ok := v.channels[name]
-	if !ok {
+	e := v.entry(name)
+	if e == nil {
 		return nil, BadParam("name", fmt.Errorf("%w: channel %q", resolver.ErrNotFound, name))
 	}
 	return e, nil

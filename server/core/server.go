@@ -209,7 +209,7 @@ func (s *Server) indexedOn(channel, version string) bool {
 	if v == nil {
 		return false
 	}
-	e := v.channels[channel]
+	e := v.entry(channel)
 	if e == nil {
 		return false
 	}

@@ -17,9 +17,8 @@ import (
 // View is a snapshot plus what the hot path needs precomputed per channel.
 // Like the snapshot it is immutable once built.
 type View struct {
-	Snap     *snapshot.Snapshot
-	channels map[string]*Entry
-	List     []*Entry // configuration order
+	Snap *snapshot.Snapshot
+	List []*Entry // configuration order: List[i] answers Snap.Channels()[i]
 	// Graphs memoizes the encoded update graphs of this snapshot.
 	Graphs *graphCache
 }
@@ -53,16 +52,14 @@ type Entry struct {
 // externalURL and counts are the server's, the same for every view.
 func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *rollouts.Counts) *View {
 	answers := snap.Channels()
-	v := &View{Graphs: &graphCache{}, Snap: snap, channels: make(map[string]*Entry, len(answers)), List: make([]*Entry, 0, len(answers))}
-	for _, a := range answers {
-		if prev != nil && snap.SameAnswer(prev.Snap, a.Channel.Name) {
-			if e := prev.channels[a.Channel.Name]; e != nil {
-				v.channels[a.Channel.Name] = e
-				v.List = append(v.List, e)
-				continue
-			}
+	v := &View{Graphs: &graphCache{}, Snap: snap, List: make([]*Entry, len(answers))}
+	for i := range answers {
+		if prev != nil && snap.SameAnswerAt(prev.Snap, i) {
+			v.List[i] = prev.List[i]
+			continue
 		}
-		e := newEntry(a, externalURL)
+		a := &answers[i]
+		e := newEntry(*a, externalURL)
 		e.counts = counts
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)
@@ -70,10 +67,17 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		if a.Rollout != nil {
 			e.steps = rolloutEntries(e, externalURL)
 		}
-		v.channels[a.Channel.Name] = e
-		v.List = append(v.List, e)
+		v.List[i] = e
 	}
 	return v
+}
+
+// entry is channel's entry; nil when the view has none.
+func (v *View) entry(channel string) *Entry {
+	if i, ok := v.Snap.ChannelIndex(channel); ok {
+		return v.List[i]
+	}
+	return nil
 }
 
 // newEntry is a's answer made ready to send.
