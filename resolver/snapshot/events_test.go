@@ -62,3 +62,29 @@ func TestServedSinceBringsTheAnnouncedUpToDate(t *testing.T) {
 		t.Errorf("after an older announcement (-want +got):\n%s", d)
 	}
 }
+
+// TestServedChangesAfterAReloadOfOneSource: after Apply re-indexed one
+// source, the channels it carried are skipped without being compared and
+// the re-indexed source's channel that moved is reported.
+func TestServedChangesAfterAReloadOfOneSource(t *testing.T) {
+	p := mustParser(t, resolver.SchemeSemver, `k3s(\d+)`)
+	channels := []catalog.Channel{
+		{Name: "a", Source: "a", Stream: resolver.Released},
+		{Name: "b", Source: "b", Stream: resolver.Released},
+		{Name: "b-too", Source: "b", Stream: resolver.Released},
+	}
+	before := New(channels, []catalog.SourceData{
+		sourceData(t, "a", p, []string{"v1.33.5-k3s1"}), sourceData(t, "b", p, []string{"v1.33.5-k3s1"}),
+	}, nil, testTime)
+	after := before.Apply(Delta{Sources: []catalog.SourceData{sourceData(t, "b", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}}, testTime)
+	want := []resolver.Event{
+		{Type: resolver.EventChannelChanged, Channel: "b", Source: "b", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"},
+		{Type: resolver.EventChannelChanged, Channel: "b-too", Source: "b", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"},
+	}
+	if d := cmp.Diff(want, ServedChanges(before, after)); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+	if got := ServedChanges(after, after.Apply(Delta{States: map[string]catalog.ChannelState{}}, testTime)); len(got) != 0 {
+		t.Errorf("a reload that changed nothing served: %+v", got)
+	}
+}

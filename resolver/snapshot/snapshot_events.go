@@ -14,12 +14,16 @@ func ServedChanges(prev, next *Snapshot) []resolver.Event {
 		return nil
 	}
 	var out []resolver.Event
-	for _, a := range next.answers {
+	for k := range next.answers {
+		if next.SameAnswerAt(prev, k) {
+			continue // carried: it serves what it served (every reload, most channels)
+		}
+		a := &next.answers[k]
 		i, ok := prev.byChannel[a.Channel.Name]
 		if !ok {
 			continue
 		}
-		b := prev.answers[i]
+		b := &prev.answers[i]
 		if b.State.Revision != a.State.Revision || b.Channel.Source != a.Channel.Source {
 			continue
 		}
@@ -41,7 +45,8 @@ func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
 		return nil
 	}
 	var out []resolver.Event
-	for _, a := range next.answers {
+	for i := range next.answers {
+		a := &next.answers[i]
 		from, to := recorded[a.Channel.Name], servedVersion(a)
 		if from == to {
 			continue
@@ -51,7 +56,7 @@ func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
 	return out
 }
 
-func servedVersion(a ChannelAnswer) string {
+func servedVersion(a *ChannelAnswer) string {
 	if a.Tag == nil {
 		return ""
 	}
