@@ -162,13 +162,31 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	// The floor again, once the replicas have stopped: measured once, it
+	// moved by 5.0-8.0 s between runs on this machine, which decided the
+	// ratio more than the first index did (10.7-11.3 s in the same runs).
+	// The ratio is to the mean of the two.
+	a.stop()
+	b.stop()
+	craneAgain, _, err := craneAll(ctx, reg.Host, o.repos, o.craneConc)
+	if err != nil {
+		return err
+	}
+	copyAgain, err := copyAll(ctx, db, o.repos, o.tags)
+	if err != nil {
+		return err
+	}
+	floorAgain := craneAgain + copyAgain
+	floorMean := (floor + floorAgain) / 2
 
 	fmt.Printf("%d sources x %d tags = %d tags; replicas A (indexes) and B (--no-index) on one Postgres\n\n", o.repos, o.tags, total)
 	fmt.Printf("%-44s %14s   %s\n", "measure", "value", "notes")
 	row := func(name, val, note string) { fmt.Printf("%-44s %14s   %s\n", name, val, note) }
 	row("crane ls of every repository", ms(craneTime), fmt.Sprintf("%d tags, %d repositories at once (in process)", listed, o.craneConc))
 	row("COPY of every row", ms(copyTime), "into a scratch table")
-	row("first index of all sources", ms(firstIndex), fmt.Sprintf("%.2fx the floor (crane ls + COPY); goal <= 1.5x (issue 31)", ratio(firstIndex, floor)))
+	row("the same floor, measured again at the end", ms(floorAgain), fmt.Sprintf("crane ls %s + COPY %s, the replicas stopped", ms(craneAgain), ms(copyAgain)))
+	row("first index of all sources", ms(firstIndex), fmt.Sprintf("%.2fx the floor's mean (crane ls + COPY; %.2fx and %.2fx each); goal <= 1.5x (issue 31)",
+		ratio(firstIndex, floorMean), ratio(firstIndex, floor), ratio(firstIndex, floorAgain)))
 	row("CPU during the first index", "", cpuLine(indexCPU, firstIndex, runtime.NumCPU()))
 	row("peak RSS, replica A (serves and indexes)", mb(peakA), "VmHWM while it indexed; goal <= 1 GB")
 	row("peak RSS, replica B (serves)", mb(b.peakRSS()), "VmHWM; goal <= 1 GB")
@@ -187,7 +205,7 @@ func run(ctx context.Context, o options) error {
 	row("channel URL p99, during reloads", ms(m.busy.p99), fmt.Sprintf("%.2fx; goal <= 2x; %.0f req/s, %d changes meanwhile", ratio(m.busy.p99, m.quiet.p99), m.busy.rps, m.busyChanges))
 	row("pin on A served by B, p50", ms(m.pin.p50), fmt.Sprintf("PUT to A until B redirects to it, over %d pins", m.pin.n))
 	row("pin on A served by B, p99", ms(m.pin.p99), "goal <= 50 ms")
-	missed := ratio(firstIndex, floor) > 1.5 || peakA > 1<<30 || b.peakRSS() > 1<<30 || rssB > 300<<20 ||
+	missed := ratio(firstIndex, floorMean) > 1.5 || peakA > 1<<30 || b.peakRSS() > 1<<30 || rssB > 300<<20 ||
 		m.reload.p99 > 20*time.Millisecond || ratio(m.busy.p99, m.quiet.p99) > 2 || m.pin.p99 > 50*time.Millisecond
 	if missed {
 		fmt.Println("GOAL MISSED")
