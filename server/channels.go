@@ -36,12 +36,12 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	if wantsJSON(req) {
 		return core.SendChannel(c, e)
 	}
-	loc, body := e.Location, e.Body
-	if loc == "" {
-		loc = core.BaseURL(s.Opts.ExternalURL, req) + e.Suffix
-		body = core.RedirectBody(loc)
+	loc, body := e.LocationHeader, e.Body
+	if loc == nil {
+		l := core.BaseURL(s.Opts.ExternalURL, req) + e.Suffix
+		loc, body = []string{l}, core.RedirectBody(l)
 	}
-	h["Location"] = []string{loc}
+	h["Location"] = loc
 	h["Content-Type"] = hdrHTML
 	c.Response().WriteHeader(http.StatusFound)
 	_, err = c.Response().Write(body)

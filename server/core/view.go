@@ -31,6 +31,10 @@ type Entry struct {
 	// (an explicit redirect, or ExternalURL set); body is its 302 body.
 	Location string
 	Body     []byte
+	// LocationHeader is Location as a header's values, made once: like
+	// the other constant headers of a 302 it is shared by every answer
+	// (net/http copies header values when it writes them).
+	LocationHeader []string
 	// Suffix follows the request's base URL when location is "".
 	Suffix string
 	digest string // the image to pull by; "" when nothing is eligible
@@ -103,6 +107,7 @@ func newEntry(a snapshot.ChannelAnswer, externalURL string) *Entry {
 		}
 		if e.Location != "" {
 			e.Body = RedirectBody(e.Location)
+			e.LocationHeader = []string{e.Location}
 		}
 	}
 	e.digest = servedDigest(a)
