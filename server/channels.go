@@ -17,6 +17,12 @@ import (
 var (
 	hdrNoCache = []string{core.ChannelCacheControl}
 	hdrHTML    = []string{"text/html; charset=utf-8"}
+	// hdrVary names what a channel URL's answer depends on besides the
+	// URL: Accept (302 or the JSON object), the cluster (its rollout
+	// bucket, its stepwise step, its settle) and the version it reports
+	// (never a downgrade). A shared cache in front (a CDN) must key on
+	// them, or it hands one cluster's answer to another.
+	hdrVary = []string{"Accept, X-SUC-Cluster-ID, X-SUC-Latest-Version"}
 )
 
 // releaseChannel is the system-upgrade-controller contract: 302 whose
@@ -33,6 +39,7 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	}
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
+	h["Vary"] = hdrVary
 	if wantsJSON(req) {
 		return core.SendChannel(c, e)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,54 @@ func TestK3sChannelAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChannelAnswersVaryByWhatTheyDependOn: the same channel URL answers
+// a 302 or the JSON object by Accept, and a cluster's own answer by its
+// headers (a stepwise step here), so every answer (302, 200, 304) names
+// them in Vary, which a shared cache keys on.
+func TestChannelAnswersVaryByWhatTheyDependOn(t *testing.T) {
+	_, ts, _ := newTestServer(t, k3sSnapshot(t), "")
+	want := []string{"Accept", "X-SUC-Cluster-ID", "X-SUC-Latest-Version"}
+	varies := func(t *testing.T, res *http.Response) {
+		t.Helper()
+		var got []string
+		for _, v := range res.Header.Values("Vary") {
+			for _, f := range strings.Split(v, ",") {
+				got = append(got, http.CanonicalHeaderKey(strings.TrimSpace(f)))
+			}
+		}
+		for _, w := range want {
+			if !slices.Contains(got, http.CanonicalHeaderKey(w)) {
+				t.Errorf("status %d: Vary %q lacks %s", res.StatusCode, got, w)
+			}
+		}
+	}
+	res, _ := get(t, ts, "/v1-release/channels/latest")
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("status %d, want 302", res.StatusCode)
+	}
+	varies(t, res)
+	res, _ = get(t, ts, "/v1-release/channels/latest", "Accept", "application/json")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("JSON: status %d, want 200", res.StatusCode)
+	}
+	varies(t, res)
+	res, _ = get(t, ts, "/v1-release/channels/latest", "Accept", "application/json", "If-None-Match", res.Header.Get("ETag"))
+	if res.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation: status %d, want 304", res.StatusCode)
+	}
+	varies(t, res)
+	// Why it matters: two clusters asking the same URL get different answers.
+	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
+	_, ts, _ = newTestServer(t, snapshot.New([]catalog.Channel{{Name: "stepwise", Source: "k3s", Stream: resolver.Released, Stepwise: true}},
+		[]catalog.SourceData{sourceData(src, k3sTags(), nil)}, nil, loadedAt), "")
+	a, _ := get(t, ts, "/v1-release/channels/stepwise", "X-SUC-Cluster-ID", "a", "X-SUC-Latest-Version", "v1.31.2+k3s1")
+	b, _ := get(t, ts, "/v1-release/channels/stepwise", "X-SUC-Cluster-ID", "b", "X-SUC-Latest-Version", "v1.32.9+k3s1")
+	if a.StatusCode != http.StatusFound || b.StatusCode != http.StatusFound || a.Header.Get("Location") == b.Header.Get("Location") {
+		t.Fatalf("stepwise answers %d %q and %d %q: want two different 302s", a.StatusCode, a.Header.Get("Location"), b.StatusCode, b.Header.Get("Location"))
+	}
+	varies(t, a)
 }
 
 func TestChannelURLFailuresAreNever2xxOr3xx(t *testing.T) {
