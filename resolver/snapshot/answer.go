@@ -120,9 +120,13 @@ func (s *Snapshot) versionTag(source string, v resolver.Version) resolver.Tag {
 		if i := idx.byVersion(v); i >= 0 {
 			return idx.versions[i].Tag
 		}
-	}
-	if vv, err := s.Version(source, v.String()); err == nil {
-		return vv.Tag
+		// byVersion finds whatever a lookup by canonical string would; the
+		// one lookup left is a tag literally named like that string. (The
+		// full lookup parsed the string again and built an error for every
+		// version never indexed: per request, for such a cluster.)
+		if vv, ok := idx.byName(v.String()); ok {
+			return vv.Tag
+		}
 	}
 	return resolver.Tag{Name: v.String(), Version: v, Valid: true}
 }

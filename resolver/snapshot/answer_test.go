@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -52,6 +53,40 @@ func TestClusterAnswerDecidesForEverySurface(t *testing.T) {
 				t.Errorf("answer %s (%v), want %s", got.Version, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAHeldClusterGetsItsOwnTag: a cluster held at the version it reports
+// is answered the tag the index keeps for that version, whichever
+// spelling it reported, or, for a version never indexed, a tag spelled as
+// the version.
+func TestAHeldClusterGetsItsOwnTag(t *testing.T) {
+	stepwise := catalog.Channel{Name: "latest", Source: "k3s-upgrade", Stream: resolver.Released, Stepwise: true, Settle: time.Hour}
+	s := New([]catalog.Channel{stepwise}, []catalog.SourceData{k3sData(t, "v1.32.5+k3s1")}, nil, testTime)
+	for _, tc := range []struct {
+		reported string
+		indexed  bool
+	}{
+		{"v1.31.9+k3s1", true},
+		{"v1.31.9-k3s1", true}, // another spelling of it
+		{"v1.33.6-k3s1", true}, // two tags of one version: the one the index keeps
+		{"v1.33.6+k3s1", true},
+		{"v1.31.99+k3s1", false},
+	} {
+		reported, ok := s.Reported("latest", tc.reported)
+		if !ok {
+			t.Fatalf("%s does not parse", tc.reported)
+		}
+		want := resolver.Tag{Name: reported.String(), Version: reported, Valid: true}
+		if vv, err := s.Version("k3s-upgrade", reported.String()); (err == nil) != tc.indexed {
+			t.Fatalf("fixture: %s indexed: %v", tc.reported, err)
+		} else if err == nil {
+			want = vv.Tag
+		}
+		got, _, err := s.ClusterAnswer("latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Unsettled: true})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("reporting %s: answered %+v (%v), want %+v", tc.reported, got, err, want)
+		}
 	}
 }
 

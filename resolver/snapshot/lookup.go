@@ -65,13 +65,20 @@ func (idx *sourceIndex) lookup(versionOrTag string) (*resolver.VersionView, bool
 	if i := idx.byCanonical(versionOrTag); i >= 0 {
 		return &idx.versions[i], true
 	}
-	if i, ok := idx.byTag[versionOrTag]; ok {
-		if i < 0 {
-			return &idx.others[-i-1], true
-		}
-		return &idx.versions[i], true
+	return idx.byName(versionOrTag)
+}
+
+// byName finds a valid version by its raw tag: a representative in
+// versions, or a tag that shares its version with one (others).
+func (idx *sourceIndex) byName(tag string) (*resolver.VersionView, bool) {
+	i, ok := idx.byTag[tag]
+	switch {
+	case !ok:
+		return nil, false
+	case i < 0:
+		return &idx.others[-i-1], true
 	}
-	return nil, false
+	return &idx.versions[i], true
 }
 
 // lookupOK is lookup on a source index that may be nil (a channel whose

@@ -164,11 +164,8 @@ func (idx *sourceIndex) current(s string) (resolver.Version, error) {
 	if i, ok := idx.oddCanon[s]; ok {
 		return idx.versions[i].Version, nil
 	}
-	if i, ok := idx.byTag[s]; ok {
-		if i < 0 {
-			return idx.others[-i-1].Version, nil
-		}
-		return idx.versions[i].Version, nil
+	if vv, ok := idx.byName(s); ok {
+		return vv.Version, nil
 	}
 	p := idx.view.Source.Parser
 	if p == nil {
