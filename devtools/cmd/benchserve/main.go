@@ -19,11 +19,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +50,7 @@ func main() {
 	flag.IntVar(&rounds, "rounds", 3, "rounds of every target, interleaved; each target keeps its best")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the channel URL with -clusters clusters to this file")
 	flag.StringVar(&stepProfile, "stepwise-cpuprofile", "", "write a CPU profile of the stepwise channel with -clusters clusters to this file")
+	flag.BoolVar(&verbose, "v", false, "print every round's result as it ends")
 	flag.StringVar(&channelserver, "channelserver", os.Getenv("CHANNELSERVER"), "rancher/channelserver binary to load side by side (env CHANNELSERVER)")
 	flag.IntVar(&clusters, "clusters", 10_000, "distinct cluster IDs the cluster targets rotate")
 	flag.BoolVar(&forwarded, "forwarded", false, "each cluster asks from its own X-Forwarded-For address behind a trusted loopback proxy, "+
@@ -146,7 +149,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	defer os.Remove(script)
 	loadsBefore := loads.Load()
 
-	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback, best of %d interleaved rounds; snapshot: %d tags, 1 source, %d channels; access log: default mode\n",
+	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback, best of %d interleaved rounds (every other one in reverse order); snapshot: %d tags, 1 source, %d channels; access log: default mode\n",
 		threads, conns, d, rounds, tags, len(snap.Channels()))
 	if forwarded {
 		fmt.Printf("%d clusters, each from its own X-Forwarded-For address (trusted proxy 127.0.0.0/8), shipped admission limits, max_clusters %d\n",
@@ -158,9 +161,20 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		{name: "tidemark v1.33", url: tmURL},
 		// The same wrk script on both sides: generating 10k clusters'
 		// headers costs wrk too, and the floor must pay it as well.
-		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script},
-		{name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile},
-		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile},
+		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script, offset: new(int64)},
+		{name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile, offset: new(int64)},
+		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile, offset: new(int64)},
+	}
+	if database {
+		// Its records would arrive at in-process speed, far above any
+		// fleet's, and be the backlog whose lag is then measured.
+		fmt.Println("warm-up: none with -database (the first round's clusters are new to the server)")
+	} else {
+		warm := time.Now()
+		if err := warmUp(s.Handler(), "/v1-release/channels/v1.33", "/v1-release/channels/stepwise"); err != nil {
+			return err
+		}
+		fmt.Printf("warm-up: each of the %d clusters asked both channels once, in process (%s)\n", clusters, time.Since(warm).Round(time.Millisecond))
 	}
 	if channelserver != "" {
 		csURL, csPID, stopCS, err := startChannelserver(channelserver, snap)
@@ -172,10 +186,23 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	}
 	// Rounds interleave the targets and each keeps its best round: on a
 	// shared machine one run measures the neighbours as much as the server.
+	// Every other round runs them in reverse: a target that always follows
+	// another paid for what that one left behind (the fleet recorder's
+	// backlog, a collection), and which one did depended on its place.
 	results := make([]result, len(targets))
+	perRound := make([][]result, rounds)
 	for round := range rounds {
-		for i, t := range targets {
-			if round > 0 {
+		perRound[round] = make([]result, len(targets))
+		for k := range targets {
+			i := k
+			if round%2 == 1 {
+				i = len(targets) - 1 - k
+			}
+			t := targets[i]
+			// Profiles come from the last round: in the first, every
+			// cluster is new to the server (admitted, its clock started),
+			// which a fleet polling at its steady rate never is.
+			if round != rounds-1 {
 				t.profile = ""
 			}
 			r, err := t.run(wrk, d, conns, threads)
@@ -183,6 +210,10 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			r.name = t.name
+			perRound[round][i] = r
+			if verbose {
+				fmt.Printf("round %d: %-42s %8.0f requests/s, p99 %s\n", round+1, t.name, r.rps, r.p99)
+			}
 			results[i] = results[i].best(r, round == 0)
 		}
 	}
@@ -207,6 +238,34 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		cs := results[5]
 		fmt.Printf("v1.33/rancher/channelserver: %.2fx requests/s (goal >= 1.6x), p99 %.2fx; in CPU a request channelserver/v1.33 = %.2fx\n",
 			plain.rps/cs.rps, float64(plain.p99)/float64(cs.p99), float64(cs.cpu)/float64(plain.cpu))
+	}
+	if rounds > 1 {
+		// Each round's own ratio, its two targets measured minutes apart at
+		// most: the machine's drift between rounds cancels in it, where the
+		// best of each target may come from different rounds.
+		fmt.Printf("\nratios within each round (median [lowest-highest] of %d; requests/s):\n", rounds)
+		pairs := []struct {
+			name     string
+			num, den int
+		}{
+			{"v1.33 with " + k + " clusters/floor with the same headers", 3, 2},
+			{"v1.33/floor", 1, 0},
+			{"stepwise/v1.33 with the same " + k + " clusters", 4, 3},
+		}
+		if len(results) > 5 {
+			pairs = append(pairs, struct {
+				name     string
+				num, den int
+			}{"v1.33/rancher/channelserver", 1, 5})
+		}
+		for _, p := range pairs {
+			rs := make([]float64, rounds)
+			for i, round := range perRound {
+				rs[i] = round[p.num].rps / round[p.den].rps
+			}
+			slices.Sort(rs)
+			fmt.Printf("  %-52s %.2fx [%.2fx-%.2fx]\n", p.name, median(rs), rs[0], rs[len(rs)-1])
+		}
 	}
 	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
 	written := true
@@ -236,6 +295,9 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 type target struct {
 	name, url, script, profile string
 	pid                        int // the server's process when not this one
+	// offset is where the script's rotation of clusters starts: each run
+	// goes on where the target's last one stopped.
+	offset *int64
 }
 
 func (t target) run(wrk string, d time.Duration, conns, threads int) (result, error) {
@@ -249,7 +311,7 @@ func (t target) run(wrk string, d time.Duration, conns, threads int) (result, er
 
 func (t target) load(wrk string, d time.Duration, conns, threads int) (result, error) {
 	if t.profile == "" {
-		return runWrk(wrk, t.url, t.script, d, conns, threads)
+		return t.wrk(wrk, d, conns, threads)
 	}
 	f, err := os.Create(t.profile)
 	if err != nil {
@@ -260,7 +322,19 @@ func (t target) load(wrk string, d time.Duration, conns, threads int) (result, e
 		return result{}, fmt.Errorf("cpu profile: %w", err)
 	}
 	defer pprof.StopCPUProfile()
-	return runWrk(wrk, t.url, t.script, d, conns, threads)
+	return t.wrk(wrk, d, conns, threads)
+}
+
+func (t target) wrk(wrk string, d time.Duration, conns, threads int) (result, error) {
+	var args []string
+	if t.offset != nil {
+		args = []string{strconv.FormatInt(*t.offset, 10), strconv.Itoa(threads)}
+	}
+	r, err := runWrk(wrk, t.url, t.script, d, conns, threads, args...)
+	if err == nil && t.offset != nil {
+		*t.offset += r.requests / int64(threads)
+	}
+	return r, err
 }
 
 // listen serves h on a loopback port.
@@ -328,6 +402,7 @@ var (
 	cpuProfile    string
 	stepProfile   string
 	channelserver string
+	verbose       bool
 	clusters      int
 	forwarded     bool
 	database      bool
@@ -337,13 +412,16 @@ var (
 // that latency measures the server rather than the two fighting for cores.
 var wrkCPUs string
 
-func runWrk(wrk, u, script string, d time.Duration, conns, threads int) (result, error) {
+func runWrk(wrk, u, script string, d time.Duration, conns, threads int, scriptArgs ...string) (result, error) {
 	args := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns),
 		"-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency"}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
 	args = append(args, u)
+	if len(scriptArgs) > 0 {
+		args = append(append(args, "--"), scriptArgs...)
+	}
 	cmd := exec.Command(wrk, args...)
 	if wrkCPUs != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", wrkCPUs, wrk}, args...)...)
@@ -388,16 +466,30 @@ func wrkDuration(m []string) time.Duration {
 	return d
 }
 
+// benchVersions are the versions the bench's clusters report: cluster i
+// reports benchVersions[i % len].
+func benchVersions() []string {
+	var vs []string
+	for minor := 16; minor <= 33; minor++ {
+		for _, patch := range []int{0, 5, 10} {
+			vs = append(vs, fmt.Sprintf("v1.%d.%d-k3s1", minor, patch))
+		}
+	}
+	return vs
+}
+
 // clusterScript writes a wrk script that rotates -clusters cluster IDs,
 // each reporting one of the released versions of the bench's source, as a
 // fleet of system-upgrade-controllers would; with -forwarded each also
 // names its own address in X-Forwarded-For (10.x.y.z from its number).
+// Each wrk thread takes its own share of the clusters, starting at the
+// offset given as the script's argument (where the target's last run
+// stopped), so that the rounds together ask every cluster rather than
+// each run the same first few tens of thousands from every thread.
 func clusterScript() (string, error) {
 	var vs []string
-	for minor := 16; minor <= 33; minor++ {
-		for _, patch := range []int{0, 5, 10} {
-			vs = append(vs, fmt.Sprintf("%q", fmt.Sprintf("v1.%d.%d-k3s1", minor, patch)))
-		}
+	for _, v := range benchVersions() {
+		vs = append(vs, fmt.Sprintf("%q", v))
 	}
 	forwardedLua := ""
 	if forwarded {
@@ -405,10 +497,20 @@ func clusterScript() (string, error) {
 `
 	}
 	lua := `local versions = {` + strings.Join(vs, ", ") + `}
+local clusters = ` + strconv.Itoa(clusters) + `
+local threads = 0
+setup = function(thread)
+  thread:set("id", threads)
+  threads = threads + 1
+end
 local n = 0
+-- args: the offset to start at, and how many threads share the clusters.
+init = function(args)
+  n = math.floor((id or 0) * clusters / math.max(tonumber(args[2]) or 1, 1)) + (tonumber(args[1]) or 0)
+end
 request = function()
   n = n + 1
-  local i = n % ` + strconv.Itoa(clusters) + `
+  local i = n % clusters
   wrk.headers["X-SUC-Cluster-ID"] = "bench-cluster-" .. i
   wrk.headers["X-SUC-Latest-Version"] = versions[(i % #versions) + 1]
 ` + forwardedLua + `  return wrk.format("GET")
@@ -423,6 +525,32 @@ end
 		return "", fmt.Errorf("wrk script: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// warmUp asks h for the channel at each path once per cluster, in process,
+// with the headers the wrk script sends: a fleet polling at its steady rate
+// is known to the server (admitted, its settle clock started) before the
+// measured rounds, which would otherwise pay for every first sighting in
+// their first round.
+func warmUp(h http.Handler, paths ...string) error {
+	vs := benchVersions()
+	for _, p := range paths {
+		for i := range clusters {
+			req := httptest.NewRequest(http.MethodGet, p, nil)
+			req.RemoteAddr = "127.0.0.1:40000"
+			req.Header.Set("X-SUC-Cluster-ID", "bench-cluster-"+strconv.Itoa(i))
+			req.Header.Set("X-SUC-Latest-Version", vs[i%len(vs)])
+			if forwarded {
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256))
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusFound {
+				return fmt.Errorf("warm-up %s, cluster %d: %d %s", p, i, w.Code, w.Body)
+			}
+		}
+	}
+	return nil
 }
 
 // discardFleet takes every batch at once and keeps only the count.
@@ -456,6 +584,15 @@ func clusterLabel() string {
 		return strconv.Itoa(clusters/1000) + "k"
 	}
 	return strconv.Itoa(clusters)
+}
+
+// median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // peakRSS is this process's peak resident set (VmHWM), 0 when unknown.
