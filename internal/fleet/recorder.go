@@ -16,6 +16,8 @@ import (
 
 // Store keeps the fleet (*store.Store).
 type Store interface {
+	// RecordFleet writes sightings, which it must not keep past its
+	// return (the recorder reuses the slice).
 	RecordFleet(ctx context.Context, sightings []resolver.Sighting) ([]resolver.ClusterRecord, error)
 	FleetSummary(ctx context.Context, channel string, activeSince time.Time) (resolver.FleetSummary, error)
 	FleetClusters(ctx context.Context, q resolver.ClusterQuery) ([]resolver.ClusterRecord, string, error)
@@ -218,12 +220,14 @@ func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 	defer flush.Stop()
 	drain := time.NewTicker(drainEvery)
 	defer drain.Stop()
-	pending := make(map[fleetKey]resolver.Sighting)
+	pending := newPending()
 	var spare []resolver.Sighting
 	take := func() {
 		got := r.in.take(spare)
 		for _, s := range got {
-			r.merge(pending, s)
+			if !pending.merge(s) {
+				r.dropped.WithLabelValues(dropBuffer).Inc()
+			}
 		}
 		spare = got
 	}
@@ -235,49 +239,19 @@ func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 			take()
 			// Not cancelled by the shutdown: a write under way when ctx
 			// ends finishes within fleetWriteMax, or its batch is lost.
-			r.flush(context.WithoutCancel(ctx), pending, log)
-			clear(pending)
+			r.flush(context.WithoutCancel(ctx), pending.batch(), log)
+			pending.reset()
 		case <-ctx.Done():
 			take()
-			r.flush(context.WithoutCancel(ctx), pending, log)
+			r.flush(context.WithoutCancel(ctx), pending.batch(), log)
 			return
 		}
 	}
 }
 
-// merge coalesces s into the pending batch: the latest sighting, with the
-// earliest time its reported version was seen.
-func (r *Recorder) merge(pending map[fleetKey]resolver.Sighting, s resolver.Sighting) {
-	k := fleetKey{s.Channel, s.Cluster}
-	p, ok := pending[k]
-	if !ok {
-		if len(pending) >= maxPending {
-			r.dropped.WithLabelValues(dropBuffer).Inc()
-			return
-		}
-		s.Since = s.At
-		pending[k] = s
+func (r *Recorder) flush(ctx context.Context, batch []resolver.Sighting, log func(msg string, args ...any)) {
+	if len(batch) == 0 {
 		return
-	}
-	if s.At.After(p.At) {
-		p.At = s.At
-	}
-	if s.Served != "" {
-		p.Served = s.Served
-	}
-	if s.Reported != "" && s.Reported != p.Reported {
-		p.Reported, p.Since = s.Reported, s.At
-	}
-	pending[k] = p
-}
-
-func (r *Recorder) flush(ctx context.Context, pending map[fleetKey]resolver.Sighting, log func(msg string, args ...any)) {
-	if len(pending) == 0 {
-		return
-	}
-	batch := make([]resolver.Sighting, 0, len(pending))
-	for _, s := range pending {
-		batch = append(batch, s)
 	}
 	ctx, cancel := context.WithTimeout(ctx, fleetWriteMax)
 	defer cancel()
