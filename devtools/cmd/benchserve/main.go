@@ -238,25 +238,26 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		cs := results[5]
 		fmt.Printf("v1.33/rancher/channelserver: %.2fx requests/s (goal >= 1.6x), p99 %.2fx; in CPU a request channelserver/v1.33 = %.2fx\n",
 			plain.rps/cs.rps, float64(plain.p99)/float64(cs.p99), float64(cs.cpu)/float64(plain.cpu))
+		// What net/http itself allows: a Tidemark at the floor's speed is
+		// this many times channelserver.
+		fmt.Printf("floor/rancher/channelserver: %.2fx requests/s (the bare net/http 302 against channelserver)\n", floorR.rps/cs.rps)
 	}
 	if rounds > 1 {
 		// Each round's own ratio, its two targets measured minutes apart at
 		// most: the machine's drift between rounds cancels in it, where the
 		// best of each target may come from different rounds.
 		fmt.Printf("\nratios within each round (median [lowest-highest] of %d; requests/s):\n", rounds)
-		pairs := []struct {
+		type pair struct {
 			name     string
-			num, den int
-		}{
+			num, den int // indexes in targets
+		}
+		pairs := []pair{
 			{"v1.33 with " + k + " clusters/floor with the same headers", 3, 2},
 			{"v1.33/floor", 1, 0},
 			{"stepwise/v1.33 with the same " + k + " clusters", 4, 3},
 		}
 		if len(results) > 5 {
-			pairs = append(pairs, struct {
-				name     string
-				num, den int
-			}{"v1.33/rancher/channelserver", 1, 5})
+			pairs = append(pairs, pair{"v1.33/rancher/channelserver", 1, 5}, pair{"floor/rancher/channelserver", 0, 5})
 		}
 		for _, p := range pairs {
 			rs := make([]float64, rounds)
