@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/live"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
@@ -175,5 +176,39 @@ func TestAWriteRebuildsOnceAndOnlyItsPart(t *testing.T) {
 	want := [3]int{base[0], base[1] + 1, base[2] + 1}
 	if got != want {
 		t.Errorf("reads (whole, sources, states) after a pin here and a block there: %v, want %v", got, want)
+	}
+}
+
+// TestAReloadOfASourceAndTheStatesIsOneRead: when a reload has both a
+// source and the channel states to read (a pin and a block made through
+// another replica, heard together), it reads them in one Load, from one
+// snapshot of the database, and applies both.
+func TestAReloadOfASourceAndTheStatesIsOneRead(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	data := &countingData{Data: env.st}
+	srv, ts, _ := env.serve(env.st, Options{Data: data, Sources: []catalog.Source{env.src}, Channels: k3sChannels()})
+	if _, ok := sucResolve(t, ts.URL+"/v1-release/channels/v1.33"); !ok {
+		t.Fatal("v1.33 serves nothing before the changes")
+	}
+	ctx := context.Background()
+	other := openStore(t, env.url)
+	if _, err := other.Pin(ctx, resolver.ChannelChange{Channel: "v1.33", Version: "v1.33.4+k3s1", Actor: "them", IfRevision: resolver.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Block(ctx, "k3s", "v1.33.4+k3s1", "them", "bad"); err != nil {
+		t.Fatal(err)
+	}
+	base := data.counts()
+	err := srv.Snapshots().Update(ctx, snapshot.Changes{Sources: map[string]bool{"k3s": true}, Channels: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := data.counts(), [3]int{base[0] + 1, base[1], base[2]}; got != want {
+		t.Errorf("reads (whole, sources, states) of a source and the states: %v, want %v", got, want)
+	}
+	// Pinned to a version now blocked: no answer. The pin alone would
+	// answer it, the block alone the channel's latest.
+	if v, ok := sucResolve(t, ts.URL+"/v1-release/channels/v1.33"); ok {
+		t.Errorf("v1.33 after a pin and a block of its version: %q, want 404", v)
 	}
 }

@@ -274,20 +274,28 @@ func (s *Snapshots) loadDelta(ctx context.Context, prev *snapshot.Snapshot, cs s
 	if cs.Config {
 		d.Channels = *s.channels.Load()
 	}
-	if len(cs.Sources) > 0 {
-		var sources []catalog.Source
-		for _, src := range s.opts.Sources {
-			if cs.Sources[src.Name] {
-				sources = append(sources, src)
-			}
+	var sources []catalog.Source
+	for _, src := range s.opts.Sources {
+		if cs.Sources[src.Name] {
+			sources = append(sources, src)
 		}
+	}
+	switch {
+	case len(sources) > 0 && cs.Channels:
+		// Both in one read: one round trip, and the sources and the
+		// states from one snapshot of the database.
+		data, states, err := s.opts.Data.Load(ctx, sources)
+		if err != nil {
+			return nil, 0, fmt.Errorf("load %d sources and the channel states: %w", len(sources), err)
+		}
+		d.Sources, d.States = data, states
+	case len(sources) > 0:
 		data, err := s.opts.Data.LoadSources(ctx, sources)
 		if err != nil {
 			return nil, 0, fmt.Errorf("load %d sources: %w", len(sources), err)
 		}
 		d.Sources = data
-	}
-	if cs.Channels {
+	case cs.Channels:
 		states, err := s.opts.Data.LoadStates(ctx)
 		if err != nil {
 			return nil, 0, err
