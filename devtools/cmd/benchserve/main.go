@@ -50,6 +50,7 @@ func main() {
 	flag.IntVar(&rounds, "rounds", 3, "rounds of every target, interleaved; each target keeps its best")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the channel URL with -clusters clusters to this file")
 	flag.StringVar(&stepProfile, "stepwise-cpuprofile", "", "write a CPU profile of the stepwise channel with -clusters clusters to this file")
+	flag.StringVar(&floorProfile, "floor-cpuprofile", "", "write a CPU profile of the floor with -clusters clusters' headers to this file")
 	flag.BoolVar(&verbose, "v", false, "print every round's result as it ends")
 	flag.StringVar(&channelserver, "channelserver", os.Getenv("CHANNELSERVER"), "rancher/channelserver binary to load side by side (env CHANNELSERVER)")
 	flag.IntVar(&clusters, "clusters", 10_000, "distinct cluster IDs the cluster targets rotate")
@@ -161,7 +162,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		{name: "tidemark v1.33", url: tmURL},
 		// The same wrk script on both sides: generating 10k clusters'
 		// headers costs wrk too, and the floor must pay it as well.
-		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script, offset: new(int64)},
+		{name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script, profile: floorProfile, offset: new(int64)},
 		{name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile, offset: new(int64)},
 		{name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile, offset: new(int64)},
 	}
@@ -402,6 +403,7 @@ var (
 	rounds        int
 	cpuProfile    string
 	stepProfile   string
+	floorProfile  string
 	channelserver string
 	verbose       bool
 	clusters      int
