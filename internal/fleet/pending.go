@@ -6,42 +6,66 @@ import "github.com/tidemark-dev/tidemark/resolver"
 // cluster on a channel: the latest sighting, with the earliest time its
 // reported version was seen. The sightings are kept in arrival order in a
 // slice the flush hands to the store as it is, with an index into it by
-// (channel, cluster). It was a map of sightings: at 200,000 clusters each
-// merge then hashed and probed it twice (a read, then the write back of a
-// 112-byte value) and each flush walked it to copy every sighting out; the
-// recorder was 5% of a serving process's CPU (BenchmarkMerge).
+// channel and the hash of the cluster ID taken on the request path
+// (queued), so that a merge reads no ID's bytes unless the index already
+// holds its hash. It was a map of sightings keyed by the IDs: at 200,000
+// clusters each merge hashed an ID no longer in cache and probed the map
+// twice (a read, then the write back of a 112-byte value), each flush
+// walked it to copy every sighting out, and the recorder was 5% of a
+// serving process's CPU (BenchmarkMerge).
 type pending struct {
-	at   map[fleetKey]int32
-	made int // the most entries at has held: a cleared map keeps its table
-	list []resolver.Sighting
+	at map[pendingKey]int32
+	// other indexes the clusters whose hash another cluster in the batch
+	// has (a 64-bit collision: next to never, but never a lost sighting).
+	other map[fleetKey]int32
+	made  int // the most entries at has held: a cleared map keeps its table
+	list  []resolver.Sighting
 }
 
-func newPending() *pending { return &pending{at: make(map[fleetKey]int32)} }
+type pendingKey struct {
+	channel string
+	h       uint64 // of the cluster ID
+}
 
-// merge coalesces s into the batch; false when the batch is full
-// (maxPending) and s is of a cluster not in it.
-func (p *pending) merge(s resolver.Sighting) bool {
-	k := fleetKey{s.Channel, s.Cluster}
+func newPending() *pending { return &pending{at: make(map[pendingKey]int32)} }
+
+// merge coalesces q into the batch; false when the batch is full
+// (maxPending) and q is of a cluster not in it.
+func (p *pending) merge(q queued) bool {
+	s := q.Sighting
+	k := pendingKey{s.Channel, q.h}
 	i, ok := p.at[k]
+	collided := ok && p.list[i].Cluster != s.Cluster
+	if collided {
+		i, ok = p.other[fleetKey{s.Channel, s.Cluster}]
+	}
 	if !ok {
 		if len(p.list) >= maxPending {
 			return false
 		}
+		n := int32(len(p.list))
+		if collided {
+			if p.other == nil {
+				p.other = make(map[fleetKey]int32)
+			}
+			p.other[fleetKey{s.Channel, s.Cluster}] = n
+		} else {
+			p.at[k] = n
+		}
 		s.Since = s.At
-		p.at[k] = int32(len(p.list))
 		p.list = append(p.list, s)
 		p.made = max(p.made, len(p.list))
 		return true
 	}
-	q := &p.list[i]
-	if s.At.After(q.At) {
-		q.At = s.At
+	c := &p.list[i]
+	if s.At.After(c.At) {
+		c.At = s.At
 	}
 	if s.Served != "" {
-		q.Served = s.Served
+		c.Served = s.Served
 	}
-	if s.Reported != "" && s.Reported != q.Reported {
-		q.Reported, q.Since = s.Reported, s.At
+	if s.Reported != "" && s.Reported != c.Reported {
+		c.Reported, c.Since = s.Reported, s.At
 	}
 	return true
 }
@@ -58,10 +82,11 @@ func (p *pending) batch() []resolver.Sighting { return p.list }
 func (p *pending) reset() {
 	n := len(p.list)
 	if p.made > 4*n+1024 {
-		p.at, p.made = make(map[fleetKey]int32, n), n
+		p.at, p.made = make(map[pendingKey]int32, n), n
 	} else {
 		clear(p.at)
 	}
+	p.other = nil
 	clear(p.list) // the strings it holds may go
 	if cap(p.list) > 4*n+1024 {
 		p.list = make([]resolver.Sighting, 0, n)

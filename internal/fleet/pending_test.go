@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"cmp"
+	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -37,6 +39,14 @@ func mapMerge(m map[fleetKey]resolver.Sighting, s resolver.Sighting) bool {
 	return true
 }
 
+var testSeed = maphash.MakeSeed()
+
+// queue is s as Record queues it, its cluster's hash cut to bits bits
+// (64: as recorded; fewer make hashes collide).
+func queue(s resolver.Sighting, bits uint) queued {
+	return queued{s, maphash.String(testSeed, s.Cluster) >> (64 - bits)}
+}
+
 func sortSightings(s []resolver.Sighting) {
 	slices.SortFunc(s, func(a, b resolver.Sighting) int {
 		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Cluster, b.Cluster))
@@ -46,8 +56,16 @@ func sortSightings(s []resolver.Sighting) {
 // TestPendingMergesAsTheMapDid: over random sightings (clusters seen
 // again on the same and other channels, reporting a version or none,
 // answered or not, arriving out of order), every batch holds what the map
-// held, across flushes that reuse the batch's memory.
+// held, across flushes that reuse the batch's memory; with the clusters'
+// hashes as recorded, and cut to 2 bits, so that most clusters share
+// their hash with others.
 func TestPendingMergesAsTheMapDid(t *testing.T) {
+	for _, bits := range []uint{64, 2} {
+		t.Run(fmt.Sprintf("hash of %d bits", bits), func(t *testing.T) { mergeAsTheMap(t, bits) })
+	}
+}
+
+func mergeAsTheMap(t *testing.T, bits uint) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	t0 := time.Unix(1_800_000_000, 0)
 	versions := []string{"", "v1.31.2+k3s1", "v1.32.0+k3s1", "v1.33.6+k3s1"}
@@ -62,7 +80,7 @@ func TestPendingMergesAsTheMapDid(t *testing.T) {
 				Served:   versions[rng.IntN(len(versions))],
 				At:       t0.Add(time.Duration(flush)*time.Minute + time.Duration(rng.IntN(60_000))*time.Millisecond),
 			}
-			if a, b := mapMerge(m, s), p.merge(s); a != b {
+			if a, b := mapMerge(m, s), p.merge(queue(s, bits)); a != b {
 				t.Fatalf("flush %d: merge of %+v: %v, the map's %v", flush, s, b, a)
 			}
 		}
@@ -80,8 +98,8 @@ func TestPendingMergesAsTheMapDid(t *testing.T) {
 			t.Fatalf("flush %d: %d sightings differ from the map's %d", flush, len(got), len(want))
 		}
 		p.reset()
-		if len(p.batch()) != 0 || len(p.at) != 0 {
-			t.Fatalf("flush %d: reset left %d sightings, %d indexed", flush, len(p.batch()), len(p.at))
+		if len(p.batch()) != 0 || len(p.at) != 0 || len(p.other) != 0 {
+			t.Fatalf("flush %d: reset left %d sightings, %d indexed", flush, len(p.batch()), len(p.at)+len(p.other))
 		}
 	}
 }
@@ -92,14 +110,14 @@ func TestPendingIsBoundedAtMaxPending(t *testing.T) {
 	p := newPending()
 	at := time.Unix(1_800_000_000, 0)
 	for i := range maxPending {
-		if !p.merge(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at}) {
+		if !p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at}, 64)) {
 			t.Fatalf("sighting %d of %d refused", i+1, maxPending)
 		}
 	}
-	if p.merge(resolver.Sighting{Channel: "stable", Cluster: "one more", At: at}) {
+	if p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: "one more", At: at}, 64)) {
 		t.Fatalf("a new cluster past %d taken", maxPending)
 	}
-	if !p.merge(resolver.Sighting{Channel: "stable", Cluster: "7", Reported: "v1.33.6+k3s1", At: at.Add(time.Second)}) {
+	if !p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: "7", Reported: "v1.33.6+k3s1", At: at.Add(time.Second)}, 64)) {
 		t.Fatal("a cluster the full batch holds was refused")
 	}
 	if got := p.batch()[7]; got.Reported != "v1.33.6+k3s1" || !got.At.Equal(at.Add(time.Second)) {
@@ -117,17 +135,17 @@ func TestPendingLetsABurstGo(t *testing.T) {
 	p := newPending()
 	at := time.Unix(1_800_000_000, 0)
 	for i := range maxPending {
-		p.merge(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at})
+		p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at}, 64))
 	}
 	p.reset() // the burst's flush: the next batch may be as large
 	for i := range 10 {
-		p.merge(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at})
+		p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: strconv.Itoa(i), At: at}, 64))
 	}
 	p.reset()
 	if p.made > 10 || cap(p.list) > 10 {
 		t.Fatalf("after a batch of 10: the index made for %d, the slice's capacity %d", p.made, cap(p.list))
 	}
-	if !p.merge(resolver.Sighting{Channel: "stable", Cluster: "x", At: at}) || len(p.batch()) != 1 {
+	if !p.merge(queue(resolver.Sighting{Channel: "stable", Cluster: "x", At: at}, 64)) || len(p.batch()) != 1 {
 		t.Fatalf("merge after the shrink: %d sightings", len(p.batch()))
 	}
 }
@@ -148,6 +166,11 @@ func BenchmarkMerge(b *testing.B) {
 	sighting := func(i int) resolver.Sighting {
 		return resolver.Sighting{Channel: "v1.33", Cluster: ids[i%clusters], Reported: "v1.31.2+k3s1", Served: "v1.33.6+k3s1", At: at}
 	}
+	hashes := make([]uint64, clusters) // taken on the request path
+	for i, id := range ids {
+		hashes[i] = maphash.String(testSeed, id)
+	}
+	queued := func(i int) queued { return queued{sighting(i), hashes[i%clusters]} }
 	for _, burst := range []int{0, maxPending} {
 		name := "steady/"
 		if burst > 0 {
@@ -177,12 +200,12 @@ func BenchmarkMerge(b *testing.B) {
 			b.ReportAllocs()
 			p := newPending()
 			for i := range burst {
-				p.merge(sighting(i))
+				p.merge(queued(i))
 			}
 			p.reset()
 			i := 0
 			for b.Loop() {
-				p.merge(sighting(i))
+				p.merge(queued(i))
 				if i++; i%perFlush == 0 {
 					_ = p.batch()
 					p.reset()

@@ -22,12 +22,21 @@ const drainEvery = 50 * time.Millisecond
 // drainEvery.
 type sightingQueue struct {
 	mu  sync.Mutex
-	buf []resolver.Sighting
+	buf []queued
 	max int
 }
 
+// queued is a sighting on its way to the recorder, with its cluster ID's
+// hash taken on the request path, where the ID's bytes are still in cache:
+// taken by the recorder up to 50 ms later they no longer were, and hashing
+// them there was a cache miss a sighting (see pending).
+type queued struct {
+	resolver.Sighting
+	h uint64
+}
+
 // put queues s, or reports false when max are already waiting.
-func (q *sightingQueue) put(s resolver.Sighting) bool {
+func (q *sightingQueue) put(s queued) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.buf) >= q.max {
@@ -38,7 +47,7 @@ func (q *sightingQueue) put(s resolver.Sighting) bool {
 }
 
 // take returns what is queued and queues into spare's array from now on.
-func (q *sightingQueue) take(spare []resolver.Sighting) []resolver.Sighting {
+func (q *sightingQueue) take(spare []queued) []queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.buf

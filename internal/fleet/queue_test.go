@@ -9,7 +9,7 @@ import (
 func TestSightingQueueHoldsAtMostMaxAndHandsOverInOrder(t *testing.T) {
 	q := &sightingQueue{max: 3}
 	for i, id := range []string{"a", "b", "c", "d"} {
-		if ok := q.put(resolver.Sighting{Cluster: id}); ok != (i < 3) {
+		if ok := q.put(queued{Sighting: resolver.Sighting{Cluster: id}}); ok != (i < 3) {
 			t.Fatalf("put %s: %v, want %v", id, ok, i < 3)
 		}
 	}
@@ -18,14 +18,14 @@ func TestSightingQueueHoldsAtMostMaxAndHandsOverInOrder(t *testing.T) {
 		t.Fatalf("take = %+v, want a, b, c", got)
 	}
 	// Taken, the queue has room again, in the spare array it was handed.
-	spare := make([]resolver.Sighting, 0, 8)
-	if !q.put(resolver.Sighting{Cluster: "e"}) {
+	spare := make([]queued, 0, 8)
+	if !q.put(queued{Sighting: resolver.Sighting{Cluster: "e"}}) {
 		t.Fatal("put after take refused")
 	}
 	if got := q.take(spare); len(got) != 1 || got[0].Cluster != "e" {
 		t.Fatalf("second take = %+v, want e", got)
 	}
-	if !q.put(resolver.Sighting{Cluster: "f"}) || &q.buf[0] != &spare[:1][0] {
+	if !q.put(queued{Sighting: resolver.Sighting{Cluster: "f"}}) || &q.buf[0] != &spare[:1][0] {
 		t.Fatal("the queue does not reuse the spare array")
 	}
 }

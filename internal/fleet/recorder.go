@@ -6,6 +6,7 @@ package fleet
 
 import (
 	"context"
+	"hash/maphash"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +72,7 @@ const (
 type Recorder struct {
 	opts  Options
 	in    *sightingQueue
+	seed  maphash.Seed // of the queued sightings' cluster hashes
 	admit *admission
 	// indexed says whether version is one channel's source indexes: only
 	// those are a tidemark_fleet_clusters label, the rest count as "other".
@@ -107,6 +109,7 @@ func New(opts Options, reg *prometheus.Registry, indexed func(channel, version s
 	r := &Recorder{
 		opts:    opts,
 		in:      &sightingQueue{max: opts.Buffer},
+		seed:    maphash.MakeSeed(),
 		admit:   newAdmission(opts.NewClustersPerMinute, opts.MaxClusters),
 		indexed: indexed,
 		settle:  newClocks(),
@@ -162,7 +165,7 @@ func (r *Recorder) Record(s resolver.Sighting) {
 	if r.opts.Store == nil {
 		return
 	}
-	if !r.in.put(s) {
+	if !r.in.put(queued{s, maphash.String(r.seed, s.Cluster)}) {
 		r.dropped.WithLabelValues(dropBuffer).Inc()
 	}
 }
@@ -221,7 +224,7 @@ func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 	drain := time.NewTicker(drainEvery)
 	defer drain.Stop()
 	pending := newPending()
-	var spare []resolver.Sighting
+	var spare []queued
 	take := func() {
 		got := r.in.take(spare)
 		for _, s := range got {
