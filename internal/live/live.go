@@ -275,9 +275,11 @@ func (s *Snapshots) loadDelta(ctx context.Context, prev *snapshot.Snapshot, cs s
 		d.Channels = *s.channels.Load()
 	}
 	var sources []catalog.Source
-	for _, src := range s.opts.Sources {
-		if cs.Sources[src.Name] {
-			sources = append(sources, src)
+	if len(cs.Sources) > 0 { // a pin alone does not walk every source
+		for _, src := range s.opts.Sources {
+			if cs.Sources[src.Name] {
+				sources = append(sources, src)
+			}
 		}
 	}
 	switch {
