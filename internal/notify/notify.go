@@ -75,15 +75,18 @@ type Deliverer struct {
 	log     *slog.Logger
 	filters map[string]resolver.EventFilter
 	kick    chan struct{}
-	derived chan []resolver.Event
-	// reconcile takes the first snapshot after this replica became the
-	// indexing leader; led is whether it led at the last snapshot.
-	reconcile chan *snapshot.Snapshot
-	led       atomic.Bool
-	backlog   *prometheus.GaugeVec
-	sent      *prometheus.CounterVec
-	mu        sync.Mutex
-	wakeups   []chan struct{}
+	// derived carries, in swap order, the events each snapshot swap
+	// derived and the first snapshot after this replica became the
+	// indexing leader (compared with the outbox). One queue: two let the
+	// writer take a later swap's events before an earlier reconcile, which
+	// then compared its older snapshot with them and recorded a false move
+	// (a version "gone from the registry" that was served).
+	derived chan derivedWork
+	led     atomic.Bool // whether this replica led at the last snapshot
+	backlog *prometheus.GaugeVec
+	sent    *prometheus.CounterVec
+	mu      sync.Mutex
+	wakeups []chan struct{}
 }
 
 // New checks the endpoints and registers metrics.
@@ -110,7 +113,7 @@ func New(opts Options) (*Deliverer, error) {
 		opts.BackoffMax = 5 * time.Minute
 	}
 	d := &Deliverer{opts: opts, log: opts.Log, filters: map[string]resolver.EventFilter{},
-		kick: make(chan struct{}, 1), derived: make(chan []resolver.Event, 64), reconcile: make(chan *snapshot.Snapshot, 1)}
+		kick: make(chan struct{}, 1), derived: make(chan derivedWork, 64)}
 	for _, e := range opts.Endpoints {
 		if _, dup := d.filters[e.Name]; dup {
 			return nil, fmt.Errorf("%w: notify endpoint %q listed twice", resolver.ErrInvalid, e.Name)
@@ -279,8 +282,11 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 	leading := d.opts.Leading != nil && d.opts.Leading()
 	if first := leading && !d.led.Swap(leading); first {
 		select {
-		case d.reconcile <- next:
-		default: // one is pending; it reads the outbox when it runs
+		case d.derived <- derivedWork{reconcile: next}:
+		default:
+			// The writer is behind: the next swap tries again.
+			d.led.Store(false)
+			d.log.Warn("notification events since the last leader not compared yet: the outbox writer is behind")
 		}
 		return
 	}
@@ -295,7 +301,7 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 		evs[i].Actor, evs[i].Reason = "tidemark", why(next, evs[i])
 	}
 	select {
-	case d.derived <- evs:
+	case d.derived <- derivedWork{evs: evs}:
 	default:
 		d.log.Warn("notification events dropped: the outbox writer is behind", "events", len(evs))
 	}
@@ -316,12 +322,22 @@ func why(next *snapshot.Snapshot, e resolver.Event) string {
 	return "no version is eligible"
 }
 
+// derivedWork is one item of Deliverer.derived: a swap's events, or the
+// first snapshot as leader to compare with what the outbox last recorded.
+type derivedWork struct {
+	evs       []resolver.Event
+	reconcile *snapshot.Snapshot
+}
+
 func (d *Deliverer) writeDerived(ctx context.Context) {
 	for {
+		var w derivedWork
 		select {
 		case <-ctx.Done():
 			return
-		case snap := <-d.reconcile:
+		case w = <-d.derived:
+		}
+		if snap := w.reconcile; snap != nil {
 			recorded, err := d.opts.Store.LastServed(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -340,7 +356,9 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 					d.Kick()
 				}
 			}
-		case evs := <-d.derived:
+			continue
+		}
+		if evs := w.evs; len(evs) > 0 {
 			for attempt := 1; ; attempt++ {
 				err := d.opts.Store.AddEvents(ctx, evs)
 				if err == nil {

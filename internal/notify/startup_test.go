@@ -45,6 +45,68 @@ func TestStartUpMovesReachANewEndpoint(t *testing.T) {
 	}
 }
 
+// TestTheFirstSnapshotIsComparedBeforeLaterSwaps: a replica starts
+// leading on a snapshot that serves nothing (S0); the start-up scan then
+// serves v1.0.0 (S1) and a push v1.0.1 (S2), all before the writer runs.
+// The endpoint must get "" -> v1.0.0, v1.0.0 -> v1.0.1 and nothing else.
+// With the first snapshot on a queue of its own, the writer could take
+// the later swaps' events first and then compare S0 with them: a false
+// "v1.0.1 is gone from the registry" (TestPushIsServedWithoutAScan caught
+// it in CI). Eight fresh databases: the writer picked between the two
+// queues at random.
+func TestTheFirstSnapshotIsComparedBeforeLaterSwaps(t *testing.T) {
+	now := time.Now()
+	src := resolvertest.SemverSource(t, "k3s", "registry.example/k3s")
+	chs := []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
+	serving := func(tags ...string) *snapshot.Snapshot {
+		return snapshot.New(chs, []catalog.SourceData{resolvertest.SourceData(src, tags, nil, now)}, nil, now)
+	}
+	s0, s1, s2 := serving(), serving("v1.0.0"), serving("v1.0.0", "v1.0.1")
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			rcv, d, st := newEndpointDeliverer(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := d.StartCursors(ctx); err != nil {
+				t.Fatal(err)
+			}
+			d.SnapshotChanged(nil, s0) // the first snapshot as leader
+			d.SnapshotChanged(s0, s1)
+			d.SnapshotChanged(s1, s2)
+			done := make(chan struct{})
+			go func() { d.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			waitFor(t, "two notifications", func() bool {
+				bodies, _ := rcv.received()
+				return len(bodies) >= 2
+			})
+			// A last event after them: once it is sent, everything
+			// recorded before it was sent too.
+			if err := st.AddEvents(ctx, []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "stable", Source: "k3s",
+				From: "v1.0.1", To: "v1.0.0", Actor: "alice", Reason: "pinned"}}); err != nil {
+				t.Fatal(err)
+			}
+			d.Kick()
+			var got []string
+			waitFor(t, "alice's pin, sent", func() bool {
+				bodies, _ := rcv.received()
+				got = got[:0]
+				for _, b := range bodies {
+					var ce notify.CloudEvent
+					if err := json.Unmarshal(b, &ce); err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, ce.Data.From+" -> "+ce.Data.To)
+				}
+				return len(got) > 0 && got[len(got)-1] == "v1.0.1 -> v1.0.0"
+			})
+			want := []string{" -> v1.0.0", "v1.0.0 -> v1.0.1", "v1.0.1 -> v1.0.0"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("sent %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestAnEventBeforeRunReachesANewEndpoint: serve makes the cursors
 // (StartCursors) before it serves, so a pin made through the API before
 // the deliverer's Run starts is still sent to an endpoint configured for
