@@ -145,11 +145,16 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		return err
 	}
 	stepURL := "http://" + ln.Addr().String() + "/v1-release/channels/stepwise"
-	script, err := clusterScript()
+	script, err := clusterScript(clusterHeaders)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(script)
+	ignoredScript, err := clusterScript(ignoredHeaders)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(ignoredScript)
 	loadsBefore := loads.Load()
 
 	fmt.Printf("wrk -t%d -c%d -d%s --latency, loopback, best of %d interleaved rounds (every other one in reverse order); snapshot: %d tags, 1 source, %d channels; access log: default mode\n",
@@ -165,6 +170,9 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		// The same wrk script on both sides: generating 10k clusters'
 		// headers costs wrk too, and the floor must pay it as well.
 		{key: "floor-clusters", name: "floor, " + k + " clusters' headers", url: floorURL + "/", script: script, profile: floorProfile, offset: new(int64)},
+		// Issue 31's baseline for what recording costs: Tidemark itself,
+		// the same client work, header names it does not read.
+		{key: "ignored", name: "tidemark v1.33, " + k + " headers ignored", url: tmURL, script: ignoredScript, offset: new(int64)},
 		{key: "clusters", name: "tidemark v1.33, " + k + " clusters (fleet on)", url: tmURL, script: script, profile: cpuProfile, offset: new(int64)},
 		{key: "stepwise", name: "stepwise, " + k + " clusters (fleet on)", url: stepURL, script: script, profile: stepProfile, offset: new(int64)},
 	}
@@ -245,6 +253,12 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		fmt.Printf("  in CPU a request: floor/v1.33 = %.2fx\n", float64(floorC.cpu)/float64(fleetR.cpu))
 		missed = missed || ratio < 0.85 || p99 > 1.3
 	}
+	if has("clusters") && has("ignored") {
+		// Issue 31's "what recording costs": >= 0.9x, p99 <= 1.2x.
+		fleetR, ign := get("clusters"), get("ignored")
+		fmt.Printf("v1.33 with %s clusters/the same headers ignored: %.2fx requests/s (issue 31: >= 0.9x), p99 %.2fx (<= 1.2x)\n",
+			k, fleetR.rps/ign.rps, float64(fleetR.p99)/float64(ign.p99))
+	}
 	if has("plain") && has("floor") {
 		plain, floorR := get("plain"), get("floor")
 		fmt.Printf("v1.33 without clusters/floor: %.2fx requests/s, p99 %.2fx\n", plain.rps/floorR.rps, float64(plain.p99)/float64(floorR.p99))
@@ -284,7 +298,8 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		}
 		var pairs []pair
 		for _, p := range []pair{
-			{"v1.33 with " + k + " clusters/floor with the same headers", "clusters", "floor-clusters", 0.9},
+			{"v1.33 with " + k + " clusters/the same headers ignored", "clusters", "ignored", 0.9},
+			{"v1.33 with " + k + " clusters/floor with the same headers", "clusters", "floor-clusters", 0},
 			{"v1.33/floor", "plain", "floor", 0.95},
 			{"stepwise/v1.33 with the same " + k + " clusters", "stepwise", "clusters", 0.95},
 			{"v1.33/rancher/channelserver", "plain", "channelserver", 1.6},
@@ -547,14 +562,14 @@ func benchVersions() []string {
 // offset given as the script's argument (where the target's last run
 // stopped), so that the rounds together ask every cluster rather than
 // each run the same first few tens of thousands from every thread.
-func clusterScript() (string, error) {
+func clusterScript(names headerNames) (string, error) {
 	var vs []string
 	for _, v := range benchVersions() {
 		vs = append(vs, fmt.Sprintf("%q", v))
 	}
 	forwardedLua := ""
 	if forwarded {
-		forwardedLua = `  wrk.headers["X-Forwarded-For"] = "10." .. (math.floor(i / 65536) % 256) .. "." .. (math.floor(i / 256) % 256) .. "." .. (i % 256)
+		forwardedLua = `  wrk.headers["` + names.forwarded + `"] = "10." .. (math.floor(i / 65536) % 256) .. "." .. (math.floor(i / 256) % 256) .. "." .. (i % 256)
 `
 	}
 	lua := `local versions = {` + strings.Join(vs, ", ") + `}
@@ -572,8 +587,8 @@ end
 request = function()
   n = n + 1
   local i = n % clusters
-  wrk.headers["X-SUC-Cluster-ID"] = "bench-cluster-" .. i
-  wrk.headers["X-SUC-Latest-Version"] = versions[(i % #versions) + 1]
+  wrk.headers["` + names.cluster + `"] = "bench-cluster-" .. i
+  wrk.headers["` + names.version + `"] = versions[(i % #versions) + 1]
 ` + forwardedLua + `  return wrk.format("GET")
 end
 `
@@ -587,6 +602,16 @@ end
 	}
 	return f.Name(), nil
 }
+
+// headerNames are the three headers the cluster script sends.
+type headerNames struct{ cluster, version, forwarded string }
+
+var (
+	clusterHeaders = headerNames{"X-SUC-Cluster-ID", "X-SUC-Latest-Version", "X-Forwarded-For"}
+	// ignoredHeaders are as long as clusterHeaders, so that wrk and
+	// net/http do the same work, and none of them is one Tidemark reads.
+	ignoredHeaders = headerNames{"X-IGN-Cluster-ID", "X-IGN-Latest-Version", "X-Forwarded-Ign"}
+)
 
 // warmUp asks h for the channel at each path once per cluster, in process,
 // with the headers the wrk script sends: a fleet polling at its steady rate
@@ -648,7 +673,7 @@ func clusterLabel() string {
 }
 
 // targetKeys are the targets -targets may name, in the order they run.
-var targetKeys = []string{"floor", "plain", "floor-clusters", "clusters", "stepwise", "channelserver"}
+var targetKeys = []string{"floor", "plain", "floor-clusters", "ignored", "clusters", "stepwise", "channelserver"}
 
 // selectTargets keeps the targets list names (all when it is empty), in
 // their order; an unknown name, or channelserver without its binary, is an

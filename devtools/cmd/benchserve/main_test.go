@@ -6,7 +6,7 @@ import (
 )
 
 func TestSelectTargets(t *testing.T) {
-	all := []target{{key: "floor"}, {key: "plain"}, {key: "floor-clusters"}, {key: "clusters"}, {key: "stepwise"}}
+	all := []target{{key: "floor"}, {key: "plain"}, {key: "floor-clusters"}, {key: "ignored"}, {key: "clusters"}, {key: "stepwise"}}
 	keys := func(ts []target) string {
 		var ks []string
 		for _, t := range ts {
@@ -15,7 +15,7 @@ func TestSelectTargets(t *testing.T) {
 		return strings.Join(ks, ",")
 	}
 	for _, c := range []struct{ list, want, err string }{
-		{"", "floor,plain,floor-clusters,clusters,stepwise", ""},
+		{"", "floor,plain,floor-clusters,ignored,clusters,stepwise", ""},
 		// The targets' own order, whatever the list's.
 		{"clusters, floor-clusters", "floor-clusters,clusters", ""},
 		{"stepwise", "stepwise", ""},
@@ -47,5 +47,25 @@ func TestQuantile(t *testing.T) {
 	}
 	if got := quantile([]float64{7}, 0.75); got != 7 {
 		t.Errorf("quantile of one = %v, want 7", got)
+	}
+}
+
+// The ignored headers cost wrk and net/http what the cluster headers do,
+// and none of them is one Tidemark reads.
+func TestIgnoredHeadersMatchTheClusterHeaders(t *testing.T) {
+	pairs := [][2]string{
+		{clusterHeaders.cluster, ignoredHeaders.cluster},
+		{clusterHeaders.version, ignoredHeaders.version},
+		{clusterHeaders.forwarded, ignoredHeaders.forwarded},
+	}
+	for _, p := range pairs {
+		if len(p[0]) != len(p[1]) {
+			t.Errorf("%s is %d bytes, %s %d", p[1], len(p[1]), p[0], len(p[0]))
+		}
+		for _, read := range pairs {
+			if strings.EqualFold(p[1], read[0]) {
+				t.Errorf("%s is a header Tidemark reads", p[1])
+			}
+		}
 	}
 }
