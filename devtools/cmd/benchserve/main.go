@@ -255,9 +255,12 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	}
 	if has("clusters") && has("ignored") {
 		// Issue 31's "what recording costs": >= 0.9x, p99 <= 1.2x.
+		// The p99 is judged here, the requests/s by the rounds' median.
 		fleetR, ign := get("clusters"), get("ignored")
+		p99 := float64(fleetR.p99) / float64(ign.p99)
 		fmt.Printf("v1.33 with %s clusters/the same headers ignored: %.2fx requests/s (issue 31: >= 0.9x), p99 %.2fx (<= 1.2x)\n",
-			k, fleetR.rps/ign.rps, float64(fleetR.p99)/float64(ign.p99))
+			k, fleetR.rps/ign.rps, p99)
+		missed31 = missed31 || p99 > 1.2
 	}
 	if has("plain") && has("floor") {
 		plain, floorR := get("plain"), get("floor")
