@@ -182,9 +182,8 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	if targets, err = selectTargets(targets, only); err != nil {
 		return err
 	}
-	has := func(key string) bool {
-		return slices.ContainsFunc(targets, func(t target) bool { return t.key == key })
-	}
+	at := func(key string) int { return slices.IndexFunc(targets, func(t target) bool { return t.key == key }) }
+	has := func(key string) bool { return at(key) >= 0 }
 	if database {
 		// Its records would arrive at in-process speed, far above any
 		// fleet's, and be the backlog whose lag is measured.
@@ -202,7 +201,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 			return err
 		}
 		defer stopCS()
-		i := slices.IndexFunc(targets, func(t target) bool { return t.key == "channelserver" })
+		i := at("channelserver")
 		targets[i].url, targets[i].pid = csURL+"/v1-release/channels/v1.33", csPID
 	}
 	// Rounds interleave the targets and each keeps its best round: on a
@@ -242,7 +241,6 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	for _, r := range results {
 		fmt.Printf("%-42s %12.0f %10s %10s %8d %9s\n", r.name, r.rps, r.p50, r.p99, r.errors, r.cpu.Round(100*time.Nanosecond))
 	}
-	at := func(key string) int { return slices.IndexFunc(targets, func(t target) bool { return t.key == key }) }
 	get := func(key string) result { return results[at(key)] }
 	missed, missed31 := false, false
 	if has("clusters") && has("floor-clusters") {
