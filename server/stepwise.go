@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,7 +37,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	// An ID over the admission limits is answered as any request is, but
 	// neither recorded nor given a settle clock (memory stays bounded).
 	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, s.ClientAddr(r), now)
-	ans, err := s.answerFor(v, e, id, admitted, reported, ok, now)
+	ans, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
 	if admitted {
 		if ans != nil {
 			sighting.Served = ans.Version
@@ -50,7 +51,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 // (Snapshot.ClusterAnswer) into the entry to send. The settle clock is this
 // replica's fleet record of the cluster; one not admitted has none and is
 // held.
-func (s *Server) answerFor(v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, error) {
+func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, error) {
 	ch := &e.Ans.Channel
 	if e.Ans.Tag == nil {
 		return nil, noAnswer(e.Ans)
@@ -58,7 +59,7 @@ func (s *Server) answerFor(v *core.View, e *core.Entry, id string, admitted bool
 	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
 	if ok && snapshot.Settles(ch, id) {
 		if q.Unsettled = !admitted; admitted {
-			q.Since = s.FleetRec.Since(ch.Name, id, reported.String(), now)
+			q.Since = s.FleetRec.Since(ctx, ch.Name, id, reported.String(), now)
 		}
 	}
 	tag, held, err := v.Snap.ClusterAnswer(ch.Name, q)

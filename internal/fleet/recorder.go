@@ -170,23 +170,55 @@ func (r *Recorder) Record(s resolver.Sighting) {
 	}
 }
 
-// Since is when this replica first saw cluster report reported on channel,
-// or, once a flush has come back, when any replica did (the database's
-// reported_since, which is earlier or equal). Before that write returns it
+// Since is when cluster began reporting reported on channel: this
+// replica's clock when it has one, else the database's reported_since (read
+// once, when the clock is made: a cluster new to this replica, or back
+// after the sweep forgot it, as an edge node back from a long absence is),
+// else now. A flush's answer corrects it later (adopt). Before either, it
 // is this replica's own first sighting: a lower bound on how long the
 // cluster has run its version, so settle can only hold a cluster longer
 // than the fleet says, never move it early.
-func (r *Recorder) Since(channel, cluster, reported string, now time.Time) time.Time {
+func (r *Recorder) Since(ctx context.Context, channel, cluster, reported string, now time.Time) time.Time {
 	key := fleetKey{channel, cluster}
 	if st := r.settle.load(key); st != nil && st.reported == reported {
 		st.seen.Store(now.UnixNano())
 		return time.Unix(0, st.since.Load())
 	}
+	since := now
+	if db, ok := r.recordedSince(ctx, channel, cluster, reported); ok && db.Before(now) {
+		since = db
+	}
 	st := &settling{reported: reported}
-	st.since.Store(now.UnixNano())
+	st.since.Store(since.UnixNano())
 	st.seen.Store(now.UnixNano())
 	r.settle.store(key, st)
-	return now
+	return since
+}
+
+// settleReadMax bounds the one database read a new settle clock makes: a
+// slow or absent database holds the cluster (its clock starts now) rather
+// than delaying its answer.
+const settleReadMax = 100 * time.Millisecond
+
+// recordedSince is the database's reported_since of cluster on channel,
+// when the record reports the same version. Admission bounds how often it
+// runs: once per admitted cluster per replica, until the sweep.
+func (r *Recorder) recordedSince(ctx context.Context, channel, cluster, reported string) (time.Time, bool) {
+	if r.opts.Store == nil {
+		return time.Time{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleReadMax)
+	defer cancel()
+	recs, err := r.opts.Store.FleetCluster(ctx, cluster)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, c := range recs {
+		if c.Channel == channel && c.Reported == reported && !c.ReportedSince.IsZero() {
+			return c.ReportedSince, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // adopt takes the database's reported_since for the settle clocks.
@@ -206,8 +238,7 @@ func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 }
 
 // sweep forgets settle clocks of clusters not seen within the active
-// window; one that comes back is corrected by the database at its first
-// flush.
+// window; one that comes back reads its clock from the database (Since).
 func (r *Recorder) sweep(now time.Time) {
 	r.settle.sweep(now.Add(-r.opts.ActiveWindow).UnixNano())
 }
