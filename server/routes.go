@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/api"
 	"github.com/tidemark-dev/tidemark/server/capi"
+	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/console"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -26,12 +26,15 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // in-flight requests (up to ShutdownTimeout) and returns. One cancellation
 // is enough: there is no second-signal dance.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	limits := s.Opts.Connections
+	limits.Exempt = append(limits.Exempt, s.Opts.TrustedProxies...)
+	ln = connlimit.Wrap(ln, limits, s.conns)
 	hs := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: min(core.MaxHeaderWait, s.Opts.ReadTimeout),
 		ReadTimeout:       s.Opts.ReadTimeout,
 		WriteTimeout:      s.Opts.WriteTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       s.Opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

@@ -10,8 +10,11 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -45,7 +48,8 @@ var ErrRateLimited = core.ErrRateLimited
 // Server is the core with every audience's routes.
 type Server struct {
 	*core.Server
-	echo *echo.Echo
+	echo  *echo.Echo
+	conns *connlimit.Metrics
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -56,6 +60,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Server: c}
+	if s.conns, err = connlimit.NewMetrics(c.Opts.Metrics); err != nil {
+		return nil, fmt.Errorf("register connection metrics: %w", err)
+	}
 	s.echo = s.routes()
 	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/store"
@@ -46,6 +47,8 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Fleet: fleet.Options{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
 			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
+		Connections:    connlimit.Options{Max: cfg.Limits.MaxConnections, PerAddress: cfg.Limits.MaxConnectionsPerAddress},
+		IdleTimeout:    cfg.Limits.IdleTimeout,
 		ClusterAPI:     cfg.ClusterAPISources(),
 		RegistryView:   registryView(cfg),
 		Governance:     st,

@@ -59,8 +59,10 @@ type Config struct {
 	Fleet      Fleet // fleet: retention and active window, defaults applied
 	// TrustedProxies are the peers whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
-	Webhooks       Webhooks
-	Notify         []Notify
+	// Limits bound the listener's connections.
+	Limits   Limits
+	Webhooks Webhooks
+	Notify   []Notify
 	// RegistryView is how /v2/ serves channels as repositories.
 	RegistryView RegistryView
 	// OIDC signs people in; nil: tokens only.
@@ -187,6 +189,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"read_timeout", c.ReadTimeout == running.ReadTimeout},
 		{"database_timeout", c.DatabaseTimeout == running.DatabaseTimeout},
 		{"fleet", c.Fleet == running.Fleet},
+		{"limits", c.Limits == running.Limits},
 		{"webhooks", c.Webhooks == running.Webhooks},
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
 		{"registry_view", c.RegistryView == running.RegistryView},

@@ -22,7 +22,7 @@ import (
 var topKeys = []string{
 	"listen", "external_url", "database_url", "access_log", "read_timeout", "database_timeout",
 	"defaults", "sources", "registries", "channels", "fleet", "trusted_proxies",
-	"webhooks", "notify", "registry_view", "oidc",
+	"webhooks", "notify", "registry_view", "oidc", "limits",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
 }
@@ -88,6 +88,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.registries(top["registries"], cfg)
 	cfg.Fleet = p.fleet(top["fleet"])
 	cfg.TrustedProxies = p.trustedProxies(top["trusted_proxies"])
+	cfg.Limits = p.limits(top["limits"])
 	cfg.Sources = p.sources(top["sources"])
 	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)

@@ -35,6 +35,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
@@ -107,6 +108,12 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (clientaddr.go); none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+	// Connections bound the listener's connections, in all and per peer
+	// address (server/connlimit; trusted proxies are exempt per address).
+	// Zero: the defaults.
+	Connections connlimit.Options
+	// IdleTimeout closes a keep-alive connection idle this long. 0: 60s.
+	IdleTimeout time.Duration
 	// ClusterAPI are the sources that answer Cluster API's
 	// GenerateUpgradePlan hook (server/capi), each as the handler named
 	// after it.
@@ -173,6 +180,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = defaultWriteTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = config.DefaultIdleTimeout
 	}
 	if opts.DBTimeout <= 0 {
 		opts.DBTimeout = config.DefaultDatabaseTimeout

@@ -1,0 +1,166 @@
+package connlimit
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// serveEcho accepts on l and answers each connection's bytes until it ends.
+func serveEcho(t *testing.T, l *Listener) {
+	t.Helper()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+}
+
+// dialFrom opens a connection to addr from the loopback address from.
+func dialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// alive says whether c is still served: a byte sent comes back.
+func alive(c net.Conn) bool {
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte{'x'}); err != nil {
+		return false
+	}
+	b := make([]byte, 1)
+	_, err := io.ReadFull(c, b)
+	return err == nil
+}
+
+func newListener(t *testing.T, opts Options) (*Listener, *Metrics) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Wrap(inner, opts, m)
+	serveEcho(t, l)
+	return l, m
+}
+
+// waitOpen waits for the listener to hold n connections (Accept runs in
+// its own goroutine).
+func waitOpen(t *testing.T, l *Listener, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Open() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", l.Open(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPerAddressLimitClosesTheNextConnectionOnly(t *testing.T) {
+	const limit = 4
+	l, m := newListener(t, Options{Max: 100, PerAddress: limit})
+	addr := l.Addr().String()
+	var held []net.Conn
+	for range limit {
+		c := dialFrom(t, "127.0.0.2", addr)
+		if !alive(c) {
+			t.Fatal("a connection within the per-address limit was not served")
+		}
+		held = append(held, c)
+	}
+	past := dialFrom(t, "127.0.0.2", addr)
+	if alive(past) {
+		t.Fatalf("connection %d from one address was served, want it closed at once", limit+1)
+	}
+	if got := testutil.ToFloat64(m.Refused.WithLabelValues(ReasonAddress)); got != 1 {
+		t.Fatalf("refused{address} = %v, want 1", got)
+	}
+	if other := dialFrom(t, "127.0.0.3", addr); !alive(other) {
+		t.Fatal("another address was refused while one address was at its limit")
+	}
+	if got := testutil.ToFloat64(m.Open); got != limit+1 {
+		t.Fatalf("tidemark_connections_open = %v, want %d", got, limit+1)
+	}
+	// A closed connection gives its slot back.
+	held[0].Close()
+	waitOpen(t, l, limit)
+	if again := dialFrom(t, "127.0.0.2", addr); !alive(again) {
+		t.Fatal("a slot freed by a close was not given to the next connection")
+	}
+}
+
+func TestTotalLimitRefusesPastIt(t *testing.T) {
+	const limit = 3
+	l, m := newListener(t, Options{Max: limit, PerAddress: 2})
+	addr := l.Addr().String()
+	for i := range limit {
+		if c := dialFrom(t, netip.AddrFrom4([4]byte{127, 0, 1, byte(i + 1)}).String(), addr); !alive(c) {
+			t.Fatalf("connection %d within the total was not served", i+1)
+		}
+	}
+	if c := dialFrom(t, "127.0.2.1", addr); alive(c) {
+		t.Fatal("a connection past the total was served")
+	}
+	if got := testutil.ToFloat64(m.Refused.WithLabelValues(ReasonTotal)); got != 1 {
+		t.Fatalf("refused{total} = %v, want 1", got)
+	}
+}
+
+func TestExemptPeersAreNotHeldToThePerAddressLimit(t *testing.T) {
+	l, m := newListener(t, Options{Max: 100, PerAddress: 1, Exempt: []netip.Prefix{netip.MustParsePrefix("127.0.0.4/32")}})
+	addr := l.Addr().String()
+	for i := range 5 {
+		if c := dialFrom(t, "127.0.0.4", addr); !alive(c) {
+			t.Fatalf("connection %d from a trusted proxy was refused", i+1)
+		}
+	}
+	if got := testutil.ToFloat64(m.Refused.WithLabelValues(ReasonAddress)); got != 0 {
+		t.Fatalf("refused{address} = %v, want 0", got)
+	}
+}
+
+func TestCloseTwiceGivesOneSlotBack(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	w := Wrap(inner, Options{}, nil)
+	dialFrom(t, "127.0.0.6", inner.Addr().String())
+	sc, err := w.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Open() != 1 {
+		t.Fatalf("open = %d after one accept, want 1", w.Open())
+	}
+	sc.Close()
+	sc.Close()
+	if w.Open() != 0 {
+		t.Fatalf("open = %d after closing one connection twice, want 0", w.Open())
+	}
+}
