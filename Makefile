@@ -187,6 +187,13 @@ MILLION_FOR ?= 2m
 bench-million:
 	scripts/bench-fleet -million $(MILLION_FOR) -rate 1111 -records 1000000
 
+# One address opens 20,000 idle connections while another asks a channel URL
+# every 10 ms: the replica's peak RSS, refused counts, the other's p50/p99
+# (goal: RSS < 150 MB, p99 < 100 ms). -unlimited is the baseline.
+.PHONY: bench-connections
+bench-connections:
+	go run ./devtools/cmd/benchconn -conns 20000 -hold 10s
+
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
 # series, /metrics, peak RSS, and a legitimate cluster's record latency.

@@ -1,0 +1,325 @@
+// Command benchconn measures what idle connections cost a replica: one
+// loopback address (127.0.0.2) opens -conns connections and leaves them
+// idle while another (127.0.0.1) asks a channel URL every 10 ms. It prints
+// the replica's peak RSS, the refused counts from its /metrics and the
+// other address's p50/p99, and judges them against the goals (RSS < 150
+// MB, p99 < 100 ms). The replica runs in a process of its own (this
+// program with -serve), with the shipped connection limits.
+//
+//	go run ./devtools/cmd/benchconn -conns 20000 -hold 10s
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/service"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/server"
+	"github.com/tidemark-dev/tidemark/server/connlimit"
+)
+
+func main() {
+	serve := flag.Bool("serve", false, "run the replica (used by the bench itself)")
+	flood := flag.Int("flood", 0, "open this many idle connections to -to and hold them until stdin closes (used by the bench itself)")
+	to := flag.String("to", "", "the replica's host:port, for -flood")
+	conns := flag.Int("conns", 20000, "idle connections one address opens")
+	hold := flag.Duration("hold", 10*time.Second, "how long they are held once open")
+	unlimited := flag.Bool("unlimited", false, "the replica runs without connection limits: the baseline before them")
+	flag.Parse()
+	ctx := context.Background()
+	var err error
+	switch {
+	case *serve:
+		err = child(ctx, *unlimited)
+	case *flood > 0:
+		err = flooder(ctx, *flood, *to)
+	default:
+		err = run(ctx, *conns, *hold, *unlimited)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchconn:", err)
+		os.Exit(1)
+	}
+}
+
+// child serves one channel with the shipped limits on 127.0.0.1 until its
+// stdin closes.
+func child(ctx context.Context, unlimited bool) error {
+	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
+	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
+	now := time.Now()
+	sd := catalog.SourceData{Source: src}
+	for i := range 40 {
+		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
+		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
+		sd.Tags = append(sd.Tags, t)
+	}
+	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{sd}, nil, now)
+	limits := connlimit.Options{Max: config.DefaultMaxConnections, PerAddress: config.DefaultMaxConnectionsPerAddress}
+	if unlimited {
+		limits = connlimit.Options{Max: -1, PerAddress: -1}
+	}
+	s, err := server.New(server.Options{
+		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
+		Connections: limits,
+		IdleTimeout: config.DefaultIdleTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.Reload(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Run(rctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
+	}()
+	fmt.Println("http://" + ln.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	cancel()
+	return <-done
+}
+
+func run(ctx context.Context, n int, hold time.Duration, unlimited bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "-serve")
+	if unlimited {
+		cmd.Args = append(cmd.Args, "-unlimited")
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	base, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("the replica did not start: %w", err)
+	}
+	base = strings.TrimSpace(base)
+	hostport := strings.TrimPrefix(base, "http://")
+	if unlimited {
+		fmt.Println("connections: the replica runs WITHOUT connection limits (the baseline)")
+	}
+	fmt.Printf("connections: %d idle connections from 127.0.0.2 held %s, a channel URL from 127.0.0.1 every 10 ms; limits as shipped (%d total, %d per address, idle %s); %d cores, loopback\n",
+		n, hold, config.DefaultMaxConnections, config.DefaultMaxConnectionsPerAddress, config.DefaultIdleTimeout, numCPU())
+
+	// The other address: every 10 ms, on a keep-alive connection of its own.
+	stop := make(chan struct{})
+	var lat []time.Duration
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
+		c := &http.Client{Transport: tr, Timeout: 5 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			res, err := c.Get(base + "/v1-release/channels/stable")
+			if err != nil {
+				failed.Add(1)
+				continue
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusFound {
+				failed.Add(1)
+				continue
+			}
+			lat = append(lat, time.Since(start))
+		}
+	})
+
+	// The flood: n connections from one address, left idle, in processes
+	// of floodPer each (a process's open files are limited, and raising
+	// the hard limit needs a privilege containers often lack).
+	start := time.Now()
+	var open, dialErrs int64
+	var flooders []*exec.Cmd
+	var fins []io.WriteCloser
+	for left := n; left > 0; left -= floodPer {
+		f := exec.Command(self, "-flood", strconv.Itoa(min(left, floodPer)), "-to", hostport)
+		f.Stderr = os.Stderr
+		fin, err := f.StdinPipe()
+		if err != nil {
+			return err
+		}
+		fout, err := f.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := f.Start(); err != nil {
+			return err
+		}
+		flooders, fins = append(flooders, f), append(fins, fin)
+		var o, e int64
+		line, _ := bufio.NewReader(fout).ReadString('\n')
+		if _, err := fmt.Sscanf(line, "%d %d", &o, &e); err != nil {
+			return fmt.Errorf("a flooder said %q: %w", line, err)
+		}
+		open, dialErrs = open+o, dialErrs+e
+	}
+	opened := time.Since(start)
+	time.Sleep(hold)
+	close(stop)
+	wg.Wait()
+	metrics := scrape(base)
+	for i, f := range flooders {
+		fins[i].Close()
+		_ = f.Wait()
+	}
+
+	rss := peakRSS(cmd.Process.Pid)
+	slices.Sort(lat)
+	p50, p99 := pct(lat, 50), pct(lat, 99)
+	fmt.Printf("%-34s %d of %d in %s (%d dial errors)\n", "flood connections opened", open, n, opened.Round(time.Millisecond), dialErrs)
+	fmt.Printf("%-34s %s\n", "refused (total, address)", metricLine(metrics, "total")+", "+metricLine(metrics, "address"))
+	fmt.Printf("%-34s %.1f MB\n", "replica peak RSS", float64(rss)/1e6)
+	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), failed.Load(), ms(p50), ms(p99))
+	var missed []string
+	if rss >= 150e6 {
+		missed = append(missed, fmt.Sprintf("peak RSS %.1f MB >= 150 MB", float64(rss)/1e6))
+	}
+	if p99 >= 100*time.Millisecond || len(lat) == 0 {
+		missed = append(missed, fmt.Sprintf("p99 %s >= 100 ms", ms(p99)))
+	}
+	if failed.Load() > 0 {
+		missed = append(missed, fmt.Sprintf("%d requests from the other address failed", failed.Load()))
+	}
+	if len(missed) > 0 {
+		fmt.Printf("GOAL MISSED: %s\n", strings.Join(missed, "; "))
+		return errors.New("goal missed")
+	}
+	fmt.Println("goals met: RSS < 150 MB, p99 < 100 ms")
+	return nil
+}
+
+// floodPer is how many connections one flooder process holds.
+const floodPer = 10000
+
+// flooder opens n connections from 127.0.0.2 to hostport, sixteen dials at
+// once, prints how many opened and failed, and holds them until its stdin
+// closes.
+func flooder(ctx context.Context, n int, hostport string) error {
+	held := make([]net.Conn, n)
+	var next, opened, failed atomic.Int64
+	var dialers sync.WaitGroup
+	for range 16 {
+		dialers.Go(func() {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				c, err := d.DialContext(ctx, "tcp", hostport)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				held[i] = c
+				opened.Add(1)
+			}
+		})
+	}
+	dialers.Wait()
+	fmt.Println(opened.Load(), failed.Load())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, c := range held {
+		if c != nil {
+			c.Close()
+		}
+	}
+	return nil
+}
+
+func scrape(base string) string {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func metricLine(body, reason string) string {
+	prefix := `tidemark_connections_refused_total{reason="` + reason + `"} `
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+// peakRSS is a process's VmHWM in bytes.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func pct(xs []time.Duration, p int) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[min(len(xs)-1, len(xs)*p/100)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}
