@@ -26,6 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/internal/testutil"
@@ -69,7 +71,9 @@ func multiArch(t *testing.T) v1.ImageIndex {
 // startViewEnv pushes viewTags into a Debian distribution registry and
 // serves a snapshot of them (the stable channel pinned to v1.34.1) with the
 // registry view configured by rv.
-func startViewEnv(t *testing.T, rv registryview.Options, store Store) *viewEnv {
+// prep, when given, runs once the tags are pushed and before the snapshot
+// is built (it may re-point a tag and its env.digests entry).
+func startViewEnv(t *testing.T, rv registryview.Options, store Store, prep ...func(*viewEnv)) *viewEnv {
 	t.Helper()
 	ctx := context.Background()
 	reg, err := distreg.Start(ctx, t.TempDir())
@@ -90,6 +94,9 @@ func startViewEnv(t *testing.T, rv registryview.Options, store Store) *viewEnv {
 		for _, m := range im.Manifests {
 			env.children[d.String()] = append(env.children[d.String()], m.Digest.String())
 		}
+	}
+	for _, p := range prep {
+		p(env)
 	}
 	src := semverSource(t, "k3s", reg.Host+"/"+env.repo)
 	sd := sourceData(src, viewTags, env.digests)
@@ -187,6 +194,26 @@ func TestRegistryViewWithCraneAndSkopeo(t *testing.T) {
 			t.Errorf("manifest %s: %d %s, want 404 MANIFEST_UNKNOWN", r, res.StatusCode, body)
 		}
 	}
+	// Nor can their blobs be pulled, layer by layer, through the channel;
+	// the source's view serves the newer version's (it is servable), and
+	// no repository serves a digest no manifest names.
+	for _, tag := range []string{"v1.33.5-k3s1", "v1.35.0-k3s1"} {
+		for _, d := range blobsOf(t, env, tag) {
+			res, body := send(t, http.MethodGet, "http://"+env.view+"/v2/channels/stable/blobs/"+d, "", "")
+			if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "BLOB_UNKNOWN") {
+				t.Errorf("blob %s of %s through channels/stable: %d %s, want 404 BLOB_UNKNOWN", d, tag, res.StatusCode, body)
+			}
+		}
+	}
+	if res, body := send(t, http.MethodGet, "http://"+env.view+"/v2/sources/k3s/blobs/"+blobsOf(t, env, "v1.35.0-k3s1")[1], "", ""); res.StatusCode != http.StatusOK {
+		t.Errorf("a layer of v1.35.0 through sources/k3s: %d %s, want 200", res.StatusCode, body)
+	}
+	for _, repo := range []string{"channels/stable", "sources/k3s"} {
+		res, body := send(t, http.MethodGet, "http://"+env.view+"/v2/"+repo+"/blobs/sha256:"+strings.Repeat("ab", 32), "", "")
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "BLOB_UNKNOWN") {
+			t.Errorf("a digest no manifest names, through %s: %d %s, want 404 BLOB_UNKNOWN", repo, res.StatusCode, body)
+		}
+	}
 	for _, p := range []string{"/v2/channels/nope/tags/list", "/v2/elsewhere/x/tags/list", "/v2/channels/stable/juju-db/tags/list"} {
 		res, body := send(t, http.MethodGet, "http://"+env.view+p, "", "")
 		if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "NAME_UNKNOWN") {
@@ -278,6 +305,20 @@ func authHeader(user, pw string) string {
 	return req.Header.Get("Authorization")
 }
 
+// TestRegistryViewServesABlobBeforeItsManifest: after a restart the cache
+// is empty; a client that already holds the manifest asks for a layer
+// first, and gets it (the view reads the listed manifests once).
+func TestRegistryViewServesABlobBeforeItsManifest(t *testing.T) {
+	env := startViewEnv(t, registryview.Options{}, nil)
+	layer := blobsOf(t, env, "v1.33.0-k3s1")[1]
+	if res, body := send(t, http.MethodGet, "http://"+env.view+"/v2/channels/stable/blobs/"+layer, "", ""); res.StatusCode != http.StatusOK {
+		t.Fatalf("a listed version's layer on a cold cache: %d %s, want 200", res.StatusCode, body)
+	}
+	if res, _ := send(t, http.MethodGet, "http://"+env.view+"/v2/channels/stable/blobs/"+blobsOf(t, env, "v1.33.5-k3s1")[1], "", ""); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the blocked version's layer after warming: %d, want 404", res.StatusCode)
+	}
+}
+
 // TestRegistryViewManifestCache: a second pull of the same manifest costs
 // the upstream nothing.
 func TestRegistryViewManifestCache(t *testing.T) {
@@ -318,7 +359,7 @@ func TestRegistryViewPassthroughAndRedirect(t *testing.T) {
 	if err != nil || !bytes.Equal(got, upstreamManifestOf(t, env.upstream+"/rancher/juju-db:5.0")) {
 		t.Errorf("passthrough manifest differs (%v)", err)
 	}
-	d := env.children[env.digests["v1.34.1-k3s1"]][0]
+	d := blobsOf(t, env, "v1.34.1-k3s1")[0]
 	res, _ := send(t, http.MethodGet, "http://"+env.view+"/v2/channels/stable/blobs/"+d, "", "")
 	if want := "http://" + env.upstream + "/v2/" + env.repo + "/blobs/" + d; res.StatusCode != http.StatusTemporaryRedirect || res.Header.Get("Location") != want {
 		t.Errorf("blob with redirect: %d %q, want 307 to %s", res.StatusCode, res.Header.Get("Location"), want)
@@ -327,6 +368,25 @@ func TestRegistryViewPassthroughAndRedirect(t *testing.T) {
 	if _, err := crane.Pull(env.view+"/channels/stable:v1.34.1-k3s1", crane.Insecure); err != nil {
 		t.Errorf("pull through redirects: %v", err)
 	}
+}
+
+// blobsOf are the config and layer digests of tag's first platform
+// manifest upstream.
+func blobsOf(t *testing.T, env *viewEnv, tag string) []string {
+	t.Helper()
+	var m struct {
+		Config struct{ Digest string }
+		Layers []struct{ Digest string }
+	}
+	child := env.children[env.digests[tag]][0]
+	if err := json.Unmarshal(upstreamManifest(t, env, "@"+child), &m); err != nil {
+		t.Fatal(err)
+	}
+	out := []string{m.Config.Digest}
+	for _, l := range m.Layers {
+		out = append(out, l.Digest)
+	}
+	return out
 }
 
 func upstreamManifestOf(t *testing.T, ref string) []byte {
@@ -341,9 +401,14 @@ func upstreamManifestOf(t *testing.T, ref string) []byte {
 // TestRegistryViewStreamsABigBlob: a 200 MB layer goes through the view
 // streamed: the process grows by less than 50 MB while it passes.
 func TestRegistryViewStreamsABigBlob(t *testing.T) {
-	env := startViewEnv(t, registryview.Options{}, nil)
 	const size = 200 << 20
-	digest := pushZeros(t, "http://"+env.upstream, env.repo, size)
+	var digest string
+	// The blob is a layer of v1.32.9's image, so that channel stable may
+	// serve it.
+	env := startViewEnv(t, registryview.Options{}, nil, func(env *viewEnv) {
+		digest = pushZeros(t, "http://"+env.upstream, env.repo, size)
+		env.digests["v1.32.9-k3s1"] = pushImageOf(t, env, "v1.32.9-k3s1", digest, size)
+	})
 	runtime.GC()
 	base := rss(t)
 	res, err := http.Get("http://" + env.view + "/v2/channels/stable/blobs/" + digest)
@@ -416,6 +481,33 @@ func pushZeros(t *testing.T, registry, repo string, size int64) string {
 		t.Fatalf("upload: %s", res.Status)
 	}
 	return digest
+}
+
+// pushImageOf pushes an image manifest as tag whose one layer is blob
+// layer (already uploaded), with a small config; it returns its digest.
+func pushImageOf(t *testing.T, env *viewEnv, tag, layer string, size int64) string {
+	t.Helper()
+	cfg := static.NewLayer([]byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}`), types.OCIConfigJSON)
+	repo, _ := name.NewRepository(env.upstream+"/"+env.repo, name.Insecure)
+	if err := remote.WriteLayer(repo, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cd, _ := cfg.Digest()
+	cs, _ := cfg.Size()
+	m := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+		`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},`+
+		`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":%q,"size":%d}]}`, cd, cs, layer, size)
+	req, _ := http.NewRequest(http.MethodPut, "http://"+env.upstream+"/v2/"+env.repo+"/manifests/"+tag, strings.NewReader(m))
+	req.Header.Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("push manifest %s: %s", tag, res.Status)
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(m)))
 }
 
 type zeros struct{}

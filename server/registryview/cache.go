@@ -21,16 +21,21 @@ type manifestCache struct {
 	// parents maps a child manifest's digest to the cached indexes that
 	// list it (source-qualified keys).
 	parents map[string]map[string]bool
+	// owners maps a blob's digest (a config or a layer) to the cached
+	// image manifests that name it (source-qualified keys).
+	owners map[string]map[string]bool
 }
 
 type cacheEntry struct {
 	key      string // source + "@" + digest
 	m        *Manifest
 	children []string
+	blobs    []string
 }
 
 func newManifestCache(budget int) *manifestCache {
-	return &manifestCache{budget: budget, ll: list.New(), byKey: map[string]*list.Element{}, parents: map[string]map[string]bool{}}
+	return &manifestCache{budget: budget, ll: list.New(), byKey: map[string]*list.Element{},
+		parents: map[string]map[string]bool{}, owners: map[string]map[string]bool{}}
 }
 
 func (c *manifestCache) get(source, digest string) (*Manifest, bool) {
@@ -56,16 +61,12 @@ func (c *manifestCache) put(source string, m *Manifest) {
 	if _, ok := c.byKey[key]; ok {
 		return
 	}
-	e := &cacheEntry{key: key, m: m, children: childDigests(m)}
+	children, blobs := references(m)
+	e := &cacheEntry{key: key, m: m, children: children, blobs: blobs}
 	c.byKey[key] = c.ll.PushFront(e)
 	c.size += len(m.Body)
-	for _, ch := range e.children {
-		ck := source + "@" + ch
-		if c.parents[ck] == nil {
-			c.parents[ck] = map[string]bool{}
-		}
-		c.parents[ck][key] = true
-	}
+	link(c.parents, source, key, e.children)
+	link(c.owners, source, key, e.blobs)
 	for c.size > c.budget {
 		c.evict(c.ll.Back())
 	}
@@ -77,21 +78,47 @@ func (c *manifestCache) evict(el *list.Element) {
 	delete(c.byKey, e.key)
 	c.size -= len(e.m.Body)
 	src, _, _ := cutLast(e.key, "@")
-	for _, ch := range e.children {
-		ck := src + "@" + ch
-		delete(c.parents[ck], e.key)
-		if len(c.parents[ck]) == 0 {
-			delete(c.parents, ck)
+	unlink(c.parents, src, e.key, e.children)
+	unlink(c.owners, src, e.key, e.blobs)
+}
+
+// link records that the manifest key names each of digests (of source).
+func link(m map[string]map[string]bool, source, key string, digests []string) {
+	for _, d := range digests {
+		dk := source + "@" + d
+		if m[dk] == nil {
+			m[dk] = map[string]bool{}
+		}
+		m[dk][key] = true
+	}
+}
+
+func unlink(m map[string]map[string]bool, source, key string, digests []string) {
+	for _, d := range digests {
+		dk := source + "@" + d
+		delete(m[dk], key)
+		if len(m[dk]) == 0 {
+			delete(m, dk)
 		}
 	}
 }
 
 // parentsOf lists the cached indexes of source that name digest as a child.
 func (c *manifestCache) parentsOf(source, digest string) []string {
+	return c.namers(c.parents, source, digest)
+}
+
+// ownersOf lists the cached image manifests of source that name blob
+// digest as their config or a layer.
+func (c *manifestCache) ownersOf(source, digest string) []string {
+	return c.namers(c.owners, source, digest)
+}
+
+func (c *manifestCache) namers(m map[string]map[string]bool, source, digest string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	for k := range c.parents[source+"@"+digest] {
+	for k := range m[source+"@"+digest] {
 		_, d, _ := cutLast(k, "@")
 		out = append(out, d)
 	}
@@ -110,19 +137,45 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 // childDigests are the manifests an image index lists; none for an image
 // manifest (or anything that does not parse as an index).
 func childDigests(m *Manifest) []string {
-	var idx struct {
-		Manifests []struct {
-			Digest string `json:"digest"`
-		} `json:"manifests"`
+	children, _ := references(m)
+	return children
+}
+
+// references are what a manifest names: an index's child manifests, an
+// image manifest's config and layers (blobs). Docker's schema 1 names its
+// layers as fsLayers[].blobSum.
+func references(m *Manifest) (children, blobs []string) {
+	type desc struct {
+		Digest string `json:"digest"`
 	}
-	if json.Unmarshal(m.Body, &idx) != nil {
-		return nil
+	var doc struct {
+		Manifests []desc `json:"manifests"`
+		Config    desc   `json:"config"`
+		Layers    []desc `json:"layers"`
+		FSLayers  []struct {
+			BlobSum string `json:"blobSum"`
+		} `json:"fsLayers"`
 	}
-	out := make([]string, 0, len(idx.Manifests))
-	for _, d := range idx.Manifests {
+	if json.Unmarshal(m.Body, &doc) != nil {
+		return nil, nil
+	}
+	for _, d := range doc.Manifests {
 		if d.Digest != "" {
-			out = append(out, d.Digest)
+			children = append(children, d.Digest)
 		}
 	}
-	return out
+	if doc.Config.Digest != "" {
+		blobs = append(blobs, doc.Config.Digest)
+	}
+	for _, d := range doc.Layers {
+		if d.Digest != "" {
+			blobs = append(blobs, d.Digest)
+		}
+	}
+	for _, l := range doc.FSLayers {
+		if l.BlobSum != "" {
+			blobs = append(blobs, l.BlobSum)
+		}
+	}
+	return children, blobs
 }

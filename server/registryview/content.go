@@ -123,6 +123,83 @@ func (v *View) allowedDigest(ctx context.Context, r *repo, digest string) bool {
 	return false
 }
 
+// allowedBlob reports whether a manifest r may serve (a listed tag's, or
+// a child of a listed index) names digest as its config or a layer. A
+// client reads the manifest before its blobs, so the cache knows the
+// manifest; after a restart (or an eviction) the listed manifests are
+// read once, newest first, at most maxIndexProbe of them a request, until
+// the listing's every manifest is cached (warm) and an unknown digest
+// costs nothing more.
+func (v *View) allowedBlob(ctx context.Context, r *repo, digest string) bool {
+	if v.namedBy(r, digest) {
+		return true
+	}
+	if r.list.warm.Load() {
+		return false
+	}
+	probed, complete := 0, true
+	for i := len(r.list.tags) - 1; i >= 0; i-- {
+		d := r.list.tags[i].Digest
+		if d == "" {
+			continue
+		}
+		for _, md := range append([]string{d}, v.cachedChildren(r, d)...) {
+			if _, ok := v.cache.get(r.src.Name, md); ok {
+				continue
+			}
+			if probed >= maxIndexProbe {
+				return v.namedBy(r, digest)
+			}
+			probed++
+			m, err := v.fetch(ctx, r, md)
+			if err != nil {
+				complete = false
+				continue
+			}
+			for _, ch := range childDigests(m) {
+				if probed >= maxIndexProbe {
+					return v.namedBy(r, digest)
+				}
+				if _, ok := v.cache.get(r.src.Name, ch); !ok {
+					probed++
+					if _, err := v.fetch(ctx, r, ch); err != nil {
+						complete = false
+					}
+				}
+			}
+		}
+	}
+	if complete {
+		r.list.warm.Store(true)
+	}
+	return v.namedBy(r, digest)
+}
+
+// cachedChildren are the children of index d when it is cached.
+func (v *View) cachedChildren(r *repo, d string) []string {
+	if m, ok := v.cache.get(r.src.Name, d); ok {
+		return childDigests(m)
+	}
+	return nil
+}
+
+// namedBy reports whether a cached manifest that r may serve names blob
+// digest.
+func (v *View) namedBy(r *repo, digest string) bool {
+	listed := r.list.digests
+	for _, m := range v.cache.ownersOf(r.src.Name, digest) {
+		if listed[m] {
+			return true
+		}
+		for _, p := range v.cache.parentsOf(r.src.Name, m) {
+			if listed[p] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (v *View) blob(c echo.Context) error {
 	r, ok, err := v.resolve(c)
 	if !ok {
@@ -131,6 +208,10 @@ func (v *View) blob(c echo.Context) error {
 	digest := c.Param("digest")
 	if !digestGrammar.MatchString(digest) {
 		return distError(c, http.StatusBadRequest, "DIGEST_INVALID", fmt.Sprintf("digest %q is not sha256:<64 hex>", digest), nil)
+	}
+	if r.other == "" && !v.allowedBlob(c.Request().Context(), r, digest) {
+		return distError(c, http.StatusNotFound, "BLOB_UNKNOWN",
+			fmt.Sprintf("blob %s is not in %s: no manifest it may serve names it", digest, r.name), nil)
 	}
 	if v.opts.Blobs == "redirect" {
 		u, err := v.up.blobURL(r.src, r.other, digest)

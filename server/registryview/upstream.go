@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // Source is one source as the view reaches its upstream registry.
@@ -46,20 +47,26 @@ const MaxManifest = 4 << 20
 // bearer transport refreshes its token by itself within it.
 const transportTTL = 10 * time.Minute
 
+// maxTransports bounds the authenticated transports kept: one per
+// repository reached, the sources' own and passthrough names.
+const maxTransports = 256
+
 // upstream reaches sources' registries, one authenticated transport per
-// repository.
+// repository, kept for transportTTL in a bounded LRU; a transport is kept
+// only once the upstream has answered with something other than 404 or
+// 401, so names the upstream lacks cost no memory.
 type upstream struct {
 	base     http.RoundTripper
 	keychain authn.Keychain
-	mu       sync.Mutex
-	rts      map[string]cachedTransport
+	once     sync.Once
+	rts      *expirable.LRU[string, http.RoundTripper]
 	// requests counts requests made upstream, by kind (manifest, blob).
 	requests func(kind string)
 }
 
-type cachedTransport struct {
-	rt http.RoundTripper
-	at time.Time
+func (u *upstream) cache() *expirable.LRU[string, http.RoundTripper] {
+	u.once.Do(func() { u.rts = expirable.NewLRU[string, http.RoundTripper](maxTransports, nil, transportTTL) })
+	return u.rts
 }
 
 // upstreamError is an upstream answer that is not a success, kept with its
@@ -84,56 +91,51 @@ func (u *upstream) repo(src *Source, other string) (name.Repository, error) {
 	return name.NewRepository(repo.RegistryStr()+"/"+path.Join(path.Dir(repo.RepositoryStr()), other), opts...)
 }
 
-func (u *upstream) transport(ctx context.Context, src *Source, repo name.Repository) (http.RoundTripper, error) {
-	key := src.Name + "\x00" + repo.String()
-	u.mu.Lock()
-	ct, ok := u.rts[key]
-	u.mu.Unlock()
-	if ok && time.Since(ct.at) < transportTTL {
-		return ct.rt, nil
+// transport is repo's authenticated transport; kept says whether it came
+// from the cache (a new one is kept by do once it has been answered).
+func (u *upstream) transport(ctx context.Context, src *Source, repo name.Repository) (rt http.RoundTripper, kept bool, err error) {
+	if rt, ok := u.cache().Get(transportKey(src, repo)); ok {
+		return rt, true, nil
 	}
 	var auth authn.Authenticator = authn.Anonymous
 	switch {
 	case src.Password != nil:
 		pw, err := src.Password()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		auth = &authn.Basic{Username: src.Username, Password: pw}
 	case u.keychain != nil:
 		a, err := authn.Resolve(ctx, u.keychain, repo)
 		if err != nil {
-			return nil, fmt.Errorf("credentials for %s: %w", repo.RegistryStr(), err)
+			return nil, false, fmt.Errorf("credentials for %s: %w", repo.RegistryStr(), err)
 		}
 		auth = a
 	}
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, u.base, []string{repo.Scope(transport.PullScope)})
+	rt, err = transport.NewWithContext(ctx, repo.Registry, auth, u.base, []string{repo.Scope(transport.PullScope)})
 	if err != nil {
-		return nil, fmt.Errorf("authenticating to %s: %w", repo.RegistryStr(), err)
+		return nil, false, fmt.Errorf("authenticating to %s: %w", repo.RegistryStr(), err)
 	}
-	u.mu.Lock()
-	if u.rts == nil {
-		u.rts = map[string]cachedTransport{}
-	}
-	u.rts[key] = cachedTransport{rt: rt, at: time.Now()}
-	u.mu.Unlock()
-	return rt, nil
+	return rt, false, nil
 }
+
+func transportKey(src *Source, repo name.Repository) string { return src.Name + "\x00" + repo.String() }
 
 // forget drops a transport that failed, so the next request
 // authenticates again.
 func (u *upstream) forget(src *Source, repo name.Repository) {
-	u.mu.Lock()
-	delete(u.rts, src.Name+"\x00"+repo.String())
-	u.mu.Unlock()
+	u.cache().Remove(transportKey(src, repo))
 }
+
+// kept is the number of transports kept.
+func (u *upstream) kept() int { return u.cache().Len() }
 
 func (u *upstream) do(ctx context.Context, src *Source, other, method, kind, ref string, hdr http.Header) (*http.Response, name.Repository, error) {
 	repo, err := u.repo(src, other)
 	if err != nil {
 		return nil, repo, err
 	}
-	rt, err := u.transport(ctx, src, repo)
+	rt, kept, err := u.transport(ctx, src, repo)
 	if err != nil {
 		return nil, repo, &upstreamError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	}
@@ -153,8 +155,12 @@ func (u *upstream) do(ctx context.Context, src *Source, other, method, kind, ref
 		u.forget(src, repo)
 		return nil, repo, &upstreamError{status: http.StatusServiceUnavailable, msg: fmt.Sprintf("upstream %s: %v", repo.RegistryStr(), err)}
 	}
-	if res.StatusCode == http.StatusUnauthorized {
+	switch {
+	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusNotFound && kind == "tags":
+		// A name the upstream lacks answers 404 to its tags (NAME_UNKNOWN).
 		u.forget(src, repo)
+	case !kept && res.StatusCode != http.StatusNotFound:
+		u.cache().Add(transportKey(src, repo), rt)
 	}
 	return res, repo, nil
 }

@@ -197,6 +197,9 @@ type listing struct {
 	tags    []snapshot.RegistryTag // by name
 	byName  map[string]int
 	digests map[string]bool
+	// warm: every manifest of the listing was read into the cache once
+	// (allowedBlob), so a blob no cached manifest names is not probed for.
+	warm atomic.Bool
 	// body is the whole tags/list answer, by repository name asked.
 	mu   sync.Mutex
 	body map[string][]byte
@@ -384,11 +387,21 @@ func (v *View) proxyTags(c echo.Context, r *repo) error {
 			c.Response().Header().Set("Link", fmt.Sprintf("</v2/%s/tags/list%s", r.name, l[i:]))
 		}
 	}
-	c.Response().Header().Set("Content-Type", "application/json")
-	c.Response().WriteHeader(http.StatusOK)
-	_, err = io.Copy(c.Response(), io.LimitReader(res.Body, 16<<20))
-	return err
+	// The answer names the repository asked for, not the upstream's.
+	var list struct {
+		Tags []string `json:"tags"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, maxUpstreamTags)).Decode(&list); err != nil {
+		return upstreamFailed(c, &upstreamError{status: http.StatusBadGateway, msg: fmt.Sprintf("upstream tags of %s: not a tag list of at most %d bytes: %v", r.other, maxUpstreamTags, err)})
+	}
+	if list.Tags == nil {
+		list.Tags = []string{}
+	}
+	return c.JSON(http.StatusOK, tagList{r.name, list.Tags})
 }
+
+// maxUpstreamTags bounds a passthrough tag list read from upstream.
+const maxUpstreamTags = 16 << 20
 
 func upstreamFailed(c echo.Context, err error) error {
 	var ue *upstreamError
