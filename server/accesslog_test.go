@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -61,5 +62,52 @@ func TestAccessLogModeUnknownIsRefused(t *testing.T) {
 	_, err := New(Options{AccessLog: "some", Load: func(context.Context) (*snapshot.Snapshot, error) { return nil, nil }})
 	if err == nil || !strings.Contains(err.Error(), `access log "some": want all, sample or off`) {
 		t.Fatalf("err = %v, want the mode named", err)
+	}
+}
+
+// TestNoSecretInALogLine: a request carrying a secret in any parameter the
+// docs list, or a Tidemark token in any value, is logged with *** in its
+// place, whatever its outcome (here a 401, a 404 and a 302), in the
+// access log and in the error log alike.
+func TestNoSecretInALogLine(t *testing.T) {
+	env := newPGEnv(t, Options{AccessLog: AccessLogAll})
+	tok := env.tokens["scanner"]
+	secret := "s3cr3t-value"
+	paths := []string{
+		"/api/v1/sources/k3s/scan?token=" + tok, // a valid token where it is not read: refused
+		"/v1-release/channels/stable?current=v1.0.0&TOKEN=" + secret,
+		"/v1-release/channels/stable?bearer=" + secret + "&access_token=" + secret,
+		"/v1-release/channels/stable?password=" + secret + "&secret=" + secret + "&key=" + secret,
+		"/v1-release/channels/nope?sig=" + secret + "&signature=" + secret,
+		"/v1-release/channels/stable?q=" + tok,
+		"/v1-release/channels/stable?q=" + strings.Replace(tok, "_", "%5F", 1),
+		"/v2/channels/" + tok + "/tags/list",
+	}
+	// Redirects are answers here, never followed.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range paths {
+		req, _ := http.NewRequest(http.MethodGet, env.ts.URL+p, nil)
+		req.Header.Set("X-SUC-Cluster-ID", tok)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	logs := env.logs.String()
+	if n := strings.Count(logs, "msg=request"); n < len(paths) {
+		t.Fatalf("%d access log lines for %d requests:\n%s", n, len(paths), logs)
+	}
+	bare := strings.TrimPrefix(tok, "tdm_")
+	for _, leak := range []string{bare, secret} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("a secret is in the log:\n%s", logs)
+		}
+	}
+	for _, want := range []string{"token=***", "TOKEN=***", "bearer=***", "access_token=***", "password=***", "secret=***",
+		"key=***", "sig=***", "signature=***", "q=***", "current=v1.0.0", "/v2/channels/***/tags/list", "suc_cluster_id=***"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s", want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -119,13 +121,16 @@ func (s *Server) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("remote", req.RemoteAddr),
 		)
 		if ua := req.UserAgent(); ua != "" {
+			if looksLikeToken(ua) {
+				ua = "***"
+			}
 			attrs = append(attrs, slog.String("user_agent", logtext.Cut(ua, maxLogUserAgent)))
 		}
 		if id := req.Header.Get("X-SUC-Cluster-ID"); id != "" {
-			attrs = append(attrs, slog.String("suc_cluster_id", logtext.Cut(id, maxLogHeader)))
+			attrs = append(attrs, slog.String("suc_cluster_id", logValue(id)))
 		}
 		if v := req.Header.Get("X-SUC-Latest-Version"); v != "" {
-			attrs = append(attrs, slog.String("suc_latest_version", logtext.Cut(v, maxLogHeader)))
+			attrs = append(attrs, slog.String("suc_latest_version", logValue(v)))
 		}
 		if sample > 1 {
 			attrs = append(attrs, slog.Int("sample", sample))
@@ -149,26 +154,87 @@ const (
 )
 
 // LogPath is the request's path and query as a log may show them: a
-// Docker Hub webhook's secret path segment and an access_token query value
-// are replaced by ***, and the whole is cut to maxLogPath.
+// Docker Hub webhook's secret path segment, the values of secretParams and
+// any value or path segment that is a Tidemark token (tdm_...) are
+// replaced by ***, and the whole is cut to maxLogPath. Every log line that
+// names a request uses it.
 func LogPath(r *http.Request) string {
 	return logtext.Cut(redactedURI(r), maxLogPath)
 }
+
+// secretParams are query parameters whose values are credentials in some
+// client or other (OAuth's access_token, registries' token, signed URLs'
+// sig and signature, ...), compared without case.
+var secretParams = []string{"token", "bearer", "access_token", "password", "secret", "key", "sig", "signature"}
+
+// tokenPrefix begins every Tidemark token's secret.
+const tokenPrefix = "tdm_"
 
 func redactedURI(r *http.Request) string {
 	p := r.URL.EscapedPath()
 	if rest, ok := strings.CutPrefix(p, DockerHubWebhookPrefix); ok && rest != "" {
 		p = DockerHubWebhookPrefix + "***"
 	}
+	if strings.Contains(p, tokenPrefix) {
+		segs := strings.Split(p, "/")
+		for i, seg := range segs {
+			if looksLikeToken(seg) {
+				segs[i] = "***"
+			}
+		}
+		p = strings.Join(segs, "/")
+	}
 	if r.URL.RawQuery == "" {
 		return p
 	}
-	q := r.URL.Query()
-	if q.Has("access_token") {
-		q.Set("access_token", "***")
-		return p + "?" + q.Encode()
+	return p + "?" + RedactQuery(r.URL.RawQuery)
+}
+
+// RedactQuery is raw with the value of every secret parameter, and every
+// value that is a Tidemark token, replaced by *** (whatever its
+// escaping); the rest is left as the client sent it.
+func RedactQuery(raw string) string {
+	pairs := strings.Split(raw, "&")
+	changed := false
+	for i, pair := range pairs {
+		k, v, hasValue := strings.Cut(pair, "=")
+		if !hasValue || v == "" {
+			continue
+		}
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			key = k
+		}
+		if slices.ContainsFunc(secretParams, func(s string) bool { return strings.EqualFold(s, key) }) || looksLikeToken(v) {
+			pairs[i] = k + "=***"
+			changed = true
+		}
 	}
-	return p + "?" + r.URL.RawQuery
+	if !changed {
+		return raw
+	}
+	return strings.Join(pairs, "&")
+}
+
+// looksLikeToken reports whether an escaped value, unescaped, begins with
+// tdm_ (tdm%5F too).
+func looksLikeToken(v string) bool {
+	if strings.HasPrefix(strings.ToLower(v), tokenPrefix) {
+		return true
+	}
+	if !strings.Contains(v, "%") {
+		return false
+	}
+	u, err := url.QueryUnescape(v)
+	return err == nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), tokenPrefix)
+}
+
+// logValue is a header's value as a log may show it.
+func logValue(v string) string {
+	if looksLikeToken(v) {
+		return "***"
+	}
+	return logtext.Cut(v, maxLogHeader)
 }
 
 // DockerHubWebhookPrefix is followed by the Docker Hub webhook's secret:
