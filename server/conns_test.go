@@ -35,6 +35,9 @@ func TestOneAddressHoldingConnectionsStarvesNoOne(t *testing.T) {
 
 	// ask sends one keep-alive request on c and says whether it was answered.
 	ask := func(c net.Conn, r *bufio.Reader) bool {
+		if c == nil {
+			return false
+		}
 		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 		if _, err := fmt.Fprintf(c, "GET /v1-release/channels/k3s-released HTTP/1.1\r\nHost: %s\r\n\r\n", hostport); err != nil {
 			return false
@@ -51,7 +54,9 @@ func TestOneAddressHoldingConnectionsStarvesNoOne(t *testing.T) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
 		c, err := d.Dial("tcp", hostport)
 		if err != nil {
-			t.Fatal(err)
+			// A refused connection may be reset before the dial returns.
+			t.Logf("dial from %s: %v", from, err)
+			return nil, nil
 		}
 		t.Cleanup(func() { c.Close() })
 		return c, bufio.NewReader(c)
