@@ -386,6 +386,9 @@ type RolloutControlRequest struct {
 	// Rollback (halt only): clusters already on the rollout's version are
 	// sent back to its from too; a plain halt keeps them where they are.
 	Rollback bool `json:"rollback,omitempty"`
+	// OverrideFreeze (advance and resume, admins only) proceeds though
+	// the channel is frozen or outside its windows.
+	OverrideFreeze bool `json:"override_freeze,omitempty"`
 }
 
 // ChannelReleases is Renovate's custom datasource format

@@ -16,4 +16,10 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("forbidden")
 	ErrUnavailable  = errors.New("unavailable") // database or registry gone
+	// The one decision's refusals (decide.go), each its own problem type:
+	// a channel limit or a missing admin scope (403), a freeze (409), a
+	// closed window (409).
+	ErrScope        = errors.New("not in scope")
+	ErrFrozen       = errors.New("frozen")
+	ErrWindowClosed = errors.New("outside the channel's windows")
 )

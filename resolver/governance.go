@@ -42,13 +42,20 @@ type ScheduledChange struct {
 	Approvals       []Approval
 	Force           bool
 	Rollback        bool
-	DecidedAt       time.Time // when it left scheduled/pending
-	Outcome         string    // why it failed, who cancelled, ...
+	// Override: an admin requested it with override_freeze; once approved
+	// it applies at once, a freeze or a closed window notwithstanding.
+	Override bool
+	// RequesterIdentity is who requested it as an identity (Principal's),
+	// who may not approve it; RequestedBy is the actor the audit shows.
+	RequesterIdentity string
+	DecidedAt         time.Time // when it left scheduled/pending
+	Outcome           string    // why it failed, who cancelled, ...
 }
 
 // Approval is one identity's decision on a pending change.
 type Approval struct {
-	Identity string
+	Identity string // the principal's identity: distinct ones count
+	Actor    string // as the audit and the API show it
 	Approve  bool
 	At       time.Time
 	Reason   string
@@ -59,10 +66,17 @@ func (c *ScheduledChange) Approvers() []string {
 	var out []string
 	for _, a := range c.Approvals {
 		if a.Approve {
-			out = append(out, a.Identity)
+			out = append(out, cmpOr(a.Actor, a.Identity))
 		}
 	}
 	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // Freeze holds channels matching Channels (names or globs) from From until

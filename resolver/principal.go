@@ -5,12 +5,40 @@ import "path"
 // Principal is who a request acts as: an API token today, a person signed
 // in with OpenID Connect later. The audit actor is Name.
 type Principal struct {
-	Name   string
+	Name string
+	// Identity is who the principal is, for counting approvals: a signed-in
+	// person's issuer and subject ("<iss> <sub>"), a token's "token:<name>".
+	// "" is read as Name.
+	Identity string
+	// Person: signed in with OpenID Connect (a session or an ID token),
+	// not a Tidemark token.
+	Person bool
 	Scopes []string
 	// Channels limits channel writes (pin, unpin, rollout controls, ...) to
 	// the channels these names or globs ("v1.*") match; empty: every
 	// channel. A limited principal may make no source-wide write.
 	Channels []string
+}
+
+// ScopeAdmin is the scope that may override a freeze or a window.
+const ScopeAdmin = "admin"
+
+// Admin reports whether p has scope admin.
+func (p Principal) Admin() bool {
+	for _, s := range p.Scopes {
+		if s == ScopeAdmin {
+			return true
+		}
+	}
+	return false
+}
+
+// ID is p's identity: Identity, else Name.
+func (p Principal) ID() string {
+	if p.Identity != "" {
+		return p.Identity
+	}
+	return p.Name
 }
 
 // Limited reports whether p may write only some channels.

@@ -309,8 +309,8 @@ func TestFreezesAndWindowsHold(t *testing.T) {
 	if res.StatusCode != http.StatusConflict || !strings.Contains(string(body), "year-end freeze") || !strings.Contains(string(body), until.Format(time.RFC3339)) {
 		t.Errorf("pin of a frozen channel: %d %s", res.StatusCode, body)
 	}
-	if res, _ := send(t, http.MethodPut, ts.URL+"/api/v1/channels/v1.32/pin", env.tokens["ci-promote"], `{"version":"v1.32.5+k3s1","override_freeze":true}`); res.StatusCode != http.StatusConflict {
-		t.Errorf("override by promote: %d, want 409", res.StatusCode)
+	if res, _ := send(t, http.MethodPut, ts.URL+"/api/v1/channels/v1.32/pin", env.tokens["ci-promote"], `{"version":"v1.32.5+k3s1","override_freeze":true}`); res.StatusCode != http.StatusForbidden {
+		t.Errorf("override by promote: %d, want 403", res.StatusCode)
 	}
 	if res, body := send(t, http.MethodPut, ts.URL+"/api/v1/channels/v1.32/pin", env.tokens["root"], `{"version":"v1.32.5+k3s1","override_freeze":true}`); res.StatusCode != 200 {
 		t.Errorf("override by admin: %d %s", res.StatusCode, body)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,11 +19,12 @@ import (
 // audit event and its notification.
 
 const changeCols = `id, channel, action, version, reason, coalesce(at, 'epoch'), state, requested_by, created_at,
-	approvals_needed, coalesce(expires_at, 'epoch'), force, rollback, coalesce(decided_at, 'epoch'), outcome`
+	approvals_needed, coalesce(expires_at, 'epoch'), force, rollback, coalesce(decided_at, 'epoch'), outcome,
+	override_freeze, requester_identity`
 
 func scanChange(row pgx.Row, c *resolver.ScheduledChange) error {
 	err := row.Scan(&c.ID, &c.Channel, &c.Action, &c.Version, &c.Reason, &c.At, &c.State, &c.RequestedBy, &c.CreatedAt,
-		&c.ApprovalsNeeded, &c.ExpiresAt, &c.Force, &c.Rollback, &c.DecidedAt, &c.Outcome)
+		&c.ApprovalsNeeded, &c.ExpiresAt, &c.Force, &c.Rollback, &c.DecidedAt, &c.Outcome, &c.Override, &c.RequesterIdentity)
 	epoch := time.Unix(0, 0)
 	for _, t := range []*time.Time{&c.At, &c.ExpiresAt, &c.DecidedAt} {
 		if t.Equal(epoch) {
@@ -59,10 +61,11 @@ func changeEvent(ctx context.Context, tx pgx.Tx, c *resolver.ScheduledChange, ac
 func (s *Store) ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error) {
 	err := s.inTx(ctx, fmt.Sprintf("schedule a change of channel %q", c.Channel), func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
-			insert into changes (channel, action, version, reason, at, state, requested_by, approvals_needed, expires_at, force, rollback)
-			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning id, created_at`,
+			insert into changes (channel, action, version, reason, at, state, requested_by, approvals_needed, expires_at, force, rollback,
+				override_freeze, requester_identity)
+			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) returning id, created_at`,
 			c.Channel, c.Action, c.Version, c.Reason, timeOrNull(c.At), c.State, c.RequestedBy, c.ApprovalsNeeded,
-			timeOrNull(c.ExpiresAt), c.Force, c.Rollback).Scan(&c.ID, &c.CreatedAt)
+			timeOrNull(c.ExpiresAt), c.Force, c.Rollback, c.Override, c.RequesterIdentity).Scan(&c.ID, &c.CreatedAt)
 		if err != nil {
 			return err
 		}
@@ -126,13 +129,13 @@ func loadApprovals(ctx context.Context, tx pgx.Tx, cs []resolver.ScheduledChange
 	for i, c := range cs {
 		ids[i], at[c.ID] = c.ID, i
 	}
-	rows, err := tx.Query(ctx, `select change_id, identity, approve, at, reason from change_approvals where change_id = any($1) order by at`, ids)
+	rows, err := tx.Query(ctx, `select change_id, identity, actor, approve, at, reason from change_approvals where change_id = any($1) order by at`, ids)
 	if err != nil {
 		return err
 	}
 	var id int64
 	var a resolver.Approval
-	_, err = pgx.ForEachRow(rows, []any{&id, &a.Identity, &a.Approve, &a.At, &a.Reason}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &a.Identity, &a.Actor, &a.Approve, &a.At, &a.Reason}, func() error {
 		cs[at[id]].Approvals = append(cs[at[id]].Approvals, a)
 		return nil
 	})
@@ -184,35 +187,41 @@ func (s *Store) CancelChange(ctx context.Context, id int64, actor, reason string
 // change. The requester may not decide, nor one identity twice (ErrState).
 // A rejection rejects the change; the last approval needed schedules it
 // (at its time, or now).
-func (s *Store) DecideChange(ctx context.Context, id int64, identity string, approve bool, reason string) (resolver.ScheduledChange, error) {
+func (s *Store) DecideChange(ctx context.Context, id int64, who resolver.Principal, approve bool, reason string) (resolver.ScheduledChange, error) {
 	var c resolver.ScheduledChange
+	identity, actor := who.ID(), who.Name
 	err := s.inTx(ctx, fmt.Sprintf("decide change %d", id), func(tx pgx.Tx) error {
 		var err error
 		if c, err = lockChange(ctx, tx, id); err != nil {
 			return err
 		}
+		requester := c.RequesterIdentity
+		if requester == "" {
+			requester = c.RequestedBy // recorded before identities were
+		}
 		switch {
 		case c.State != resolver.ChangePending:
 			return fmt.Errorf("%w: change %d is %s, not pending approval", resolver.ErrState, id, c.State)
-		case identity == c.RequestedBy:
-			return fmt.Errorf("%w: %s requested change %d and cannot approve or reject it", resolver.ErrState, identity, id)
+		case identity == requester:
+			return fmt.Errorf("%w: %s requested change %d and cannot approve or reject it", resolver.ErrState, actor, id)
 		}
 		for _, a := range c.Approvals {
 			if a.Identity == identity {
-				return fmt.Errorf("%w: %s already decided change %d", resolver.ErrState, identity, id)
+				return fmt.Errorf("%w: %s already decided change %d (as %s)", resolver.ErrState, actor, id, cmp.Or(a.Actor, a.Identity))
 			}
 		}
-		if _, err := tx.Exec(ctx, `insert into change_approvals (change_id, identity, approve, reason) values ($1, $2, $3, $4)`, id, identity, approve, reason); err != nil {
+		if _, err := tx.Exec(ctx, `insert into change_approvals (change_id, identity, actor, approve, reason) values ($1, $2, $3, $4, $5)`,
+			id, identity, actor, approve, reason); err != nil {
 			return err
 		}
-		c.Approvals = append(c.Approvals, resolver.Approval{Identity: identity, Approve: approve, At: time.Now(), Reason: reason})
+		c.Approvals = append(c.Approvals, resolver.Approval{Identity: identity, Actor: actor, Approve: approve, At: time.Now(), Reason: reason})
 		if !approve {
-			if err := decide(ctx, tx, &c, resolver.ChangeRejected, "rejected by "+identity); err != nil {
+			if err := decide(ctx, tx, &c, resolver.ChangeRejected, "rejected by "+actor); err != nil {
 				return err
 			}
-			return changeEvent(ctx, tx, &c, "change-reject", resolver.EventChangeRejected, identity, reason)
+			return changeEvent(ctx, tx, &c, "change-reject", resolver.EventChangeRejected, actor, reason)
 		}
-		if err := changeEvent(ctx, tx, &c, "change-approve", resolver.EventChangeApproved, identity, reason); err != nil {
+		if err := changeEvent(ctx, tx, &c, "change-approve", resolver.EventChangeApproved, actor, reason); err != nil {
 			return err
 		}
 		if len(c.Approvers()) < c.ApprovalsNeeded {

@@ -40,6 +40,10 @@ type Store interface {
 // resumes around holds).
 const Actor = "tidemark-governor"
 
+// System is the governor as the one decision's principal: every channel,
+// no override.
+var System = resolver.Principal{Name: Actor}
+
 // Options configures Run.
 type Options struct {
 	Store    Store
@@ -126,6 +130,9 @@ func Tick(ctx context.Context, o Options) {
 			o.Log.Info("scheduled change applied", "change", c.ID, "channel", c.Channel, "action", c.Action, "version", c.Version,
 				"late", now.Sub(c.At).Round(time.Millisecond))
 			observe("applied")
+			if c.Override {
+				moveHold(ctx, o, c)
+			}
 		}
 		if o.Applied != nil {
 			o.Applied(snapshot.Change{Channel: c.Channel})
@@ -152,6 +159,29 @@ func Plan(snap *snapshot.Snapshot, c resolver.ScheduledChange) (resolver.Channel
 	}
 	cc.Reason, cc.Rollback = c.Reason, c.Rollback
 	return cc, nil
+}
+
+// moveHold makes an applied change that an admin's override carried take
+// effect through a hold: the hold moves to its version (or lifts, for an
+// unpin, until the next round holds the new answer).
+func moveHold(ctx context.Context, o Options, c resolver.ScheduledChange) {
+	snap := o.Snapshot()
+	if snap == nil {
+		return
+	}
+	a, err := snap.Channel(c.Channel)
+	if err != nil || a.State.Hold == nil {
+		return
+	}
+	var next *resolver.Hold
+	if c.Action == "pin" {
+		moved := *a.State.Hold
+		moved.Version = c.Version
+		next = &moved
+	}
+	if err := o.Store.SetHold(ctx, c.Channel, next); err != nil {
+		o.Log.Warn("an overridden change applied; could not move its channel's hold", "change", c.ID, "err", err)
+	}
 }
 
 // holds sets and lifts every channel's hold.
@@ -206,19 +236,27 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 	}
 }
 
-// Want is the hold channel c should have at now: a freeze covering it,
-// else its windows when none is open; nil when it may move. Version is
-// left for the caller.
+// Want is the hold channel c should have at now: the one decision's
+// deferral of a change applied now (a freeze covering it, else its windows
+// when none is open); nil when it may move. Version is left for the
+// caller.
 func Want(c *catalog.Channel, freezes []resolver.Freeze, now time.Time) *resolver.Hold {
+	g := resolver.GovernanceState{Windows: c.Windows}
 	for i := range freezes {
-		if f := &freezes[i]; f.Covers(c.Name, now) {
-			return &resolver.Hold{Reason: f.Reason, Until: f.Until.UTC()}
+		if freezes[i].Covers(c.Name, now) {
+			g.Freeze = &freezes[i]
+			break
 		}
 	}
-	if !resolver.InWindow(c.Windows, now) {
-		return &resolver.Hold{Reason: "window", Until: resolver.NextWindow(c.Windows, now).UTC()}
+	v := resolver.Decide(resolver.Change{Door: resolver.DoorApplyScheduled, Channel: c.Name}, System, g, now)
+	if v.Outcome != resolver.Defer {
+		return nil
 	}
-	return nil
+	reason := "window"
+	if v.Rule == resolver.RuleFreeze {
+		reason = g.Freeze.Reason
+	}
+	return &resolver.Hold{Reason: reason, Until: v.Until.UTC()}
 }
 
 // holdRollout pauses a running rollout of a channel that is held, so its
@@ -233,7 +271,7 @@ func holdRollout(ctx context.Context, o Options, a *snapshot.ChannelAnswer, held
 	state := rv.Progress(now).State
 	var kind, reason string
 	switch {
-	case held && state == resolver.RolloutRunning:
+	case held && state == resolver.RolloutRunning && !overriddenBy(&rv.Rollout, a.State.Hold):
 		kind, reason = resolver.RolloutPause, "the channel is held (a window closed or a freeze began): its steps wait"
 	case !held && state == resolver.RolloutPaused && pausedByGovernor(&rv.Rollout):
 		kind, reason = resolver.RolloutResume, "the channel may move again"
@@ -250,6 +288,17 @@ func holdRollout(ctx context.Context, o Options, a *snapshot.ChannelAnswer, held
 	if o.Applied != nil {
 		o.Applied(snapshot.Change{Channel: a.Channel.Name})
 	}
+}
+
+// overriddenBy reports whether r's last event is a resume made during
+// hold by someone other than the governor: only an admin's override_freeze
+// can make one then, and the governor must not undo it.
+func overriddenBy(r *resolver.Rollout, hold *resolver.Hold) bool {
+	if n := len(r.Events); n > 0 && hold != nil {
+		e := r.Events[n-1]
+		return e.Kind == resolver.RolloutResume && e.Actor != Actor && !e.At.Before(hold.Since)
+	}
+	return false
 }
 
 // pausedByGovernor reports whether r's last pause is the governor's.

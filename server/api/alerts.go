@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -50,8 +50,11 @@ func (s *API) alertmanager(c echo.Context) error {
 			ignore(fmt.Sprintf("channel %q is not configured", name))
 			continue
 		}
-		if who := core.Principal(c); !who.MayWriteChannel(name) {
-			ignore(fmt.Sprintf("token %q is limited to channels [%s]", who.Name, strings.Join(who.Channels, ",")))
+		// A halt is a safety action: only the scope rule applies.
+		verdict := resolver.Decide(resolver.Change{Door: resolver.DoorAlertHalt, Channel: name}, core.Principal(c), resolver.GovernanceState{}, time.Now())
+		s.Metrics.Decision(resolver.DoorAlertHalt, verdict)
+		if verdict.Outcome == resolver.Refuse {
+			ignore(verdict.Err.Error())
 			continue
 		}
 		r, err := s.Opts.Rollouts.Store.RolloutControl(ctx, name, resolver.RolloutHalt, core.Actor(c), h.Reason)

@@ -60,6 +60,9 @@ func (s *API) scheduleChange(c echo.Context) error {
 	if err := s.checkChange(v, &sc, req.Version); err != nil {
 		return err
 	}
+	if _, err := s.decide(c, resolver.DoorSchedule, e, false); err != nil {
+		return err
+	}
 	return s.recordChange(c, e, sc)
 }
 
@@ -96,7 +99,7 @@ func (s *API) recordChange(c echo.Context, e *core.Entry, sc resolver.ScheduledC
 	if err != nil {
 		return err
 	}
-	sc.RequestedBy, sc.State = core.Actor(c), resolver.ChangeScheduled
+	sc.RequestedBy, sc.RequesterIdentity, sc.State = core.Actor(c), core.Principal(c).ID(), resolver.ChangeScheduled
 	status := http.StatusCreated
 	if n := e.Ans.Channel.Approvals; n > 0 {
 		ttl := e.Ans.Channel.ApprovalTTL
@@ -184,35 +187,63 @@ func (s *API) approveChange(c echo.Context) error { return s.decideChange(c, tru
 func (s *API) rejectChange(c echo.Context) error  { return s.decideChange(c, false) }
 
 // decideChange approves or rejects a pending change; the last approval
-// needed applies a change whose time has come at once.
+// needed applies a change whose time has come at once (through the one
+// decision: a freeze or a closed window it did not override holds its
+// answer; one it overrode does not).
 func (s *API) decideChange(c echo.Context, approve bool) error {
 	g, id, reason, err := s.changeRequest(c)
 	if err != nil {
 		return err
 	}
+	p := core.Principal(c)
+	if s.Opts.SignIn != nil && !p.Person {
+		return fmt.Errorf("%w: %s is a Tidemark token; with sign-in configured only signed-in people approve or reject changes", resolver.ErrScope, p.Name)
+	}
 	ctx := c.Request().Context()
-	ch, err := g.DecideChange(ctx, id, core.Actor(c), approve, reason)
+	ch, err := g.DecideChange(ctx, id, p, approve, reason)
 	if err != nil {
 		return core.BadParam("id", err)
 	}
 	if ch.State == resolver.ChangeScheduled && !ch.At.After(time.Now()) {
-		if v, err := s.View(); err == nil {
-			applied, ok, err := g.ApplyChange(ctx, id, func(sc resolver.ScheduledChange) (resolver.ChannelChange, error) {
-				return governor.Plan(v.Snap, sc)
-			})
-			if err != nil {
-				// Scheduled and due: the governor applies it within a second.
-				s.Log.Warn("could not apply an approved change now; the leader will", "change", id, "err", err)
-			} else if ok {
-				ch = applied
-				if err := s.reloadAfterWrite(ctx, snapshot.Change{Channel: ch.Channel}); err != nil {
-					s.Log.Warn("applied an approved change; reload failed", "change", id, "err", err)
-				}
-			}
+		if applied, ok := s.applyApproved(ctx, g, ch); ok {
+			ch = applied
 		}
 	}
 	s.Metrics.Governance(map[bool]string{true: "approved", false: "rejected"}[approve])
 	return c.JSON(http.StatusOK, core.ChangeJSON(ch))
+}
+
+// applyApproved applies an approved, due change now, as the governor
+// would a second later; ok false leaves it to the governor.
+func (s *API) applyApproved(ctx context.Context, g core.Governance, ch resolver.ScheduledChange) (resolver.ScheduledChange, bool) {
+	v, err := s.View()
+	if err != nil {
+		return ch, false
+	}
+	e := v.Entry(ch.Channel)
+	if e == nil {
+		return ch, false
+	}
+	applied, ok, err := g.ApplyChange(ctx, ch.ID, func(sc resolver.ScheduledChange) (resolver.ChannelChange, error) {
+		return governor.Plan(v.Snap, sc)
+	})
+	if err != nil {
+		// Scheduled and due: the governor applies it within a second.
+		s.Log.Warn("could not apply an approved change now; the leader will", "change", ch.ID, "err", err)
+		return ch, false
+	}
+	if !ok {
+		return ch, false
+	}
+	if applied.Override && applied.State == resolver.ChangeDone {
+		// Approved with an admin's override: a freeze or a closed window
+		// it overrode does not hold it.
+		s.moveHold(ctx, e, applied.Version)
+	}
+	if err := s.reloadAfterWrite(ctx, snapshot.Change{Channel: applied.Channel}); err != nil {
+		s.Log.Warn("applied an approved change; reload failed", "change", ch.ID, "err", err)
+	}
+	return applied, true
 }
 
 // maxFreezeChannels bounds a freeze's channel globs.
@@ -311,24 +342,6 @@ func (s *API) frozen(ctx context.Context, channel string) (*resolver.Freeze, err
 		}
 	}
 	return nil, nil
-}
-
-// freezeGate refuses a pin or unpin of a frozen channel (409 naming the
-// freeze), unless an admin overrides it; override reports that one did.
-func (s *API) freezeGate(c echo.Context, channel string, override bool) (overridden bool, err error) {
-	f, err := s.frozen(c.Request().Context(), channel)
-	if err != nil || f == nil {
-		return false, err
-	}
-	if override && core.Allows(core.Principal(c).Scopes, core.ScopeAdmin) {
-		return true, nil
-	}
-	advice := `; an admin may send "override_freeze": true`
-	if override {
-		advice = "; override_freeze needs scope admin"
-	}
-	return false, fmt.Errorf("%w: channel %q is frozen until %s (%q, freeze %d)%s", resolver.ErrState, channel,
-		f.Until.UTC().Format(time.RFC3339), f.Reason, f.ID, advice)
 }
 
 // kickGovernor runs a governance round soon (a freeze made or lifted).

@@ -19,6 +19,14 @@ var rolloutActions = map[string]bool{
 	resolver.RolloutAdvance: true, resolver.RolloutHalt: true,
 }
 
+// rolloutDoors are the controls' doors of the one decision: advance and
+// resume move a channel (a freeze or a closed window refuses them), pause
+// and halt are safety actions.
+var rolloutDoors = map[string]resolver.Door{
+	resolver.RolloutPause: resolver.DoorRolloutPause, resolver.RolloutResume: resolver.DoorRolloutResume,
+	resolver.RolloutAdvance: resolver.DoorRolloutAdvance, resolver.RolloutHalt: resolver.DoorRolloutHalt,
+}
+
 func (s *API) registerRollouts(e *echo.Echo) {
 	s.Get(e, "/api/v1/channels/:name/rollout", s.getRollout, s.DBDeadline)
 	e.POST("/api/v1/channels/:name/rollout/:action", s.controlRollout, s.DBDeadline, s.RequireChannelScope(core.ScopePromote))
@@ -82,6 +90,12 @@ func (s *API) controlRollout(c echo.Context) error {
 	}
 	if req.Rollback && action != resolver.RolloutHalt {
 		return core.InvalidParam("rollback", "rollback applies to halt only, not to %s", action)
+	}
+	if req.OverrideFreeze && action != resolver.RolloutAdvance && action != resolver.RolloutResume {
+		return core.InvalidParam("override_freeze", "override_freeze applies to advance and resume only, not to %s", action)
+	}
+	if _, err := s.decide(c, rolloutDoors[action], e, req.OverrideFreeze); err != nil {
+		return err
 	}
 	name := e.Ans.Channel.Name
 	var r resolver.Rollout

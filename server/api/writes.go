@@ -62,20 +62,20 @@ func (s *API) pin(c echo.Context) error {
 	if err != nil {
 		return core.BadParam("version", err)
 	}
-	overridden, err := s.freezeGate(c, ch.Name, req.OverrideFreeze)
+	verdict, err := s.decide(c, resolver.DoorPin, e, req.OverrideFreeze)
 	if err != nil {
 		return err
 	}
-	if ch.Approvals > 0 && !overridden {
+	if verdict.Outcome == resolver.Pending {
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
-			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback})
+			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback, Override: verdict.Overridden})
 	}
 	change.Actor, change.Reason, change.IfRevision = core.Actor(c), req.Reason, ifRev
 	change.Rollback = req.Rollback
 	if _, err := s.Opts.Store.Pin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("pin %q to %s: %w", ch.Name, change.Version, err)
 	}
-	if overridden {
+	if verdict.Overridden {
 		s.moveHold(c.Request().Context(), e, change.Version)
 	}
 	return s.answerChannel(c, ch.Name, "pinned")
@@ -121,21 +121,21 @@ func (s *API) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	overridden, err := s.freezeGate(c, name, c.QueryParam("override_freeze") == "true")
+	verdict, err := s.decide(c, resolver.DoorUnpin, e, c.QueryParam("override_freeze") == "true")
 	if err != nil {
 		return err
 	}
-	if e.Ans.Channel.Approvals > 0 && !overridden {
+	if verdict.Outcome == resolver.Pending {
 		if e.Ans.State.Pin == "" {
 			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, name)
 		}
-		return s.recordChange(c, e, resolver.ScheduledChange{Channel: name, Action: "unpin", Reason: reason})
+		return s.recordChange(c, e, resolver.ScheduledChange{Channel: name, Action: "unpin", Reason: reason, Override: verdict.Overridden})
 	}
 	change.Actor, change.Reason, change.IfRevision = core.Actor(c), reason, ifRev
 	if _, err := s.Opts.Store.Unpin(c.Request().Context(), change); err != nil {
 		return fmt.Errorf("unpin %q: %w", name, v.Snap.ExplainUnpin(name, err))
 	}
-	if overridden {
+	if verdict.Overridden {
 		s.moveHold(c.Request().Context(), e, change.To)
 	}
 	return s.answerChannel(c, name, "unpinned")
@@ -163,6 +163,12 @@ func (s *API) setBlock(c echo.Context, block bool) error {
 	reason, err := core.ReasonOf(c)
 	if err != nil {
 		return err
+	}
+	door := map[bool]resolver.Door{true: resolver.DoorBlock, false: resolver.DoorUnblock}[block]
+	verdict := resolver.Decide(resolver.Change{Door: door}, core.Principal(c), resolver.GovernanceState{}, time.Now())
+	s.Metrics.Decision(door, verdict)
+	if verdict.Outcome == resolver.Refuse {
+		return verdict.Err
 	}
 	ctx := c.Request().Context()
 	canonical := vv.Version.String()

@@ -117,7 +117,7 @@ func (s *Server) Authorize(need string, limited bool, reach writeReach) echo.Mid
 				}
 			}
 			if !Allows(p.Scopes, need) {
-				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrForbidden, p.Name, strings.Join(p.Scopes, ","), Enough(need))
+				return fmt.Errorf("%w: token %q has scopes [%s]; this needs %s", resolver.ErrScope, p.Name, strings.Join(p.Scopes, ","), Enough(need))
 			}
 			if err := MayReach(p, reach, c.Param("name")); err != nil {
 				return err
@@ -136,12 +136,12 @@ func MayReach(p resolver.Principal, reach writeReach, channel string) error {
 	}
 	switch reach {
 	case ReachSource:
-		return fmt.Errorf("%w: token %q is limited to channels [%s]; source-wide writes (block, risks, scan) need a token without --channels",
-			resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","))
+		return fmt.Errorf("%w: %q is limited to channels [%s]; source-wide writes (block, risks, scan) need a token without --channels",
+			resolver.ErrScope, p.Name, strings.Join(p.Channels, ","))
 	case ReachChannel:
 		if !p.MayWriteChannel(channel) {
-			return fmt.Errorf("%w: token %q is limited to channels [%s]; channel %q is not one of them",
-				resolver.ErrForbidden, p.Name, strings.Join(p.Channels, ","), channel)
+			return fmt.Errorf("%w: %q is limited to channels [%s]; channel %q is not one of them",
+				resolver.ErrScope, p.Name, strings.Join(p.Channels, ","), channel)
 		}
 	}
 	return nil

@@ -31,6 +31,10 @@ var errorTable = []problemKind{
 	// Stale If-Match is the only conflict the API produces; 412 is what
 	// RFC 9110 prescribes for a failed precondition.
 	{resolver.ErrConflict, http.StatusPreconditionFailed, "conflict"},
+	// The one decision's refusals name their rule (resolver/decide.go).
+	{resolver.ErrScope, http.StatusForbidden, "scope"},
+	{resolver.ErrFrozen, http.StatusConflict, "freeze"},
+	{resolver.ErrWindowClosed, http.StatusConflict, "window"},
 	{resolver.ErrState, http.StatusConflict, "state-conflict"},
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -25,6 +27,7 @@ type metrics struct {
 	viewCache      *prometheus.CounterVec // tidemark_registry_view_manifest_cache_total
 	viewUpstream   *prometheus.CounterVec // tidemark_registry_view_upstream_requests_total
 	governed       *prometheus.CounterVec // tidemark_governance_events_total
+	decisions      *prometheus.CounterVec // tidemark_decisions_total
 	Handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -93,11 +96,15 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 	for _, ev := range []string{"requested", "approved", "rejected", "cancelled", "freeze", "applied", "failed", "expired", "held", "released"} {
 		m.governed.WithLabelValues(ev)
 	}
+	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tidemark_decisions_total",
+		Help: "The one decision's verdicts on changes, by door (api.pin, governor.apply, ...), outcome (allow, defer, pending, refuse) and the rule that decided (none, scope, override, freeze, window, approvals).",
+	}, []string{"door", "outcome", "rule"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -197,6 +204,11 @@ func (m *metrics) RegistryView(kind, value string) {
 
 // Governance counts a governance event (a fixed set of names).
 func (m *metrics) Governance(event string) { m.governed.WithLabelValues(event).Inc() }
+
+// Decision counts a verdict of the one decision.
+func (m *metrics) Decision(door resolver.Door, v resolver.Verdict) {
+	m.decisions.WithLabelValues(string(door), string(v.Outcome), cmp.Or(v.Rule, "none")).Inc()
+}
 
 // CapiAnswer counts a GenerateUpgradePlan answer; sources are configured.
 func (m *metrics) CapiAnswer(source, status string) {

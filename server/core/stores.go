@@ -50,7 +50,7 @@ type Governance interface {
 	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
 	Change(ctx context.Context, id int64) (resolver.ScheduledChange, error)
 	CancelChange(ctx context.Context, id int64, actor, reason string) (resolver.ScheduledChange, error)
-	DecideChange(ctx context.Context, id int64, identity string, approve bool, reason string) (resolver.ScheduledChange, error)
+	DecideChange(ctx context.Context, id int64, who resolver.Principal, approve bool, reason string) (resolver.ScheduledChange, error)
 	CreateFreeze(ctx context.Context, f resolver.Freeze) (resolver.Freeze, error)
 	CancelFreeze(ctx context.Context, id int64, actor string) (resolver.Freeze, error)
 }

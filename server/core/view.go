@@ -76,6 +76,9 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 	return v
 }
 
+// Entry is channel's entry; nil when the view has none.
+func (v *View) Entry(channel string) *Entry { return v.entry(channel) }
+
 // entry is channel's entry; nil when the view has none.
 func (v *View) entry(channel string) *Entry {
 	if i, ok := v.Snap.ChannelIndex(channel); ok {

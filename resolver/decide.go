@@ -1,0 +1,211 @@
+package resolver
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The one decision for every change (CONTRACT section 16). Every entry
+// that changes what a channel answers (the API's writes, the console,
+// which writes through the API, the scheduler applying a change, rollout
+// controls, the governor, Alertmanager halts, promotion from evidence)
+// describes its change as a Change and asks Decide; none checks a rule by
+// itself. Like an admission chain, the rules run in one order:
+//
+//  1. scope: the principal's channel limit (a token's --channels, a
+//     sign-in role) and, for override_freeze, scope admin;
+//  2. freeze: refuses a person's pin, unpin, advance or resume; holds a
+//     scheduled change or a promotion until it ends;
+//  3. window: defers a pin, unpin, scheduled change or promotion to the
+//     next window; refuses advance and resume;
+//  4. approvals: the change waits for them, whatever was overridden.
+//
+// Safety actions (block, unblock, halt, an alert's halt, a yank, pause)
+// pass the scope rule only: nothing may hold back making a channel safer.
+
+// Door is one entry through which a channel's answer can change.
+type Door string
+
+// Every door. A new entry is added here, and the table test of Decide
+// refuses a door without its row.
+const (
+	DoorPin             Door = "api.pin"
+	DoorUnpin           Door = "api.unpin"
+	DoorSchedule        Door = "api.schedule"        // a change requested for later
+	DoorApplyScheduled  Door = "governor.apply"      // the governor applying a due change
+	DoorApplyApproved   Door = "api.approve"         // the last approval applying a change at once
+	DoorRolloutAdvance  Door = "api.rollout.advance" // a person's advance
+	DoorRolloutResume   Door = "api.rollout.resume"  // a person's resume
+	DoorRolloutPause    Door = "api.rollout.pause"   // safety
+	DoorRolloutHalt     Door = "api.rollout.halt"    // safety, with or without rollback
+	DoorAlertHalt       Door = "alertmanager.halt"   // safety
+	DoorGovernorPause   Door = "governor.pause"      // the governor pausing a held channel's rollout
+	DoorGovernorResume  Door = "governor.resume"     // ... and resuming it once the channel may move
+	DoorBlock           Door = "api.block"           // safety (source-wide)
+	DoorUnblock         Door = "api.unblock"         // safety (source-wide)
+	DoorPromotion       Door = "evidence.promotion"  // a promotion from evidence
+	DoorYank            Door = "evidence.yank"       // safety
+	DoorClusterAPIPlan  Door = "capi.plan"           // reads only: Cluster API's hook answers, it changes nothing
+	DoorConsolePin      Door = "console.pin"         // the console writes through the API: the same rules as api.pin
+	DoorConsoleUnpin    Door = "console.unpin"       // ... as api.unpin
+	DoorConsoleSchedule Door = "console.schedule"    // ... as api.schedule
+	DoorConsoleAdvance  Door = "console.rollout.advance"
+)
+
+// Doors lists every door, for the table test and the docs.
+var Doors = []Door{DoorPin, DoorUnpin, DoorSchedule, DoorApplyScheduled, DoorApplyApproved, DoorRolloutAdvance,
+	DoorRolloutResume, DoorRolloutPause, DoorRolloutHalt, DoorAlertHalt, DoorGovernorPause, DoorGovernorResume,
+	DoorBlock, DoorUnblock, DoorPromotion, DoorYank, DoorClusterAPIPlan, DoorConsolePin, DoorConsoleUnpin,
+	DoorConsoleSchedule, DoorConsoleAdvance}
+
+// doorKind is how the rules treat a door.
+type doorKind int
+
+const (
+	kindPersonMove doorKind = iota // a person's (or token's) pin or unpin: refused by a freeze, deferred by a window
+	kindControl                    // a person's advance or resume: refused by a freeze or a closed window
+	kindRequest                    // a change requested for later: only scope and approvals apply now
+	kindSystemMove                 // a scheduled or approved change applying, a promotion: held by a freeze, deferred by a window
+	kindSafety                     // never held
+	kindReadOnly                   // changes nothing
+)
+
+var doorKinds = map[Door]doorKind{
+	DoorPin: kindPersonMove, DoorUnpin: kindPersonMove, DoorSchedule: kindRequest,
+	DoorConsolePin: kindPersonMove, DoorConsoleUnpin: kindPersonMove, DoorConsoleSchedule: kindRequest,
+	DoorRolloutAdvance: kindControl, DoorRolloutResume: kindControl, DoorConsoleAdvance: kindControl,
+	DoorApplyScheduled: kindSystemMove, DoorPromotion: kindSystemMove, DoorApplyApproved: kindSystemMove,
+	DoorRolloutPause: kindSafety, DoorRolloutHalt: kindSafety, DoorAlertHalt: kindSafety, DoorBlock: kindSafety,
+	DoorUnblock: kindSafety, DoorYank: kindSafety, DoorGovernorPause: kindSafety, DoorGovernorResume: kindSafety,
+	DoorClusterAPIPlan: kindReadOnly,
+}
+
+// Outcome is what Decide says of a change.
+type Outcome string
+
+const (
+	Allow   Outcome = "allow"   // apply now
+	Defer   Outcome = "defer"   // record now; it takes effect at Until (the answer is held until then)
+	Pending Outcome = "pending" // record it as waiting for approvals
+	Refuse  Outcome = "refuse"  // do nothing; Err says why
+)
+
+// Rules, as a Verdict names the one that decided.
+const (
+	RuleScope     = "scope"
+	RuleOverride  = "override"
+	RuleFreeze    = "freeze"
+	RuleWindow    = "window"
+	RuleApprovals = "approvals"
+)
+
+// Change is a change as an entry describes it to Decide.
+type Change struct {
+	Door    Door
+	Channel string
+	// Override is override_freeze as asked: it lifts a freeze or a closed
+	// window for this one change, and is an admin's alone.
+	Override bool
+	// Overridden: the change was recorded with an admin's override (a
+	// pending change now approved, or a scheduled one now due).
+	Overridden bool
+}
+
+// GovernanceState is a channel's governance at the time of the change.
+type GovernanceState struct {
+	Approvals int     // approvals: N; 0: none
+	Freeze    *Freeze // the freeze covering the channel now; nil: none
+	Windows   []Window
+}
+
+// Verdict is Decide's answer.
+type Verdict struct {
+	Outcome Outcome
+	// Rule is the rule that decided a Refuse, Defer or Pending ("" for a
+	// plain Allow; "override" when an admin's override let it through).
+	Rule string
+	// Until is when a deferred change takes effect (the freeze's end or
+	// the next window's start); zero: unknown.
+	Until time.Time
+	// Approvals is how many a Pending change needs.
+	Approvals int
+	// Overridden: an admin's override lifted a freeze or a closed window.
+	Overridden bool
+	// Err is a Refuse's error: it wraps ErrScope, ErrFrozen or
+	// ErrWindowClosed and names the rule's particulars.
+	Err error
+}
+
+// Decide is the one decision. p is who asks (for the scheduler and the
+// governor, the system principal); now is the decision's time.
+func Decide(c Change, p Principal, g GovernanceState, now time.Time) Verdict {
+	kind, ok := doorKinds[c.Door]
+	if !ok {
+		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: unknown door %q", ErrScope, c.Door)}
+	}
+	if kind == kindReadOnly {
+		return Verdict{Outcome: Allow}
+	}
+	// (1) Scope.
+	if c.Channel != "" && !p.MayWriteChannel(c.Channel) {
+		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: %q is limited to channels [%s]; channel %q is not one of them", ErrScope, p.Name, strings.Join(p.Channels, ","), c.Channel)}
+	}
+	if c.Override && !p.Admin() {
+		return Verdict{Outcome: Refuse, Rule: RuleOverride, Err: fmt.Errorf("%w: override_freeze is an admin's: %s has no scope admin", ErrScope, p.Name)}
+	}
+	if kind == kindSafety {
+		return Verdict{Outcome: Allow}
+	}
+	override := c.Override || c.Overridden
+	v := Verdict{Outcome: Allow}
+	if kind == kindRequest {
+		// For later: the freeze and the windows of its time apply then.
+		g.Freeze, g.Windows = nil, nil
+	}
+	// (2) Freeze.
+	if f := g.Freeze; f != nil && f.Covers(c.Channel, now) {
+		switch {
+		case override:
+			v.Overridden, v.Rule = true, RuleOverride
+		case kind == kindPersonMove || kind == kindControl:
+			return Verdict{Outcome: Refuse, Rule: RuleFreeze, Until: f.Until, Err: fmt.Errorf(
+				`%w: channel %q is frozen until %s (%q, freeze %d); an admin may send "override_freeze": true`,
+				ErrFrozen, c.Channel, f.Until.UTC().Format(time.RFC3339), f.Reason, f.ID)}
+		case kind == kindSystemMove:
+			v = Verdict{Outcome: Defer, Rule: RuleFreeze, Until: f.Until}
+		}
+	}
+	// (3) Window.
+	if v.Outcome == Allow && !InWindow(g.Windows, now) {
+		next := NextWindow(g.Windows, now)
+		switch {
+		case override:
+			v.Overridden, v.Rule = true, RuleOverride
+		case kind == kindControl:
+			return Verdict{Outcome: Refuse, Rule: RuleWindow, Until: next, Err: fmt.Errorf(
+				`%w: channel %q is outside its windows; the next opens at %s (%s); an admin may send "override_freeze": true`,
+				ErrWindowClosed, c.Channel, clock(next, g.Windows), next.UTC().Format(time.RFC3339))}
+		case kind == kindPersonMove || kind == kindSystemMove:
+			v = Verdict{Outcome: Defer, Rule: RuleWindow, Until: next}
+		}
+	}
+	// (4) Approvals, whatever was overridden; a change already approved
+	// applies (at once when its override lifted a freeze or a window).
+	if g.Approvals > 0 && (kind == kindPersonMove || kind == kindRequest || c.Door == DoorPromotion) {
+		return Verdict{Outcome: Pending, Rule: RuleApprovals, Approvals: g.Approvals, Overridden: v.Overridden}
+	}
+	return v
+}
+
+// clock is t as HH:MM in the windows' zone (UTC without windows).
+func clock(t time.Time, ws []Window) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	loc := time.UTC
+	if len(ws) > 0 && ws[0].Location != nil {
+		loc = ws[0].Location
+	}
+	return t.In(loc).Format("15:04")
+}
