@@ -34,6 +34,9 @@ type Channel struct {
 type Held struct {
 	Reason string     `json:"reason"`
 	Until  *time.Time `json:"until,omitempty"`
+	// Blocked (with reason downgrade): the version the cluster runs is
+	// blocked, and no servable version above it is one its channel allows.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // Rollout is a channel's staged rollout (GET /api/v1/channels/{name}/rollout).

@@ -363,3 +363,48 @@ func TestChannelReleasesListOnlyWhatTheChannelMayServe(t *testing.T) {
 		t.Errorf("unknown channel: %d, want 404", res.StatusCode)
 	}
 }
+
+// TestAClusterOnABlockedVersion: a cluster reporting a blocked version is
+// never answered it while a servable version above it is one its channel
+// allows (it gets the newest such); with none it stays where it is (it is
+// never sent down), and its JSON says it is held on a blocked version.
+func TestAClusterOnABlockedVersion(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	ask := func(reported, accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, env.ts.URL+"/v1-release/channels/v1.33", nil)
+		req.Header.Set("X-SUC-Cluster-ID", "c-blocked")
+		req.Header.Set("X-SUC-Latest-Version", reported)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, b
+	}
+	for _, w := range []struct{ method, path, body string }{
+		{http.MethodPut, "/api/v1/channels/v1.33/pin", `{"version":"v1.33.5-k3s1","reason":"older"}`},
+		{http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.6-k3s1/block", `{"reason":"CVE"}`},
+	} {
+		if res, body := do(t, env, env.ts, w.method, w.path, "ci-promote", w.body); res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", w.path, res.StatusCode, body)
+		}
+	}
+	if res, _ := ask("v1.33.6-k3s1", ""); !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.6+k3s2") {
+		t.Errorf("a cluster on blocked v1.33.6+k3s1: %d %s, want the newest servable above it, v1.33.6+k3s2", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.6-k3s2/block", "ci-promote", `{"reason":"CVE"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("block: %d %s", res.StatusCode, body)
+	}
+	res, _ := ask("v1.33.6-k3s2", "")
+	if !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.6+k3s2") {
+		t.Errorf("a cluster on blocked v1.33.6+k3s2 with nothing above: %s, want its own (never sent down)", res.Header.Get("Location"))
+	}
+	if _, body := ask("v1.33.6-k3s2", "application/json"); !strings.Contains(string(body), `"held":{"reason":"downgrade","blocked":true}`) {
+		t.Errorf("JSON answer %s, want held downgrade, blocked", body)
+	}
+}

@@ -32,6 +32,11 @@ func Settles(c *catalog.Channel, id string) bool { return c.Stepwise && c.Settle
 // rollback (CONTRACT section 13).
 const HeldDowngrade = "downgrade"
 
+// HeldBlocked is HeldDowngrade for a cluster whose own version is blocked
+// and that has no servable version above it to go to (CONTRACT section
+// 16): it stays, and its answer says so.
+const HeldBlocked = "downgrade-blocked"
+
 // ErrNoReportedVersion is a stepwise channel asked by a request that
 // reports no version: it has no step to give.
 var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", resolver.ErrNotFound)
@@ -58,10 +63,20 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t resolver.Tag, held 
 	case c == 0:
 		return t, "", nil
 	}
-	if a := &s.answers[s.byChannel[channel]]; a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
+	a := &s.answers[s.byChannel[channel]]
+	if a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
 		return t, "", nil
 	}
-	return s.versionTag(s.answers[s.byChannel[channel]].Channel.Source, q.Reported), HeldDowngrade, nil
+	if idx := s.bySource[a.Channel.Source]; idx != nil {
+		if i := idx.byVersion(q.Reported); i >= 0 && idx.versions[i].Blocked {
+			// Never named: the newest servable version above it instead.
+			if up, ok := s.firstAbove(channel, q, nil, q.Reported.Minor+1); ok {
+				return up, "", nil
+			}
+			return s.versionTag(a.Channel.Source, q.Reported), HeldBlocked, nil
+		}
+	}
+	return s.versionTag(a.Channel.Source, q.Reported), HeldDowngrade, nil
 }
 
 // HeldRisk is why a cluster is answered its own version: every version
@@ -69,46 +84,55 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t resolver.Tag, held 
 const HeldRisk = "risk"
 
 // avoidRisks is ClusterAnswer's answer t for a cluster reporting an older
-// version, moved off an edge a known risk covers for it: the newest
-// version the channel's rule allows that is not risky from the reported
-// version. On a plain or rollout channel that is the newest eligible
-// version above it up to t; on a stepwise channel a version of the next
-// minor, else a newer version of its own minor (never a skip); with none,
-// the cluster stays (HeldRisk).
+// version, moved off an edge a known risk covers for it (firstAbove, up to
+// t); with none, the cluster stays (HeldRisk).
 func (s *Snapshot) avoidRisks(channel string, q Asker, t resolver.Tag) (resolver.Tag, string, error) {
-	i := s.byChannel[channel]
-	a := &s.answers[i]
+	a := &s.answers[s.byChannel[channel]]
 	idx := s.bySource[a.Channel.Source]
 	if idx == nil || len(idx.risks) == 0 || !idx.risky(q.Reported, t.Version, q.ID) {
 		return t, "", nil
 	}
+	if up, ok := s.firstAbove(channel, q, &t.Version, t.Version.Minor); ok {
+		return up, "", nil
+	}
+	return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+}
+
+// firstAbove is the newest version above the reported one, up to top (nil:
+// any), that the channel's rule allows and no known risk covers for the
+// asker. On a plain or rollout channel any such version; on a stepwise one
+// a version of minor next, else a newer one of the reported minor (never a
+// skip).
+func (s *Snapshot) firstAbove(channel string, q Asker, top *resolver.Version, next int) (resolver.Tag, bool) {
+	i := s.byChannel[channel]
+	a := &s.answers[i]
+	idx := s.bySource[a.Channel.Source]
+	if idx == nil {
+		return resolver.Tag{}, false
+	}
 	f := s.filters[i]
 	f.Builds = f.Builds || q.Reported.Build > 0
 	vs := idx.versions
-	// Candidates are above the reported version and at most t, newest first.
-	hi := sort.Search(len(vs), func(k int) bool { return resolver.Compare(vs[k].Version, t.Version) > 0 })
+	hi := len(vs)
+	if top != nil {
+		hi = sort.Search(len(vs), func(k int) bool { return resolver.Compare(vs[k].Version, *top) > 0 })
+	}
 	ok := func(v *resolver.VersionView) bool {
-		return resolver.Compare(v.Version, q.Reported) > 0 && f.OK(v) && !idx.risky(q.Reported, v.Version, q.ID)
+		return resolver.Compare(v.Version, q.Reported) > 0 && f.OK(v) && (len(idx.risks) == 0 || !idx.risky(q.Reported, v.Version, q.ID))
 	}
-	if !a.Channel.Stepwise {
-		for k := hi - 1; k >= 0 && resolver.Compare(vs[k].Version, q.Reported) > 0; k-- {
-			if ok(&vs[k]) {
-				return vs[k].Tag, "", nil
-			}
-		}
-		return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+	minors := []int{-1} // any
+	if a.Channel.Stepwise {
+		minors = []int{next, q.Reported.Minor}
 	}
-	// A stepwise step is in the next minor or the reported one; try the
-	// next minor first, then the reported one, each newest first.
-	for _, minor := range []int{t.Version.Minor, q.Reported.Minor} {
+	for _, minor := range minors {
 		for k := hi - 1; k >= 0 && resolver.Compare(vs[k].Version, q.Reported) > 0; k-- {
 			v := &vs[k]
-			if v.Version.Major == q.Reported.Major && v.Version.Minor == minor && ok(v) {
-				return v.Tag, "", nil
+			if (minor < 0 || v.Version.Major == q.Reported.Major && v.Version.Minor == minor) && ok(v) {
+				return v.Tag, true
 			}
 		}
 	}
-	return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+	return resolver.Tag{}, false
 }
 
 // versionTag is source's tag of v, or one spelled as v when the index

@@ -42,6 +42,8 @@ func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) opena
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
 	switch h := a.State.Hold; {
+	case e.Held == snapshot.HeldBlocked:
+		j.Held = &openapi.Held{Reason: snapshot.HeldDowngrade, Blocked: true}
 	case e.Held != "":
 		j.Held = &openapi.Held{Reason: e.Held}
 	case h != nil:
