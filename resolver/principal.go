@@ -1,6 +1,9 @@
 package resolver
 
-import "path"
+import (
+	"path"
+	"time"
+)
 
 // Principal is who a request acts as: an API token today, a person signed
 // in with OpenID Connect later. The audit actor is Name.
@@ -65,4 +68,16 @@ func ValidChannelGlob(g string) bool {
 	}
 	_, err := path.Match(g, "")
 	return err == nil
+}
+
+// Session is a person's console session as the database keeps it: who,
+// with what, until when.
+type Session struct {
+	IDHash       []byte // sha256 of the random id the cookie carries
+	Principal    Principal
+	RefreshToken string    // the provider's, to renew TrustUntil
+	TrustUntil   time.Time // the principal's groups are trusted until then
+	CreatedAt    time.Time
+	LastSeen     time.Time
+	ExpiresAt    time.Time // 8 hours after sign-in
 }

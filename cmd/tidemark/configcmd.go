@@ -69,6 +69,13 @@ func checkConfig(e *cli.Env, file string) error {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(e.Stderr, "warning: "+w)
 	}
+	if cfg.OIDC != nil {
+		// serve refuses to start with it: say so now.
+		if err := cfg.OIDC.CheckSecret(); err != nil {
+			fmt.Fprintln(e.Stderr, err)
+			return exitError{code: 1}
+		}
+	}
 	return printConfig(e.Stdout, cfg)
 }
 

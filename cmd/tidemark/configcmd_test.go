@@ -68,3 +68,41 @@ func TestConfigCheckGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestAShortClientSecretStopsStartUp: config check and serve refuse an
+// oidc client_secret_file that is empty or under 16 bytes, naming it; 16
+// bytes pass.
+func TestAShortClientSecretStopsStartUp(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		secret string
+		code   int
+	}{{"", 1}, {"fifteen-bytes!!", 1}, {"sixteen-bytes!!!", 0}} {
+		secretFile := filepath.Join(dir, "secret")
+		if err := os.WriteFile(secretFile, []byte(c.secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(dir, "tidemark.yaml")
+		yaml := "external_url: https://tidemark.example.com\nsources:\n  - {name: k3s, image: docker.io/rancher/k3s-upgrade, scheme: semver}\n" +
+			"oidc:\n  issuer: https://id.example.com\n  client_id: tidemark\n  client_secret_file: " + secretFile + "\n"
+		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"config", "check", cfg}, {"serve", "--config", cfg}} {
+			if c.code == 0 && args[0] == "serve" {
+				continue // would serve
+			}
+			var stdout, stderr bytes.Buffer
+			getenv := func(k string) string {
+				if k == "DATABASE_URL" {
+					return "postgres://nobody@127.0.0.1:1/none"
+				}
+				return ""
+			}
+			code := Main(context.Background(), args, strings.NewReader(""), &stdout, &stderr, getenv)
+			if code != c.code || c.code != 0 && !strings.Contains(stderr.String(), secretFile) {
+				t.Errorf("%v with a %d-byte secret: exit %d, want %d naming the file; stderr: %s", args, len(c.secret), code, c.code, stderr.String())
+			}
+		}
+	}
+}

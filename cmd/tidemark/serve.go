@@ -69,6 +69,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if cfg.DatabaseURL == "" {
 		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
 	}
+	if cfg.OIDC != nil {
+		if err := cfg.OIDC.CheckSecret(); err != nil {
+			return err
+		}
+	}
 	// Start-up (connect, migrate, sync, first load) has one deadline, so a
 	// database that accepts connections and never answers fails it with one
 	// line instead of hanging with no output.

@@ -52,7 +52,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		ClusterAPI:     cfg.ClusterAPISources(),
 		RegistryView:   registryView(cfg),
 		Governance:     st,
-		SignIn:         signIn(cfg, log),
+		SignIn:         signIn(cfg, log, st),
 		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
 	}
 }
@@ -106,7 +106,7 @@ func registryView(cfg *config.Config) registryview.Options {
 }
 
 // signIn is the OpenID Connect sign-in of cfg's oidc:, or nil.
-func signIn(cfg *config.Config, log *slog.Logger) *signin.SignIn {
+func signIn(cfg *config.Config, log *slog.Logger, st *store.Store) *signin.SignIn {
 	o := cfg.OIDC
 	if o == nil {
 		return nil
@@ -116,5 +116,5 @@ func signIn(cfg *config.Config, log *slog.Logger) *signin.SignIn {
 		roles = append(roles, signin.Role{Group: r.Group, Scope: r.Scope, Channels: r.Channels})
 	}
 	return signin.New(signin.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
-		GroupsClaim: o.GroupsClaim, Roles: roles, ExternalURL: cfg.ExternalURL, Log: log})
+		GroupsClaim: o.GroupsClaim, Roles: roles, ExternalURL: cfg.ExternalURL, Log: log, Sessions: st})
 }

@@ -36,6 +36,24 @@ func (o *OIDC) ClientSecret() (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
+// MinClientSecret is the shortest client secret start-up accepts.
+const MinClientSecret = 16
+
+// CheckSecret reads the client secret once, as start-up and config check
+// do: a missing, empty or short (under 16 bytes) secret is refused, with
+// the file named.
+func (o *OIDC) CheckSecret() error {
+	s, err := o.ClientSecret()
+	if err != nil {
+		return err
+	}
+	if len(s) < MinClientSecret {
+		return fmt.Errorf("oidc: client_secret_file %s holds %d bytes; a client secret has at least %d (the one your OpenID provider issued for client %q)",
+			o.ClientSecretFile, len(s), MinClientSecret, o.ClientID)
+	}
+	return nil
+}
+
 var (
 	oidcKeys = []string{"issuer", "client_id", "client_secret_file", "groups_claim", "roles"}
 	roleKeys = []string{"group", "scope", "channels"}

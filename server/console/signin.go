@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/signin"
 )
 
@@ -46,9 +47,17 @@ func (s *Console) uiCallback(c echo.Context) error {
 	return c.Redirect(http.StatusFound, back)
 }
 
+// uiLogout ends the session on every replica. A cross-site request (a
+// foreign Origin, or Sec-Fetch-Site: cross-site) without the console's
+// header is refused, so another site cannot sign a person out.
 func (s *Console) uiLogout(c echo.Context) error {
+	if !core.SameSite(c.Request(), s.Opts.ExternalURL) {
+		return fmt.Errorf("%w: a sign-out from another site: send %s: 1, or sign out from the console", resolver.ErrForbidden, core.ConsoleHeader)
+	}
 	if s.Opts.SignIn != nil {
-		s.Opts.SignIn.Logout(c.Response())
+		if err := s.Opts.SignIn.Logout(c.Response(), c.Request()); err != nil {
+			return err
+		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/")
 }

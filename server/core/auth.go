@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,13 +149,26 @@ func MayReach(p resolver.Principal, reach writeReach, channel string) error {
 }
 
 // ViewAuthenticate checks a registry view credential: a token of any
-// scope reads, as every scope includes reading; refused credentials count
-// against the client's address like any other.
+// scope reads, as every scope includes reading; so does the provider's ID
+// token of a person whose roles give any scope (the same roles as the
+// API). Refused credentials count against the client's address like any
+// other.
 func (s *Server) ViewAuthenticate(c echo.Context, token string) error {
 	if s.Opts.Store == nil {
 		return s.WriteUnavailable(c)
 	}
-	_, err := s.Opts.Store.Authenticate(c.Request().Context(), token)
+	var err error
+	if s.Opts.SignIn != nil && signin.LooksLikeJWT(token) {
+		var p resolver.Principal
+		if p, err = s.Opts.SignIn.Bearer(c.Request().Context(), token); err == nil && len(p.Scopes) == 0 {
+			err = fmt.Errorf("%w: %s signed in, but no role gives a scope; reading the registry view needs read", resolver.ErrForbidden, p.Name)
+		}
+		if err != nil {
+			s.Log.Info("registry view ID token refused", "reason", err, "client", s.ClientAddr(c.Request()))
+		}
+	} else {
+		_, err = s.Opts.Store.Authenticate(c.Request().Context(), token)
+	}
 	return s.CredentialFailed(c, err)
 }
 
@@ -274,14 +288,38 @@ func (l *limiters) allow(name string) (int, bool) {
 const ConsoleHeader = "X-Tidemark-Console"
 
 // sessionPrincipal is the person signed in on the request's session
-// cookie, for a read, or a write that carries ConsoleHeader.
+// cookie, for a read, or a write that is not cross-site (SameSite).
 func (s *Server) sessionPrincipal(c echo.Context) (resolver.Principal, bool) {
 	if s.Opts.SignIn == nil {
 		return resolver.Principal{}, false
 	}
 	r := c.Request()
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(ConsoleHeader) != "1" {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !SameSite(r, s.Opts.ExternalURL) {
 		return resolver.Principal{}, false
 	}
 	return s.Opts.SignIn.Session(c.Response(), r)
+}
+
+// SameSite reports whether a write with a session cookie may be trusted
+// as the console's own (CSRF): it carries ConsoleHeader (another site's
+// form cannot set a header), or says it comes from this origin
+// (Sec-Fetch-Site: same-origin, or an Origin equal to external_url or,
+// without one, to the request's own host). A request that says neither is
+// refused.
+func SameSite(r *http.Request, externalURL string) bool {
+	if r.Header.Get(ConsoleHeader) == "1" {
+		return true
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		return false
+	}
+	if externalURL != "" {
+		return strings.EqualFold(strings.TrimRight(externalURL, "/"), origin)
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }

@@ -47,12 +47,45 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 	if len(jws.Signatures) != 1 {
 		return nil, fmt.Errorf("token has %d signatures, want 1", len(jws.Signatures))
 	}
-	kid := jws.Signatures[0].Header.KeyID
-	key, err := k.key(ctx, kid)
+	h := jws.Signatures[0].Header
+	if h.KeyID == "" {
+		// No key id: each key of the token's algorithm is tried.
+		keys, err := k.ofAlgorithm(ctx, h.Algorithm)
+		if err != nil {
+			return nil, err
+		}
+		for i := range keys {
+			if payload, err := jws.Verify(&keys[i]); err == nil {
+				return payload, nil
+			}
+		}
+		return nil, fmt.Errorf("the token names no key id, and no key of the provider for %s verifies it", h.Algorithm)
+	}
+	key, err := k.key(ctx, h.KeyID)
 	if err != nil {
 		return nil, err
 	}
 	return jws.Verify(key)
+}
+
+// ofAlgorithm are the provider's signing keys usable with alg (a key that
+// names no algorithm is tried too), fetched first when none is known.
+func (k *keySet) ofAlgorithm(ctx context.Context, alg string) ([]jose.JSONWebKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.keys.Keys) == 0 && (k.last.IsZero() || k.now().Sub(k.last) >= refetchEvery) {
+		k.last = k.now()
+		if err := k.fetch(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var out []jose.JSONWebKey
+	for _, key := range k.keys.Keys {
+		if (key.Algorithm == "" || key.Algorithm == alg) && (key.Use == "" || key.Use == "sig") {
+			out = append(out, key)
+		}
+	}
+	return out, nil
 }
 
 func (k *keySet) key(ctx context.Context, kid string) (*jose.JSONWebKey, error) {

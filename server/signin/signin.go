@@ -12,6 +12,7 @@ package signin
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"encoding/base64"
@@ -58,6 +59,8 @@ type Config struct {
 	Refresh time.Duration
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Sessions keeps console sessions and the cookie key (Postgres).
+	Sessions Sessions
 }
 
 // SessionCookie is the console session's cookie.
@@ -84,6 +87,7 @@ type SignIn struct {
 	oauth    *oauth2.Config
 	lastTry  time.Time
 	pending  map[string]pendingLogin // by state; used once
+	cipher   cipher.AEAD             // the session cookie's, keyed from Postgres
 }
 
 type pendingLogin struct {
@@ -261,9 +265,7 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (string, error
 	if err != nil {
 		return "", err
 	}
-	now := s.cfg.Now()
-	if err := s.setSession(w, session{Name: who.Name, Scopes: who.Scopes, Channels: who.Channels, RT: tok.RefreshToken,
-		Hard: now.Add(sessionTTL).Unix()}, now); err != nil {
+	if err := s.newSession(r.Context(), w, who, tok.RefreshToken, s.cfg.Now()); err != nil {
 		return "", err
 	}
 	http.SetCookie(w, s.cookie("tidemark_state", "", -time.Second))
@@ -271,12 +273,6 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (string, error
 	return p.back, nil
 }
 
-// Logout ends the session.
-func (s *SignIn) Logout(w http.ResponseWriter) {
-	http.SetCookie(w, s.cookie(SessionCookie, "", -time.Second))
-}
-
-// session is what the cookie carries, signed.
 // LooksLikeJWT reports whether a bearer credential is a JWT (three
 // base64url parts), not a Tidemark token.
 func LooksLikeJWT(tok string) bool {
@@ -298,16 +294,18 @@ func (s *SignIn) Bearer(ctx context.Context, raw string) (resolver.Principal, er
 	return s.principal(idt)
 }
 
-// principal maps a verified ID token to who acts: email, else subject;
-// scopes and channel globs from the roles of its groups.
+// principal maps a verified ID token to who acts: the person is the
+// issuer and subject (their Identity, which approvals count); the audit
+// actor is their email only when the provider says it is verified, else
+// their subject; scopes and channel globs from the roles of its groups.
 func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
 		return resolver.Principal{}, fmt.Errorf("%w: ID token claims: %v", resolver.ErrUnauthorized, err)
 	}
-	name, _ := claims["email"].(string)
-	if name == "" {
-		name = idt.Subject
+	name := idt.Subject
+	if email, _ := claims["email"].(string); email != "" && verified(claims["email_verified"]) {
+		name = email
 	}
 	var groups []string
 	switch g := claims[s.cfg.GroupsClaim].(type) {
@@ -320,7 +318,7 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 	case string:
 		groups = []string{g}
 	}
-	p := resolver.Principal{Name: name}
+	p := resolver.Principal{Name: name, Identity: idt.Issuer + " " + idt.Subject, Person: true}
 	// Channel limits are about channel writes: only roles that give one
 	// (promote, admin) limit or lift them. A read or scan role without
 	// channels must not lift a promote role's limit.
@@ -349,6 +347,17 @@ func (s *SignIn) principal(idt *oidc.IDToken) (resolver.Principal, error) {
 		p.Channels = nil
 	}
 	return p, nil
+}
+
+// verified reads email_verified: true, or "true" as some providers send.
+func verified(v any) bool {
+	switch b := v.(type) {
+	case bool:
+		return b
+	case string:
+		return b == "true"
+	}
+	return false
 }
 
 // ValidRoleChannels reports whether every glob of r is usable.

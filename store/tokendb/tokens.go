@@ -139,7 +139,7 @@ func (s *Tokens) Authenticate(ctx context.Context, plaintext string) (resolver.P
 	if err != nil {
 		return resolver.Principal{}, err
 	}
-	return resolver.Principal{Name: t.Name, Scopes: t.Scopes, Channels: t.Channels}, nil
+	return resolver.Principal{Name: t.Name, Identity: "token:" + t.Name, Scopes: t.Scopes, Channels: t.Channels}, nil
 }
 
 // ListTokens lists every token, revoked ones included, by name.
