@@ -86,6 +86,17 @@ func waitOpen(t *testing.T, l *Listener, n int) {
 	}
 }
 
+// waitCount waits up to 2 s for c to reach want (the refusal is counted in
+// the accept loop, which may run after the client saw its connection
+// closed) and returns its value.
+func waitCount(c prometheus.Counter, want float64) float64 {
+	deadline := time.Now().Add(2 * time.Second)
+	for testutil.ToFloat64(c) < want && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return testutil.ToFloat64(c)
+}
+
 func TestPerAddressLimitClosesTheNextConnectionOnly(t *testing.T) {
 	const limit = 4
 	l, m := newListener(t, Options{Max: 100, PerAddress: limit})
@@ -102,7 +113,7 @@ func TestPerAddressLimitClosesTheNextConnectionOnly(t *testing.T) {
 	if alive(past) {
 		t.Fatalf("connection %d from one address was served, want it closed at once", limit+1)
 	}
-	if got := testutil.ToFloat64(m.Refused.WithLabelValues(ReasonAddress)); got != 1 {
+	if got := waitCount(m.Refused.WithLabelValues(ReasonAddress), 1); got != 1 {
 		t.Fatalf("refused{address} = %v, want 1", got)
 	}
 	if other := dialFrom(t, "127.0.0.3", addr); !alive(other) {
@@ -131,7 +142,7 @@ func TestTotalLimitRefusesPastIt(t *testing.T) {
 	if c := dialFrom(t, "127.0.2.1", addr); alive(c) {
 		t.Fatal("a connection past the total was served")
 	}
-	if got := testutil.ToFloat64(m.Refused.WithLabelValues(ReasonTotal)); got != 1 {
+	if got := waitCount(m.Refused.WithLabelValues(ReasonTotal), 1); got != 1 {
 		t.Fatalf("refused{total} = %v, want 1", got)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -121,7 +119,7 @@ func (s *Server) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("remote", req.RemoteAddr),
 		)
 		if ua := req.UserAgent(); ua != "" {
-			if looksLikeToken(ua) {
+			if logtext.LooksLikeToken(ua) {
 				ua = "***"
 			}
 			attrs = append(attrs, slog.String("user_agent", logtext.Cut(ua, maxLogUserAgent)))
@@ -162,23 +160,15 @@ func LogPath(r *http.Request) string {
 	return logtext.Cut(redactedURI(r), maxLogPath)
 }
 
-// secretParams are query parameters whose values are credentials in some
-// client or other (OAuth's access_token, registries' token, signed URLs'
-// sig and signature, ...), compared without case.
-var secretParams = []string{"token", "bearer", "access_token", "password", "secret", "key", "sig", "signature"}
-
-// tokenPrefix begins every Tidemark token's secret.
-const tokenPrefix = "tdm_"
-
 func redactedURI(r *http.Request) string {
 	p := r.URL.EscapedPath()
 	if rest, ok := strings.CutPrefix(p, DockerHubWebhookPrefix); ok && rest != "" {
 		p = DockerHubWebhookPrefix + "***"
 	}
-	if strings.Contains(p, tokenPrefix) {
+	if strings.Contains(p, logtext.TokenPrefix) {
 		segs := strings.Split(p, "/")
 		for i, seg := range segs {
-			if looksLikeToken(seg) {
+			if logtext.LooksLikeToken(seg) {
 				segs[i] = "***"
 			}
 		}
@@ -187,51 +177,12 @@ func redactedURI(r *http.Request) string {
 	if r.URL.RawQuery == "" {
 		return p
 	}
-	return p + "?" + RedactQuery(r.URL.RawQuery)
-}
-
-// RedactQuery is raw with the value of every secret parameter, and every
-// value that is a Tidemark token, replaced by *** (whatever its
-// escaping); the rest is left as the client sent it.
-func RedactQuery(raw string) string {
-	pairs := strings.Split(raw, "&")
-	changed := false
-	for i, pair := range pairs {
-		k, v, hasValue := strings.Cut(pair, "=")
-		if !hasValue || v == "" {
-			continue
-		}
-		key, err := url.QueryUnescape(k)
-		if err != nil {
-			key = k
-		}
-		if slices.ContainsFunc(secretParams, func(s string) bool { return strings.EqualFold(s, key) }) || looksLikeToken(v) {
-			pairs[i] = k + "=***"
-			changed = true
-		}
-	}
-	if !changed {
-		return raw
-	}
-	return strings.Join(pairs, "&")
-}
-
-// looksLikeToken reports whether an escaped value, unescaped, begins with
-// tdm_ (tdm%5F too).
-func looksLikeToken(v string) bool {
-	if strings.HasPrefix(strings.ToLower(v), tokenPrefix) {
-		return true
-	}
-	if !strings.Contains(v, "%") {
-		return false
-	}
-	u, err := url.QueryUnescape(v)
-	return err == nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), tokenPrefix)
+	return p + "?" + logtext.RedactQuery(r.URL.RawQuery)
 }
 
 // logValue is a header's value as a log may show it.
 func logValue(v string) string {
-	if looksLikeToken(v) {
+	if logtext.LooksLikeToken(v) {
 		return "***"
 	}
 	return logtext.Cut(v, maxLogHeader)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/server/core/authfail"
 	"github.com/tidemark-dev/tidemark/server/signin"
 )
 
@@ -217,7 +218,7 @@ func (s *Server) CredentialFailed(c echo.Context, err error) error {
 		return err
 	}
 	addr := s.ClientAddr(c.Request())
-	if wait, locked := s.authFails.failed(addr); locked {
+	if wait, locked := s.authFails.Failed(addr); locked {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return fmt.Errorf("%w: too many failed authentications from %s; retry in %ds", ErrRateLimited, addr, wait)
 	}
@@ -323,3 +324,7 @@ func SameSite(r *http.Request, externalURL string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
+
+// AuthFailLimit is how many failed credentials an address may send a
+// minute (server/core/authfail).
+const AuthFailLimit = authfail.Limit

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/graph"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -23,26 +24,26 @@ type graphCache struct {
 	m  map[string]*cachedGraph
 	// plain are the graphs every cluster sees (no cluster-limited risk),
 	// by channel, for the console's drawing.
-	plain map[string]*snapshot.Graph
+	plain map[string]*graph.Graph
 }
 
 // Graph is channel's graph as a cluster without an ID sees it, computed
 // once per snapshot (a channel of 10,000 versions takes ~100 ms).
-func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*snapshot.Graph, error) {
+func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*graph.Graph, error) {
 	gc.mu.Lock()
 	g, ok := gc.plain[channel]
 	gc.mu.Unlock()
 	if ok {
 		return g, nil
 	}
-	built, err := snap.Graph(channel, "")
+	built, err := graph.Of(snap, channel, "")
 	if err != nil {
 		return nil, err
 	}
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
 	if gc.plain == nil || len(gc.plain) >= maxCachedGraphs {
-		gc.plain = map[string]*snapshot.Graph{}
+		gc.plain = map[string]*graph.Graph{}
 	}
 	gc.plain[channel] = &built
 	return &built, nil
@@ -74,7 +75,7 @@ func (gc *graphCache) Get(snap *snapshot.Snapshot, channel, id, base string, gz 
 	cg, ok := gc.m[key]
 	gc.mu.Unlock()
 	if !ok {
-		g, err := snap.Graph(channel, id)
+		g, err := graph.Of(snap, channel, id)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func appliedRisks(snap *snapshot.Snapshot, channel, id string) string {
 	return string(key)
 }
 
-func graphJSON(g *snapshot.Graph, base string) openapi.CincinnatiGraph {
+func graphJSON(g *graph.Graph, base string) openapi.CincinnatiGraph {
 	out := openapi.CincinnatiGraph{
 		Version:          1,
 		Nodes:            make([]openapi.CincinnatiNode, len(g.Nodes)),
@@ -130,7 +131,7 @@ func graphJSON(g *snapshot.Graph, base string) openapi.CincinnatiGraph {
 		if !n.Digest.IsZero() {
 			payload = g.Image + "@" + n.Digest.String()
 		}
-		out.Nodes[i] = openapi.CincinnatiNode{Version: snapshot.SemverString(n.Version), Payload: payload, Metadata: meta}
+		out.Nodes[i] = openapi.CincinnatiNode{Version: graph.SemverString(n.Version), Payload: payload, Metadata: meta}
 	}
 	for i, ce := range g.Conditional {
 		j := openapi.CincinnatiConditionalEdges{Edges: make([]openapi.CincinnatiEdge, len(ce.Edges))}

@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
+	"github.com/tidemark-dev/tidemark/server/core/authfail"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
@@ -149,7 +150,7 @@ type Server struct {
 	Cur     atomic.Pointer[View] // the current snapshot, ready to serve
 	limits  *limiters
 	// authFails counts failed authentications per client address.
-	authFails *authFailures
+	authFails *authfail.Table
 	FleetRec  *fleet.Recorder
 	// GovernKick wakes the governor after a freeze changes.
 	GovernKick chan struct{}
@@ -188,7 +189,7 @@ func New(opts Options) (*Server, error) {
 		opts.DBTimeout = config.DefaultDatabaseTimeout
 	}
 	s := &Server{Opts: opts, Log: opts.Log, access: access, limits: newLimiters(opts.WriteRate, opts.WriteBurst),
-		authFails: newAuthFailures(AuthFailLimit, cmp.Or(opts.AuthFailWindow, authFailWindow)), GovernKick: make(chan struct{}, 1)}
+		authFails: authfail.New(AuthFailLimit, cmp.Or(opts.AuthFailWindow, authfail.Window)), GovernKick: make(chan struct{}, 1)}
 	if s.snaps = opts.Snapshots; s.snaps == nil {
 		if s.snaps, err = live.New(live.Options{Data: opts.Data, Sources: opts.Sources, Channels: opts.Channels, Load: opts.Load, Log: opts.Log}); err != nil {
 			return nil, fmt.Errorf("server options: %w", err)

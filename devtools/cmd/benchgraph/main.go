@@ -24,6 +24,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/graph"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 )
@@ -165,7 +166,7 @@ func run(versions, perMinor, risks, n int) error {
 	if err != nil {
 		return err
 	}
-	g, _ := snap.Graph("stable", "")
+	g, _ := graph.Of(snap, "stable", "")
 	conditional := 0
 	for _, c := range g.Conditional {
 		conditional += len(c.Edges)

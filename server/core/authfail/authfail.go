@@ -1,4 +1,10 @@
-package core
+// Package authfail counts failed credentials per client address: unknown
+// tokens, wrong Docker Hub secrets, bad HMAC signatures and ID tokens.
+// After Limit failures within a minute, further failures from that
+// address are answered 429 until the minute ends. Credentials are always
+// checked first, so valid ones are never refused; a guesser only changes
+// which error it reads.
+package authfail
 
 import (
 	"math"
@@ -7,22 +13,18 @@ import (
 	"time"
 )
 
-// Failed credentials per client address (CONTRACT section 12): unknown
-// tokens, wrong Docker Hub secrets and bad HMAC signatures. After
-// AuthFailLimit failures within a minute, further failures from that
-// address are answered 429 until the minute ends. Credentials are always
-// checked first, so valid ones are never refused; a guesser only changes
-// which error it reads.
+// The limits.
 const (
-	AuthFailLimit  = 10
-	authFailWindow = time.Minute
-	// MaxAuthFailClients bounds the table. When it is full, ended windows
+	Limit  = 10
+	Window = time.Minute
+	// MaxClients bounds the table. When it is full, ended windows
 	// go first, then the oldest addresses that are not locked: a locked
 	// address stays locked however many others fail.
-	MaxAuthFailClients = 4096
+	MaxClients = 4096
 )
 
-type authFailures struct {
+// Table is the failures of the addresses seen within a window.
+type Table struct {
 	limit  int
 	window time.Duration
 	max    int
@@ -35,13 +37,14 @@ type failWindow struct {
 	n     int
 }
 
-func newAuthFailures(limit int, window time.Duration) *authFailures {
-	return &authFailures{limit: limit, window: window, max: MaxAuthFailClients, m: make(map[string]*failWindow)}
+// New is a table locking an address after limit failures in window.
+func New(limit int, window time.Duration) *Table {
+	return &Table{limit: limit, window: window, max: MaxClients, m: make(map[string]*failWindow)}
 }
 
 // failed charges addr one failure. locked says the address is past its
 // limit (answer 429), wait the whole seconds until its minute ends.
-func (a *authFailures) failed(addr string) (wait int, locked bool) {
+func (a *Table) Failed(addr string) (wait int, locked bool) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -71,7 +74,7 @@ func (a *authFailures) failed(addr string) (wait int, locked bool) {
 
 // evict makes room: ended windows first, then the oldest quarter of the
 // unlocked ones. a.mu is held.
-func (a *authFailures) evict(now time.Time) {
+func (a *Table) evict(now time.Time) {
 	var unlocked []string
 	for addr, w := range a.m {
 		switch {

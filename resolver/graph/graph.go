@@ -1,4 +1,7 @@
-package snapshot
+// Package graph builds a channel's update graph (Cincinnati's shape) from
+// a snapshot: the versions the channel may serve, and the edges between
+// them, risky ones apart.
+package graph
 
 import (
 	"fmt"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Graph is a channel's update graph (CONTRACT section 13), in the shape of
@@ -31,26 +35,27 @@ type ConditionalEdges struct {
 	Risks []*catalog.Risk
 }
 
-// Graph is channel's update graph as cluster sees it (cluster "" sees the
-// risks declared for every cluster only). ErrNotFound for an unknown
-// channel.
-func (s *Snapshot) Graph(channel, cluster string) (Graph, error) {
-	nodes, err := s.Servable(channel)
+// Of is channel's update graph in snap as cluster sees it (cluster ""
+// sees the risks declared for every cluster only). ErrNotFound for an
+// unknown channel.
+func Of(snap *snapshot.Snapshot, channel, cluster string) (Graph, error) {
+	nodes, err := snap.Servable(channel)
 	if err != nil {
 		return Graph{}, err
 	}
-	a := &s.answers[s.byChannel[channel]]
-	idx := s.bySource[a.Channel.Source]
-	g := Graph{Channel: channel, Image: a.Channel.Source, Nodes: nodes}
-	if idx != nil {
-		g.Image = idx.view.Source.Image
+	a, err := snap.Channel(channel)
+	if err != nil {
+		return Graph{}, err
 	}
+	g := Graph{Channel: channel, Image: a.Channel.Source, Nodes: nodes}
+	if img, err := snap.SourceImage(a.Channel.Source); err == nil {
+		g.Image = img
+	}
+	all, _ := snap.Risks(a.Channel.Source)
 	var risks []*catalog.Risk
-	if idx != nil {
-		for i := range idx.risks {
-			if r := &idx.risks[i]; r.For(cluster) {
-				risks = append(risks, r)
-			}
+	for i := range all {
+		if r := &all[i]; r.For(cluster) {
+			risks = append(risks, r)
 		}
 	}
 	// from[k] lists the risks whose From matches node k; to[r][k] whether
