@@ -30,34 +30,53 @@ type Door string
 // Every door. A new entry is added here, and the table test of Decide
 // refuses a door without its row.
 const (
-	DoorPin             Door = "api.pin"
-	DoorUnpin           Door = "api.unpin"
-	DoorSchedule        Door = "api.schedule"        // a change requested for later
-	DoorApplyScheduled  Door = "governor.apply"      // the governor applying a due change
-	DoorApplyApproved   Door = "api.approve"         // the last approval applying a change at once
-	DoorRolloutAdvance  Door = "api.rollout.advance" // a person's advance
-	DoorRolloutResume   Door = "api.rollout.resume"  // a person's resume
-	DoorRolloutPause    Door = "api.rollout.pause"   // safety
-	DoorRolloutHalt     Door = "api.rollout.halt"    // safety, with or without rollback
-	DoorAlertHalt       Door = "alertmanager.halt"   // safety
-	DoorGovernorPause   Door = "governor.pause"      // the governor pausing a held channel's rollout
-	DoorGovernorResume  Door = "governor.resume"     // ... and resuming it once the channel may move
-	DoorBlock           Door = "api.block"           // safety (source-wide)
-	DoorUnblock         Door = "api.unblock"         // safety (source-wide)
-	DoorPromotion       Door = "evidence.promotion"  // a promotion from evidence
-	DoorYank            Door = "evidence.yank"       // safety
-	DoorClusterAPIPlan  Door = "capi.plan"           // reads only: Cluster API's hook answers, it changes nothing
-	DoorConsolePin      Door = "console.pin"         // the console writes through the API: the same rules as api.pin
-	DoorConsoleUnpin    Door = "console.unpin"       // ... as api.unpin
-	DoorConsoleSchedule Door = "console.schedule"    // ... as api.schedule
+	DoorPin            Door = "api.pin"
+	DoorUnpin          Door = "api.unpin"
+	DoorSchedule       Door = "api.schedule"        // a change requested for later
+	DoorApplyScheduled Door = "governor.apply"      // the governor applying a due change
+	DoorApplyApproved  Door = "api.approve"         // the last approval applying a change at once
+	DoorRolloutAdvance Door = "api.rollout.advance" // a person's advance
+	DoorRolloutResume  Door = "api.rollout.resume"  // a person's resume
+	DoorRolloutPause   Door = "api.rollout.pause"   // safety
+	DoorRolloutHalt    Door = "api.rollout.halt"    // safety, with or without rollback
+	DoorAlertHalt      Door = "alertmanager.halt"   // safety
+	DoorGovernorPause  Door = "governor.pause"      // the governor pausing a held channel's rollout
+	DoorGovernorResume Door = "governor.resume"     // ... and resuming it once the channel may move
+	DoorBlock          Door = "api.block"           // safety (source-wide)
+	DoorUnblock        Door = "api.unblock"         // safety (source-wide)
+	DoorPromotion      Door = "evidence.promotion"  // a promotion from evidence
+	DoorYank           Door = "evidence.yank"       // safety
+	// The console writes through the API with its header; its doors are
+	// the API's, counted apart.
+	DoorConsolePin      Door = "console.pin"
+	DoorConsoleUnpin    Door = "console.unpin"
+	DoorConsoleSchedule Door = "console.schedule"
 	DoorConsoleAdvance  Door = "console.rollout.advance"
+	DoorConsoleResume   Door = "console.rollout.resume"
 )
 
 // Doors lists every door, for the table test and the docs.
 var Doors = []Door{DoorPin, DoorUnpin, DoorSchedule, DoorApplyScheduled, DoorApplyApproved, DoorRolloutAdvance,
 	DoorRolloutResume, DoorRolloutPause, DoorRolloutHalt, DoorAlertHalt, DoorGovernorPause, DoorGovernorResume,
-	DoorBlock, DoorUnblock, DoorPromotion, DoorYank, DoorClusterAPIPlan, DoorConsolePin, DoorConsoleUnpin,
-	DoorConsoleSchedule, DoorConsoleAdvance}
+	DoorBlock, DoorUnblock, DoorPromotion, DoorYank, DoorConsolePin, DoorConsoleUnpin,
+	DoorConsoleSchedule, DoorConsoleAdvance, DoorConsoleResume}
+
+// ConsoleDoor is door as the console reaches it (the same rules).
+func ConsoleDoor(door Door) Door {
+	switch door {
+	case DoorPin:
+		return DoorConsolePin
+	case DoorUnpin:
+		return DoorConsoleUnpin
+	case DoorSchedule:
+		return DoorConsoleSchedule
+	case DoorRolloutAdvance:
+		return DoorConsoleAdvance
+	case DoorRolloutResume:
+		return DoorConsoleResume
+	}
+	return door
+}
 
 // doorKind is how the rules treat a door.
 type doorKind int
@@ -68,17 +87,15 @@ const (
 	kindRequest                    // a change requested for later: only scope and approvals apply now
 	kindSystemMove                 // a scheduled or approved change applying, a promotion: held by a freeze, deferred by a window
 	kindSafety                     // never held
-	kindReadOnly                   // changes nothing
 )
 
 var doorKinds = map[Door]doorKind{
 	DoorPin: kindPersonMove, DoorUnpin: kindPersonMove, DoorSchedule: kindRequest,
 	DoorConsolePin: kindPersonMove, DoorConsoleUnpin: kindPersonMove, DoorConsoleSchedule: kindRequest,
-	DoorRolloutAdvance: kindControl, DoorRolloutResume: kindControl, DoorConsoleAdvance: kindControl,
+	DoorRolloutAdvance: kindControl, DoorRolloutResume: kindControl, DoorConsoleAdvance: kindControl, DoorConsoleResume: kindControl,
 	DoorApplyScheduled: kindSystemMove, DoorPromotion: kindSystemMove, DoorApplyApproved: kindSystemMove,
 	DoorRolloutPause: kindSafety, DoorRolloutHalt: kindSafety, DoorAlertHalt: kindSafety, DoorBlock: kindSafety,
 	DoorUnblock: kindSafety, DoorYank: kindSafety, DoorGovernorPause: kindSafety, DoorGovernorResume: kindSafety,
-	DoorClusterAPIPlan: kindReadOnly,
 }
 
 // Outcome is what Decide says of a change.
@@ -143,9 +160,6 @@ func Decide(c Change, p Principal, g GovernanceState, now time.Time) Verdict {
 	kind, ok := doorKinds[c.Door]
 	if !ok {
 		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: unknown door %q", ErrScope, c.Door)}
-	}
-	if kind == kindReadOnly {
-		return Verdict{Outcome: Allow}
 	}
 	// (1) Scope.
 	if c.Channel != "" && !p.MayWriteChannel(c.Channel) {

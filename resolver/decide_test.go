@@ -26,6 +26,7 @@ var doorTable = map[Door]expect{
 	DoorRolloutAdvance:  {"refuse:scope", "refuse:override", "refuse:freeze", "allow", "refuse:window", "allow", "allow", "allow"},
 	DoorRolloutResume:   {"refuse:scope", "refuse:override", "refuse:freeze", "allow", "refuse:window", "allow", "allow", "allow"},
 	DoorConsoleAdvance:  {"refuse:scope", "refuse:override", "refuse:freeze", "allow", "refuse:window", "allow", "allow", "allow"},
+	DoorConsoleResume:   {"refuse:scope", "refuse:override", "refuse:freeze", "allow", "refuse:window", "allow", "allow", "allow"},
 	DoorApplyScheduled:  {"refuse:scope", "refuse:override", "defer", "allow", "defer", "allow", "allow", "allow"},
 	DoorApplyApproved:   {"refuse:scope", "refuse:override", "defer", "allow", "defer", "allow", "allow", "allow"},
 	DoorPromotion:       {"refuse:scope", "refuse:override", "defer", "allow", "defer", "allow", "pending", "pending"},
@@ -37,7 +38,6 @@ var doorTable = map[Door]expect{
 	DoorBlock:           {"refuse:scope", "refuse:override", "allow", "allow", "allow", "allow", "allow", "allow"},
 	DoorUnblock:         {"refuse:scope", "refuse:override", "allow", "allow", "allow", "allow", "allow", "allow"},
 	DoorYank:            {"refuse:scope", "refuse:override", "allow", "allow", "allow", "allow", "allow", "allow"},
-	DoorClusterAPIPlan:  {"allow", "allow", "allow", "allow", "allow", "allow", "allow", "allow"},
 }
 
 func TestEveryDoorHasARow(t *testing.T) {

@@ -278,6 +278,10 @@ func holdRollout(ctx context.Context, o Options, a *snapshot.ChannelAnswer, held
 	default:
 		return
 	}
+	door := map[string]resolver.Door{resolver.RolloutPause: resolver.DoorGovernorPause, resolver.RolloutResume: resolver.DoorGovernorResume}[kind]
+	if v := resolver.Decide(resolver.Change{Door: door, Channel: a.Channel.Name}, System, resolver.GovernanceState{}, now); v.Outcome != resolver.Allow {
+		return // never: a safety action the governor makes on any channel
+	}
 	if _, err := o.Store.RolloutControl(ctx, a.Channel.Name, kind, Actor, reason); err != nil {
 		if !errors.Is(err, resolver.ErrConflict) {
 			o.Log.Warn("could not "+kind+" a held channel's rollout; retrying", "channel", a.Channel.Name, "err", err)

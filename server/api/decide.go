@@ -17,6 +17,9 @@ func (s *API) decide(c echo.Context, door resolver.Door, e *core.Entry, override
 	if err != nil {
 		return resolver.Verdict{}, err
 	}
+	if c.Request().Header.Get(core.ConsoleHeader) == "1" {
+		door = resolver.ConsoleDoor(door)
+	}
 	v := resolver.Decide(resolver.Change{Door: door, Channel: e.Ans.Channel.Name, Override: override}, core.Principal(c), g, time.Now())
 	s.Metrics.Decision(door, v)
 	if v.Outcome == resolver.Refuse {
