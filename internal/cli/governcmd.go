@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,11 @@ func newScheduleCmd(e *Env) *cobra.Command {
 				}
 				r := req
 				r.Action = action
+				at, err := absoluteTime(r.At, time.Now())
+				if err != nil {
+					return err
+				}
+				r.At = at
 				if len(a) > 1 {
 					r.Version = a[1]
 				}
@@ -53,7 +59,7 @@ func newScheduleCmd(e *Env) *cobra.Command {
 		}
 		f.register(sub)
 		fl := sub.Flags()
-		fl.StringVar(&req.At, "at", "", "when (RFC 3339, in the future; required)")
+		fl.StringVar(&req.At, "at", "", "when: RFC 3339 (2026-12-01T06:00:00Z) or from now (+2h, +30m, +1d); required")
 		fl.StringVar(&req.Reason, "reason", "", "why (recorded in the audit history)")
 		if action == "pin" {
 			fl.BoolVar(&req.Force, "force", false, "skip the eligibility check (never the block check)")
@@ -72,7 +78,21 @@ func printChange(e *Env, ch openapi.Change) error {
 	}
 	switch ch.State {
 	case "pending":
-		_, err := fmt.Fprintf(e.Stdout, "change %d: %s of %s is pending: %d approvals needed (%s)\n", ch.ID, strings.TrimSpace(what), ch.Channel, ch.ApprovalsNeeded, when)
+		action := ch.Action + " " + ch.Channel
+		if v := deref(ch.Version); v != "" {
+			action += " to " + v
+		}
+		got := 0
+		for _, a := range ch.Approvals {
+			if a.Approve {
+				got++
+			}
+		}
+		line := fmt.Sprintf("change %d: %s is pending (%d of %d %s)", ch.ID, action, got, ch.ApprovalsNeeded, plural(ch.ApprovalsNeeded, "approval"))
+		if ch.At != nil {
+			line += ", then " + when
+		}
+		_, err := fmt.Fprintln(e.Stdout, line)
 		return err
 	case "scheduled":
 		_, err := fmt.Fprintf(e.Stdout, "change %d: %s of %s scheduled %s\n", ch.ID, strings.TrimSpace(what), ch.Channel, when)
@@ -86,12 +106,42 @@ func printChange(e *Env, ch openapi.Change) error {
 	return err
 }
 
+// absoluteTime reads --at: RFC 3339 as given, or "+<duration>" from now
+// (Go durations, and d for days), as RFC 3339 for the API.
+func absoluteTime(at string, now time.Time) (string, error) {
+	rel, ok := strings.CutPrefix(at, "+")
+	if !ok {
+		return at, nil
+	}
+	var d time.Duration
+	var err error
+	if days, isDays := strings.CutSuffix(rel, "d"); isDays {
+		var n int
+		if n, err = strconv.Atoi(days); err == nil {
+			d = time.Duration(n) * 24 * time.Hour
+		}
+	} else {
+		d, err = time.ParseDuration(rel)
+	}
+	if err != nil || d <= 0 {
+		return "", fmt.Errorf("--at %q: want an RFC 3339 time like 2026-12-01T06:00:00Z, or a time from now like +2h, +30m or +1d", at)
+	}
+	return now.Add(d).UTC().Format(time.RFC3339), nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
 func newChangesCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var state string
 	cmd := &cobra.Command{
 		Use:   "changes [--state S]",
-		Short: "List scheduled and pending changes and what became of them; needs a token with scope read",
+		Short: "List scheduled and pending changes and what became of them (no token needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client(e)
@@ -214,7 +264,7 @@ func newFreezeCmd(e *Env) *cobra.Command {
 	var lf clientFlags
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List freezes running or to come; needs a token with scope read",
+		Short: "List freezes running or to come (no token needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := lf.client(e)

@@ -19,9 +19,9 @@ import (
 func newPromoteCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var reason string
-	var force, rollback bool
+	var force, rollback, override bool
 	cmd := &cobra.Command{
-		Use:   "promote CHANNEL VERSION --reason R [--force] [--rollback]",
+		Use:   "promote CHANNEL VERSION --reason R [--force] [--rollback] [--override-freeze]",
 		Short: "Pin a channel to a version (a promotion or a rollback); needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,20 +45,20 @@ func newPromoteCmd(e *Env) *cobra.Command {
 				h.Set("If-Match", etag)
 			}
 			var after openapi.Channel
-			body := openapi.PinRequest{Version: version, Reason: reason, Force: force, Rollback: rollback}
-			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, &after, "promote")
+			body := openapi.PinRequest{Version: version, Reason: reason, Force: force, Rollback: rollback, OverrideFreeze: override}
+			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, nil, "promote")
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.Stdout, raw, func() error {
-				// The server records nothing for a pin that is already in
-				// place, and its ETag (the state's revision) stays put.
-				if before.Pinned && hdr.Get("ETag") != "" && afterHdr.Get("ETag") == hdr.Get("ETag") {
-					_, err := fmt.Fprintf(e.Stdout, "%s: already pinned to %s\n", name, OrDash(deref(after.Version)))
-					return err
-				}
-				_, err := fmt.Fprintf(e.Stdout, "%s: %s -> %s (pinned)\n", name, OrDash(deref(before.Version)), OrDash(deref(after.Version)))
+			if ch, ok := asChange(raw); ok {
+				// 202: the channel needs approvals; nothing changed yet.
+				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
+			}
+			if err := decodeAnswer(raw, &after); err != nil {
 				return err
+			}
+			return f.output.print(e.Stdout, raw, func() error {
+				return printPin(e, name, before, after, rollback, hdr.Get("ETag"), afterHdr.Get("ETag"))
 			})
 		},
 	}
@@ -66,14 +66,16 @@ func newPromoteCmd(e *Env) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
 	cmd.Flags().BoolVar(&force, "force", false, "pin even if the version is not eligible for the channel's stream and filters")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "send clusters running a newer version down to this one (without it, a pin never moves a cluster down)")
+	cmd.Flags().BoolVar(&override, "override-freeze", false, "pin a frozen channel, or one outside its windows, now (scope admin; approvals still apply)")
 	return cmd
 }
 
 func newUnpinCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var reason string
+	var override bool
 	cmd := &cobra.Command{
-		Use:   "unpin CHANNEL [--reason R]",
+		Use:   "unpin CHANNEL [--reason R] [--override-freeze]",
 		Short: "Let a channel follow its stream again; needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,19 +83,30 @@ func newUnpinCmd(e *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var q url.Values
+			if override {
+				q = url.Values{"override_freeze": {"true"}}
+			}
 			var after openapi.Channel
-			raw, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", nil, nil, reasonBody(reason), &after, "promote")
+			raw, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", q, nil, reasonBody(reason), nil, "promote")
 			if err != nil {
 				return err
 			}
+			if ch, ok := asChange(raw); ok {
+				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
+			}
+			if err := decodeAnswer(raw, &after); err != nil {
+				return err
+			}
 			return f.output.print(e.Stdout, raw, func() error {
-				_, err := fmt.Fprintf(e.Stdout, "%s: following its stream, now %s\n", args[0], OrDash(deref(after.Version)))
+				_, err := fmt.Fprintf(e.Stdout, "%s: following its stream, now %s%s\n", args[0], OrDash(deref(after.Version)), heldNote(after))
 				return err
 			})
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; optional)")
+	cmd.Flags().BoolVar(&override, "override-freeze", false, "unpin a frozen channel, or one outside its windows, now (scope admin; approvals still apply)")
 	return cmd
 }
 

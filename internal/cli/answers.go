@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+)
+
+// What a write's answer says, as a person reads it: a pin done, a pin
+// taken but held (a freeze overridden, a closed window), or a change that
+// waits for approvals (202), never one for another.
+
+// asChange reads raw as a change (a 202's body: the pin or unpin waits
+// for approvals); ok false for a channel object.
+func asChange(raw []byte) (openapi.Change, bool) {
+	var probe struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+	}
+	if json.Unmarshal(raw, &probe) != nil || probe.ID == 0 || probe.State == "" {
+		return openapi.Change{}, false
+	}
+	var ch openapi.Change
+	if json.Unmarshal(raw, &ch) != nil {
+		return openapi.Change{}, false
+	}
+	return ch, true
+}
+
+func decodeAnswer(raw []byte, out any) error {
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the answer is not the JSON expected: %w", err)
+	}
+	return nil
+}
+
+// printPin says what a pin did: nothing (already so), a rollback pin
+// made of a plain one, or a move, with what clusters on newer versions do
+// and whether the channel holds its old answer for now.
+func printPin(e *Env, name string, before, after openapi.Channel, rollback bool, etagBefore, etagAfter string) error {
+	from, to := OrDash(deref(before.Version)), OrDash(deref(after.Version))
+	var line string
+	switch {
+	case before.Pinned && etagBefore != "" && etagAfter == etagBefore:
+		// The server records nothing for a pin already in place.
+		line = fmt.Sprintf("%s: already pinned to %s", name, to)
+	case before.Pinned && rollback && deref(before.Version) == deref(after.Version):
+		line = fmt.Sprintf("%s: now a rollback pin to %s: clusters on newer versions are sent down to it", name, to)
+	default:
+		line = fmt.Sprintf("%s: %s -> %s (pinned)", name, from, to)
+		if older(deref(after.Version), deref(before.Version)) {
+			if rollback {
+				line += "; a rollback: clusters on newer versions are sent down to it"
+			} else {
+				line += "; clusters already on newer versions keep theirs (add --rollback to send them down)"
+			}
+		}
+	}
+	_, err := fmt.Fprintln(e.Stdout, line+heldNote(after))
+	return err
+}
+
+// heldNote says why a channel's answer does not move yet: a freeze or a
+// window holds it.
+func heldNote(ch openapi.Channel) string {
+	h := ch.Held
+	if h == nil {
+		return ""
+	}
+	why := "its window is closed"
+	if h.Reason != "window" {
+		why = "it is frozen (" + h.Reason + ")"
+	}
+	until := ""
+	if h.Until != nil {
+		until = " until " + Stamp(*h.Until)
+	}
+	return fmt.Sprintf("; held: %s, so it answers %s%s", why, OrDash(deref(ch.Version)), until)
+}
+
+// older reports whether canonical version a sorts below b by their
+// numbers (a rough reading for the message; the server decides).
+func older(a, b string) bool {
+	if a == "" || b == "" || a == b {
+		return false
+	}
+	pa, pb := numbers(a), numbers(b)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+func numbers(v string) []int {
+	var out []int
+	n, in := 0, false
+	for _, r := range strings.TrimPrefix(v, "v") {
+		if r >= '0' && r <= '9' {
+			n, in = n*10+int(r-'0'), true
+			continue
+		}
+		if in {
+			out = append(out, n)
+			n, in = 0, false
+		}
+	}
+	if in {
+		out = append(out, n)
+	}
+	return out
+}
