@@ -16,15 +16,11 @@ import (
 // replaces) on loopback, fed the same versions: channelserver resolves a
 // latestRegexp against GitHub releases, which a loopback bench cannot
 // reach, so each channel is written with the latest version Tidemark's
-// snapshot answers, under the same redirect base. Build one from its
-// public source (the module proxy does not serve it, its dependencies it
-// does) with
-//
-//	git clone https://github.com/rancher/channelserver && cd channelserver && go build -o channelserver .
-//
-// and run CHANNELSERVER=./channelserver make bench-serve (measured with
-// 0d8ed6d, docs/development.md "Performance").
-// startChannelserver also returns its process ID, for its CPU time.
+// snapshot answers, under the same redirect base. The bench takes the
+// program as a path, CHANNELSERVER=/path/to/channelserver make
+// bench-serve, and leaves that target out when it is unset; it never
+// fetches or builds one. startChannelserver also returns its process ID,
+// for its CPU time.
 func startChannelserver(bin string, snap *snapshot.Snapshot) (string, int, func(), error) {
 	var b strings.Builder
 	b.WriteString("k3s:\n  channels:\n")
