@@ -2,6 +2,9 @@
 # every test. Both start a throwaway Postgres when DATABASE_URL is unset.
 GO        ?= go
 CONFIG    ?= deploy/examples/tidemark.yaml
+# Where make run and make demo listen: loopback only, unless you say
+# otherwise (make run LISTEN=0.0.0.0:8080, or TIDEMARK_LISTEN).
+LISTEN    ?= 127.0.0.1:8080
 BIN       := bin/tidemark
 PKGS      := ./...
 # What a build says it is (tidemark version); make image and make release
@@ -31,14 +34,14 @@ build:
 
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.
-# A local run listens on loopback only unless TIDEMARK_LISTEN says otherwise.
+# A local run listens on $(LISTEN) unless TIDEMARK_LISTEN says otherwise.
 run: build
-	TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-127.0.0.1:8080}" scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
+	TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-$(LISTEN)}" scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
 
 # The same channels as make run, offline: an in-process registry seeded with
 # realistic juju and k3s tag histories, and a throwaway Postgres.
 demo: build
-	scripts/with-pg $(BIN) demo
+	TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-$(LISTEN)}" scripts/with-pg $(BIN) demo
 
 # test-deps installs what the tests need and the machine lacks (Debian
 # packages, helm into bin/); bin/ comes first on PATH for them.

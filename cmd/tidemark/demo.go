@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,14 @@ starts a throwaway Postgres) and no network.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := configFlags{logFormat: logFormat}
 			ctx := cmd.Context()
+			// The port first: a taken one is said before the registry is
+			// seeded and Postgres migrated.
+			addr := cmp.Or(e.Getenv("TIDEMARK_LISTEN"), listen)
+			ln, err := listenFirst(addr)
+			if err != nil {
+				return err
+			}
+			ln.Close()
 			reg, err := startDemoRegistry(ctx)
 			if err != nil {
 				return err
@@ -66,7 +75,7 @@ starts a throwaway Postgres) and no network.`,
 			return serve(ctx, cfg, logger, true, e.Getenv, func(a net.Addr) { h.print(a, cfg.DatabaseURL) })
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", ":8080", "address to serve on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (TIDEMARK_LISTEN overrides it); 0.0.0.0:8080 for every interface")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	return cmd
 }

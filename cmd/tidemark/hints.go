@@ -17,7 +17,10 @@ import (
 type hints struct {
 	w    io.Writer
 	demo bool // make demo: the offline tip is moot, the curl tour is not
-	now  func() time.Time
+	// example: serving deploy/examples/tidemark.yaml, whose channels make
+	// demo serves offline too.
+	example bool
+	now     func() time.Time
 }
 
 // print is called once serve listens on addr.
@@ -42,8 +45,11 @@ func (h hints) print(addr net.Addr, databaseURL string) {
 	fmt.Fprintf(&b, "    export TIDEMARK_SERVER=%s\n", base)
 	fmt.Fprintf(&b, "    export TIDEMARK_TOKEN=$(DATABASE_URL=%s %s token create --name %s --scope promote)\n", shellQuote(databaseURL), bin, name)
 	fmt.Fprintf(&b, "    %s channels\n", bin)
-	if !h.demo {
+	switch {
+	case h.example:
 		fmt.Fprintf(&b, "  registries unreachable (offline, rate-limited)? make demo serves the same channels from an in-process registry\n")
+	case !h.demo:
+		fmt.Fprintf(&b, "  registries unreachable (offline, rate-limited)? %s sources --server %s shows each source's last scan and its error\n", bin, base)
 	}
 	_, _ = io.WriteString(h.w, b.String())
 }
@@ -82,4 +88,11 @@ func selfCommand() string {
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isExampleConfig reports whether file is deploy/examples/tidemark.yaml
+// (make run's), whose channels make demo serves.
+func isExampleConfig(file string) bool {
+	return filepath.ToSlash(filepath.Clean(file)) == "deploy/examples/tidemark.yaml" ||
+		strings.HasSuffix(filepath.ToSlash(file), "/deploy/examples/tidemark.yaml")
 }

@@ -57,11 +57,15 @@ func TestServeHintsWorkAsPasted(t *testing.T) {
 	for _, want := range []string{
 		"tidemark: serving at http://localhost:" + port + "\n",
 		"    export TIDEMARK_SERVER=http://localhost:" + port + "\n",
-		"make demo serves the same channels",
+		"sources --server http://localhost:" + port + " shows each source's last scan",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hints lack %q:\n%s", want, out)
 		}
+	}
+	// A custom configuration's channels are not make demo's.
+	if strings.Contains(out, "make demo serves the same channels") {
+		t.Errorf("hints for a custom configuration point at make demo:\n%s", out)
 	}
 	// The command as printed, against the database it names.
 	m := tokenCmd.FindStringSubmatch(out)

@@ -41,7 +41,7 @@ func newServeCmd(e *cli.Env) *cobra.Command {
 			}
 			var ready func(net.Addr)
 			if printHints {
-				h := hints{w: e.Stderr, now: time.Now}
+				h := hints{w: e.Stderr, now: time.Now, example: isExampleConfig(cfg.File)}
 				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
 			}
 			setMemoryLimit(log, e.Getenv)
@@ -74,6 +74,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 			return err
 		}
 	}
+	ln, err := listenFirst(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	// Start-up (connect, migrate, sync, first load) has one deadline, so a
 	// database that accepts connections and never answers fails it with one
 	// line instead of hanging with no output.
@@ -164,10 +169,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-	}
 	log.Info("tidemark serving", "listen", ln.Addr().String(), "config", cfg.File,
 		"sources", len(cfg.Sources), "channels", len(cfg.Channels), "index", index)
 	if ready != nil {

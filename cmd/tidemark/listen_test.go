@@ -1,0 +1,37 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAPortInUseIsSaidFirst: serve and demo with a port another process
+// holds fail at once, before any database or registry work, saying that
+// another Tidemark may be running and how to choose another port.
+func TestAPortInUseIsSaidFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	for _, args := range [][]string{{"serve", "--config", "../../deploy/examples/tidemark.yaml"}, {"demo"}} {
+		c := &tmcli{t: t, env: map[string]string{
+			// No database listens there: with the port checked first, the
+			// error is the port's, not the database's.
+			"DATABASE_URL":    "postgres://nobody@127.0.0.1:1/none",
+			"TIDEMARK_LISTEN": addr,
+		}}
+		start := time.Now()
+		code, _, errs := c.run(args...)
+		took := time.Since(start)
+		if code == 0 || !strings.Contains(errs, "in use") || !strings.Contains(errs, "TIDEMARK_LISTEN") || !strings.Contains(errs, "another Tidemark") {
+			t.Errorf("%s on a taken port: exit %d, stderr %q", args[0], code, errs)
+		}
+		if took > 2*time.Second {
+			t.Errorf("%s took %s to say the port is taken, want it said first", args[0], took)
+		}
+	}
+}
