@@ -66,7 +66,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		// pgx's parse error sometimes quotes the URL and sometimes not:
 		// name it once, without its password, then the reason.
-		return nil, fmt.Errorf("%w: database URL %s: %s", resolver.ErrInvalid, RedactURL(url), pg.Cause(err))
+		return nil, fmt.Errorf("%w: database URL %s: %s; want postgres://USER:PASSWORD@HOST:5432/DATABASE?sslmode=disable (or key=value pairs: host=... dbname=...)",
+			resolver.ErrInvalid, RedactURL(url), pg.Cause(err))
 	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
 	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins

@@ -157,7 +157,34 @@ func channelOptions(c catalog.Channel) string {
 	if c.Soak != nil {
 		opts = append(opts, "soak="+config.ShortDuration(*c.Soak))
 	}
+	if c.Approvals > 0 {
+		ttl := c.ApprovalTTL
+		if ttl <= 0 {
+			ttl = config.DefaultApprovalTTL
+		}
+		opts = append(opts, fmt.Sprintf("approvals=%d approval_ttl=%s", c.Approvals, config.ShortDuration(ttl)))
+	}
+	for _, w := range c.Windows {
+		opts = append(opts, "window="+windowText(w))
+	}
 	return strings.Join(opts, " ")
+}
+
+// windowText is a window as written: days, start-end and zone.
+func windowText(w resolver.Window) string {
+	names := []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+	var days []string
+	for i := 1; i <= 7; i++ { // mon first, as people write them
+		if d := i % 7; w.Days[d] {
+			days = append(days, names[d])
+		}
+	}
+	clock := func(m int) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
+	zone := "UTC"
+	if w.Location != nil {
+		zone = w.Location.String()
+	}
+	return strings.Join(days, ",") + "/" + clock(w.Start) + "-" + clock(w.End) + "/" + zone
 }
 
 // printNotify lists the notification endpoints and which registry

@@ -35,7 +35,7 @@ func TestParseRejects(t *testing.T) {
 		{"top level that is not a mapping", "- a\n", []string{
 			`t.yaml:1: want a mapping of settings at the top, got a list`}},
 		{"unknown top-level key", "listne: ':80'\n", []string{
-			`t.yaml:1: unknown key "listne"`}},
+			`t.yaml:1: unknown key "listne" (did you mean "listen"?)`}},
 		{"duplicate key", "listen: ':80'\nlisten: ':81'\n", []string{
 			`t.yaml:2: duplicate key "listen" (first on line 1)`}},
 		{"bad listen address", "listen: '8080'\n", []string{
@@ -44,6 +44,11 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:1: external_url: want an absolute http(s) URL, got "tidemark.example.com"`}},
 		{"unknown source key suggests the right spelling", base + "    passwordFile: /x\n", []string{
 			`t.yaml:9: source "k3s": unknown key "passwordFile" (did you mean "password_file"?)`}},
+		{"a typo gets a did you mean", "sources:\n  - name: k3s\n    image: rancher/k3s-upgrade\n    schema: semver\n" +
+			"channels:\n  - {name: s, source: k3s, aprovals: 1}\n", []string{
+			`t.yaml:2: source "k3s": scheme: missing (want juju or semver)`,
+			`t.yaml:4: source "k3s": unknown key "schema" (did you mean "scheme"?)`,
+			`t.yaml:6: channel "s": unknown key "aprovals" (did you mean "approvals"?)`}},
 		{"source name that is not a slug", "sources:\n  - name: K3s\n    image: rancher/k3s-upgrade\n    scheme: semver\n", []string{
 			`t.yaml:2: source "K3s": name: "K3s" is not a slug ([a-z0-9][a-z0-9._-]*)`}},
 		{"source without name, image or scheme", "sources:\n  - interval: 1m\n", []string{
@@ -79,7 +84,7 @@ func TestParseRejects(t *testing.T) {
 		{"fleet active window longer than retention", base + "fleet:\n  retention: 1h\n  active_window: 2h\n", []string{
 			`t.yaml:10: fleet: active_window 2h0m0s is longer than retention 1h0m0s; records would be purged while active`}},
 		{"unknown fleet key", base + "fleet:\n  retension: 1d\n", []string{
-			`t.yaml:10: fleet: unknown key "retension"`}},
+			`t.yaml:10: fleet: unknown key "retension" (did you mean "retention"?)`}},
 		{"interval under the minimum", base + "    interval: 5s\n", []string{
 			`t.yaml:9: source "k3s": interval: 5s is shorter than the minimum 10s`}},
 		{"bad source exclude regexp", base + "    exclude: '[a-'\n", []string{

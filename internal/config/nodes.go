@@ -149,8 +149,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// suggest catches the usual slips between the two spellings in use here:
-// snake_case (Tidemark) and camelCase (channelserver).
+// suggest catches the usual slips: the two spellings in use here
+// (snake_case, Tidemark's; camelCase, channelserver's), and typos (a
+// letter missing, extra, wrong or two swapped: schema, aprovals).
 func suggest(key string, known []string) string {
 	norm := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
@@ -160,7 +161,48 @@ func suggest(key string, known []string) string {
 			return fmt.Sprintf(" (did you mean %q?)", k)
 		}
 	}
+	best, bestD := "", 3
+	for _, k := range known {
+		limit := 2
+		if len(k) <= 5 {
+			limit = 1
+		}
+		if d := editDistance(norm(key), norm(k)); d <= limit && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
 	return ""
+}
+
+// editDistance is the optimal string alignment distance of a and b
+// (insertions, deletions, substitutions and adjacent swaps), for short
+// configuration keys.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }
 
 // list reads a sequence; a null node is an empty list.
