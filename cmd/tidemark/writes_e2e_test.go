@@ -220,7 +220,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 		t.Errorf("promote of an ineligible version: exit %d, stderr %q", code, errs)
 	}
 
-	if out := bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "regression in 1.33.6"); out != "v1.33: v1.33.6+k3s2 -> v1.33.5+k3s1 (pinned)\n" {
+	if out := bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "regression in 1.33.6"); out != "v1.33: v1.33.6+k3s2 -> v1.33.5+k3s1 (pinned); clusters already on newer versions keep theirs (add --rollback to send them down)\n" {
 		t.Errorf("promote printed %q", out)
 	}
 	// Again: nothing changes, nothing is recorded (history below holds one pin).
