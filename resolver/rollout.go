@@ -96,6 +96,11 @@ type Rollout struct {
 	RecordedStep int
 	Actor        string
 	Reason       string
+	// Replaced is, at the start, the version the channel served before
+	// when it is no longer servable (a block of it started this rollout):
+	// From is then To, and the history names Replaced as the from. Not
+	// kept past the start.
+	Replaced string
 }
 
 // Progress is a rollout at one moment.

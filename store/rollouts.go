@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,8 +169,10 @@ func startRollout(ctx context.Context, tx pgx.Tx, prev *resolver.Rollout, st sna
 	if err != nil || r.Baseline {
 		return err == nil, err
 	}
+	// The history names what the channel served before, even when it was
+	// not servable any more (a block started this rollout).
 	return true, rolloutAudit(ctx, tx, resolver.AuditEvent{Actor: r.Actor, Action: "rollout-start", Channel: r.Channel,
-		From: r.From, To: r.To, Reason: fmt.Sprintf("%s (steps %v every %s)", r.Reason, r.Steps, r.Interval)})
+		From: cmp.Or(r.Replaced, r.From), To: r.To, Reason: fmt.Sprintf("%s (steps %v every %s)", r.Reason, r.Steps, r.Interval)})
 }
 
 // rolloutAudit records a rollout event in the channel's history and, in

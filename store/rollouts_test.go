@@ -277,3 +277,31 @@ func TestUpdatedAtStaysNeverUntilAPinOrUnpin(t *testing.T) {
 	}
 	check("after a pin", true)
 }
+
+// TestARolloutStartedByABlockNamesWhatWasServed: a block of what the
+// channel served moves it at once (its from is not servable, so the
+// rollout is complete at its start); the history still names the blocked
+// version as the from, not the new version twice.
+func TestARolloutStartedByABlockNamesWhatWasServed(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	if ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Served: "1.1.0", To: "1.1.0", Policy: testPolicy, Baseline: true}); err != nil || !ok {
+		t.Fatalf("baseline: %v %v", ok, err)
+	}
+	b := latestOf(t, st, "stable")
+	ok, err := st.StartRollout(ctx, snapshot.RolloutStart{Channel: "stable", Prev: b.ID, Served: "1.1.0", To: "1.0.0", Policy: testPolicy,
+		Actor: "tidemark", Reason: "1.1.0 blocked", Unservable: []string{"1.1.0"}})
+	if err != nil || !ok {
+		t.Fatalf("start: %v %v", ok, err)
+	}
+	if r := latestOf(t, st, "stable"); r.From != "1.0.0" || r.To != "1.0.0" {
+		t.Fatalf("rollout %s -> %s, want every cluster on 1.0.0 at once", r.From, r.To)
+	}
+	hist, err := st.History(ctx, "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 1 || hist[0].From != "1.1.0" || hist[0].To != "1.0.0" {
+		t.Fatalf("history = %+v, want rollout-start from the blocked 1.1.0 to 1.0.0", hist)
+	}
+}

@@ -90,6 +90,7 @@ func (st RolloutStart) Begin(prev *resolver.Rollout, t time.Time) resolver.Rollo
 	// the change is complete at once, every cluster on To.
 	r.Carried = slices.DeleteFunc(r.Carried, func(l resolver.Layer) bool { return slices.Contains(st.Unservable, l.Version) })
 	if slices.Contains(st.Unservable, r.From) {
+		r.Replaced = r.From
 		r.From, r.Carried, r.Steps = r.To, nil, []int{100}
 		r.Reason += "; " + fmt.Sprintf("%s is not servable, so every cluster moves at once", strings.Join(st.Unservable, ", "))
 	}
