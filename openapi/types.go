@@ -149,9 +149,12 @@ type Version struct {
 	Stream    string  `json:"stream"`
 	Digest    *string `json:"digest"`
 	Blocked   bool    `json:"blocked"`
-	// Servable is false while a release gate holds the version (or it is
-	// blocked): no channel serves it and no resolve answer offers it.
+	// Servable is false while the version is blocked or a release gate
+	// holds it: no channel serves it and no resolve answer offers it.
 	Servable bool `json:"servable"`
+	// DevBuild: a juju development build (M.m.p.b); channels skip it
+	// unless they set builds: true.
+	DevBuild bool `json:"dev_build,omitempty"`
 	// Gates is the state per gate of the source's; null without gates.
 	Gates *Gates `json:"gates"`
 	// PreviousDigest is set when the tag was re-pointed to another image.

@@ -184,6 +184,19 @@ func newSourcesCmd(e *Env) *cobra.Command {
 	return cmd
 }
 
+// versionNote says why channels skip a version listed in their stream.
+func versionNote(v openapi.Version) string {
+	switch {
+	case v.Blocked:
+		return "blocked: no channel serves it"
+	case !v.Servable:
+		return "held by a release gate"
+	case v.DevBuild:
+		return "dev build: channels skip it unless builds: true"
+	}
+	return ""
+}
+
 func newVersionsCmd(e *Env) *cobra.Command {
 	var f clientFlags
 	var stream, constraint string
@@ -210,9 +223,9 @@ func newVersionsCmd(e *Env) *cobra.Command {
 			}
 			return f.output.print(e.Stdout, raw, func() error {
 				tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "VERSION\tTAG\tSTREAM\tBLOCKED\tDIGEST")
+				fmt.Fprintln(tw, "VERSION\tTAG\tSTREAM\tBLOCKED\tDIGEST\tNOTE")
 				for _, v := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Version, v.Tag, v.Stream, yesNo(v.Blocked), OrDash(deref(v.Digest)))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Version, v.Tag, v.Stream, yesNo(v.Blocked), OrDash(deref(v.Digest)), OrDash(versionNote(v)))
 				}
 				return tw.Flush()
 			})

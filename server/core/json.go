@@ -65,7 +65,8 @@ func VersionJSON(v resolver.VersionView) openapi.Version {
 		Stream:         v.Stream.String(),
 		Digest:         StrOrNil(v.Digest.String()),
 		Blocked:        v.Blocked,
-		Servable:       v.Servable,
+		Servable:       v.Servable && !v.Blocked,
+		DevBuild:       v.Version.Build > 0 && v.Version.Scheme() == resolver.SchemeJuju,
 		Gates:          gatesJSON(v.Gates),
 		PreviousDigest: StrOrNil(v.PreviousDigest()),
 	}
