@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +92,52 @@ func TestDemoServesSeededChannels(t *testing.T) {
 	}
 	if answer.Target != "2.9.45" || len(answer.Path) != 1 {
 		t.Errorf("resolve from 2.9.33: got target %q path %v, want 2.9.45 and a one-step path (3.x is another major)", answer.Target, answer.Path)
+	}
+
+	// docs/cli.md shows these commands run against the demo: its examples
+	// are this run's output (times aside), so they cannot drift.
+	c := &tmcli{t: t, env: map[string]string{"TIDEMARK_SERVER": base}}
+	for _, args := range [][]string{{"channels"}, {"sources"}} {
+		out := c.must(args...)
+		checkDocExample(t, "../../docs/cli.md", "$ tidemark "+strings.Join(args, " "), out)
+	}
+}
+
+// stamps are what differs from run to run in an example: times,
+// durations and loopback ports.
+var stamps = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\b\d+(\.\d+)?(ms|µs|s|m|h)\b|127\.0\.0\.1:\d+|localhost:\d+`)
+
+// checkDocExample finds the block of file that starts with the line
+// prompt and checks that the lines after it (up to the next prompt or the
+// fence's end) are out, with spaces and stamps evened out.
+func checkDocExample(t *testing.T, file, prompt, out string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	start := slices.Index(lines, prompt)
+	if start < 0 {
+		t.Errorf("%s has no example %q", file, prompt)
+		return
+	}
+	var doc []string
+	for _, l := range lines[start+1:] {
+		if strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "```") {
+			break
+		}
+		doc = append(doc, l)
+	}
+	even := func(s string) string {
+		s = stamps.ReplaceAllString(s, "<t>")
+		var out []string
+		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+			out = append(out, strings.Join(strings.Fields(l), " "))
+		}
+		return strings.Join(out, "\n")
+	}
+	if got, want := even(out), even(strings.Join(doc, "\n")); got != want {
+		t.Errorf("%s's example %q differs from what the demo prints; replace it with:\n%s", file, prompt, out)
 	}
 }

@@ -227,7 +227,7 @@ func TestReleaseEngineerEndToEnd(t *testing.T) {
 	if out := bot.must("promote", "v1.33", "v1.33.5+k3s1", "--reason", "again"); out != "v1.33: already pinned to v1.33.5+k3s1\n" {
 		t.Errorf("promote of the pinned version printed %q", out)
 	}
-	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+v1\.33\.5\+k3s1\s+yes\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(out) ||
+	if out := c.must("channels"); !regexp.MustCompile(`(?m)^v1\.33\s+k3s\s+released\s+v1\.33\.5\+k3s1\s+yes\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+-$`).MatchString(out) ||
 		!strings.HasPrefix(out, "CHANNEL") {
 		t.Errorf("channels table:\n%s", out)
 	}

@@ -113,18 +113,33 @@ func newChannelsCmd(e *Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.output.print(e.Stdout, raw, func() error { return channelTable(e, list) })
+			// Pending changes (no token needed): a channel waiting for
+			// approvals says so. A server without governance just has none.
+			var pending openapi.ChangeList
+			if _, _, err := c.get(cmd.Context(), "/api/v1/changes", url.Values{"state": {"pending"}}, &pending); err != nil {
+				pending.Changes = nil
+			}
+			return f.output.print(e.Stdout, raw, func() error { return channelTable(e, list, pending.Changes) })
 		},
 	}
 	f.register(cmd)
 	return cmd
 }
 
-func channelTable(e *Env, list []openapi.Channel) error {
+func channelTable(e *Env, list []openapi.Channel, pending []openapi.Change) error {
+	waiting := map[string][]string{}
+	for _, c := range pending {
+		what := c.Action
+		if v := deref(c.Version); v != "" {
+			what += " " + v
+		}
+		waiting[c.Channel] = append(waiting[c.Channel], fmt.Sprintf("change %d: %s", c.ID, what))
+	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tSOURCE\tSTREAM\tVERSION\tPINNED\tUPDATED")
+	fmt.Fprintln(tw, "CHANNEL\tSOURCE\tSTREAM\tVERSION\tPINNED\tUPDATED\tPENDING")
 	for _, ch := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, OrDash(deref(ch.Version)), yesNo(ch.Pinned), stampPtr(ch.UpdatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, OrDash(deref(ch.Version)), yesNo(ch.Pinned),
+			stampPtr(ch.UpdatedAt), OrDash(strings.Join(waiting[ch.Name], "; ")))
 	}
 	return tw.Flush()
 }
