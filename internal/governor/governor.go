@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -241,19 +242,19 @@ func holds(ctx context.Context, o Options, now time.Time, observe func(string)) 
 // when none is open); nil when it may move. Version is left for the
 // caller.
 func Want(c *catalog.Channel, freezes []resolver.Freeze, now time.Time) *resolver.Hold {
-	g := resolver.GovernanceState{Windows: c.Windows}
+	g := door.Governance{Windows: c.Windows}
 	for i := range freezes {
 		if freezes[i].Covers(c.Name, now) {
 			g.Freeze = &freezes[i]
 			break
 		}
 	}
-	v := resolver.Decide(resolver.Change{Door: resolver.DoorApplyScheduled, Channel: c.Name}, System, g, now)
-	if v.Outcome != resolver.Defer {
+	v := door.Decide(door.Change{Door: door.ApplyScheduled, Channel: c.Name}, System, g, now)
+	if v.Outcome != door.Defer {
 		return nil
 	}
 	reason := "window"
-	if v.Rule == resolver.RuleFreeze {
+	if v.Rule == door.RuleFreeze {
 		reason = g.Freeze.Reason
 	}
 	return &resolver.Hold{Reason: reason, Until: v.Until.UTC()}
@@ -278,8 +279,8 @@ func holdRollout(ctx context.Context, o Options, a *snapshot.ChannelAnswer, held
 	default:
 		return
 	}
-	door := map[string]resolver.Door{resolver.RolloutPause: resolver.DoorGovernorPause, resolver.RolloutResume: resolver.DoorGovernorResume}[kind]
-	if v := resolver.Decide(resolver.Change{Door: door, Channel: a.Channel.Name}, System, resolver.GovernanceState{}, now); v.Outcome != resolver.Allow {
+	d := map[string]door.Door{resolver.RolloutPause: door.GovernorPause, resolver.RolloutResume: door.GovernorResume}[kind]
+	if v := door.Decide(door.Change{Door: d, Channel: a.Channel.Name}, System, door.Governance{}, now); v.Outcome != door.Allow {
 		return // never: a safety action the governor makes on any channel
 	}
 	if _, err := o.Store.RolloutControl(ctx, a.Channel.Name, kind, Actor, reason); err != nil {

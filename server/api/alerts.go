@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
@@ -51,9 +52,9 @@ func (s *API) alertmanager(c echo.Context) error {
 			continue
 		}
 		// A halt is a safety action: only the scope rule applies.
-		verdict := resolver.Decide(resolver.Change{Door: resolver.DoorAlertHalt, Channel: name}, core.Principal(c), resolver.GovernanceState{}, time.Now())
-		s.Metrics.Decision(resolver.DoorAlertHalt, verdict)
-		if verdict.Outcome == resolver.Refuse {
+		verdict := door.Decide(door.Change{Door: door.AlertHalt, Channel: name}, core.Principal(c), door.Governance{}, time.Now())
+		s.Metrics.Decision(door.AlertHalt, verdict)
+		if verdict.Outcome == door.Refuse {
 			ignore(verdict.Err.Error())
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
@@ -63,7 +64,7 @@ func (s *API) scheduleChange(c echo.Context) error {
 	if err := s.checkChange(v, &sc, req.Version); err != nil {
 		return err
 	}
-	if _, err := s.decide(c, resolver.DoorSchedule, e, false); err != nil {
+	if _, err := s.decide(c, door.Schedule, e, false); err != nil {
 		return err
 	}
 	return s.recordChange(c, e, sc)

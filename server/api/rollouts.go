@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
@@ -22,9 +23,9 @@ var rolloutActions = map[string]bool{
 // rolloutDoors are the controls' doors of the one decision: advance and
 // resume move a channel (a freeze or a closed window refuses them), pause
 // and halt are safety actions.
-var rolloutDoors = map[string]resolver.Door{
-	resolver.RolloutPause: resolver.DoorRolloutPause, resolver.RolloutResume: resolver.DoorRolloutResume,
-	resolver.RolloutAdvance: resolver.DoorRolloutAdvance, resolver.RolloutHalt: resolver.DoorRolloutHalt,
+var rolloutDoors = map[string]door.Door{
+	resolver.RolloutPause: door.RolloutPause, resolver.RolloutResume: door.RolloutResume,
+	resolver.RolloutAdvance: door.RolloutAdvance, resolver.RolloutHalt: door.RolloutHalt,
 }
 
 func (s *API) registerRollouts(e *echo.Echo) {

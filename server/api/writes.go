@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
@@ -62,11 +63,11 @@ func (s *API) pin(c echo.Context) error {
 	if err != nil {
 		return core.BadParam("version", err)
 	}
-	verdict, err := s.decide(c, resolver.DoorPin, e, req.OverrideFreeze)
+	verdict, err := s.decide(c, door.Pin, e, req.OverrideFreeze)
 	if err != nil {
 		return err
 	}
-	if verdict.Outcome == resolver.Pending {
+	if verdict.Outcome == door.Pending {
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
 			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback, Override: verdict.Overridden})
 	}
@@ -121,11 +122,11 @@ func (s *API) unpin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	verdict, err := s.decide(c, resolver.DoorUnpin, e, c.QueryParam("override_freeze") == "true")
+	verdict, err := s.decide(c, door.Unpin, e, c.QueryParam("override_freeze") == "true")
 	if err != nil {
 		return err
 	}
-	if verdict.Outcome == resolver.Pending {
+	if verdict.Outcome == door.Pending {
 		if e.Ans.State.Pin == "" {
 			return fmt.Errorf("%w: channel %q is not pinned", resolver.ErrNotFound, name)
 		}
@@ -164,10 +165,10 @@ func (s *API) setBlock(c echo.Context, block bool) error {
 	if err != nil {
 		return err
 	}
-	door := map[bool]resolver.Door{true: resolver.DoorBlock, false: resolver.DoorUnblock}[block]
-	verdict := resolver.Decide(resolver.Change{Door: door}, core.Principal(c), resolver.GovernanceState{}, time.Now())
-	s.Metrics.Decision(door, verdict)
-	if verdict.Outcome == resolver.Refuse {
+	d := map[bool]door.Door{true: door.Block, false: door.Unblock}[block]
+	verdict := door.Decide(door.Change{Door: d}, core.Principal(c), door.Governance{}, time.Now())
+	s.Metrics.Decision(d, verdict)
+	if verdict.Outcome == door.Refuse {
 		return verdict.Err
 	}
 	ctx := c.Request().Context()

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -206,8 +206,8 @@ func (m *metrics) RegistryView(kind, value string) {
 func (m *metrics) Governance(event string) { m.governed.WithLabelValues(event).Inc() }
 
 // Decision counts a verdict of the one decision.
-func (m *metrics) Decision(door resolver.Door, v resolver.Verdict) {
-	m.decisions.WithLabelValues(string(door), string(v.Outcome), cmp.Or(v.Rule, "none")).Inc()
+func (m *metrics) Decision(d door.Door, v door.Verdict) {
+	m.decisions.WithLabelValues(string(d), string(v.Outcome), cmp.Or(v.Rule, "none")).Inc()
 }
 
 // CapiAnswer counts a GenerateUpgradePlan answer; sources are configured.

@@ -1,12 +1,15 @@
-package resolver
+// Package door is the one decision for every change of what a channel
+// answers: each entry (a door) describes its change and asks Decide.
+package door
 
 import (
 	"fmt"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"strings"
 	"time"
 )
 
-// The one decision for every change (CONTRACT section 16). Every entry
+// The one decision for every change. Every entry
 // that changes what a channel answers (the API's writes, the console,
 // which writes through the API, the scheduler applying a change, rollout
 // controls, the governor, Alertmanager halts, promotion from evidence)
@@ -30,52 +33,52 @@ type Door string
 // Every door. A new entry is added here, and the table test of Decide
 // refuses a door without its row.
 const (
-	DoorPin            Door = "api.pin"
-	DoorUnpin          Door = "api.unpin"
-	DoorSchedule       Door = "api.schedule"        // a change requested for later
-	DoorApplyScheduled Door = "governor.apply"      // the governor applying a due change
-	DoorApplyApproved  Door = "api.approve"         // the last approval applying a change at once
-	DoorRolloutAdvance Door = "api.rollout.advance" // a person's advance
-	DoorRolloutResume  Door = "api.rollout.resume"  // a person's resume
-	DoorRolloutPause   Door = "api.rollout.pause"   // safety
-	DoorRolloutHalt    Door = "api.rollout.halt"    // safety, with or without rollback
-	DoorAlertHalt      Door = "alertmanager.halt"   // safety
-	DoorGovernorPause  Door = "governor.pause"      // the governor pausing a held channel's rollout
-	DoorGovernorResume Door = "governor.resume"     // ... and resuming it once the channel may move
-	DoorBlock          Door = "api.block"           // safety (source-wide)
-	DoorUnblock        Door = "api.unblock"         // safety (source-wide)
-	DoorPromotion      Door = "evidence.promotion"  // a promotion from evidence
-	DoorYank           Door = "evidence.yank"       // safety
+	Pin            Door = "api.pin"
+	Unpin          Door = "api.unpin"
+	Schedule       Door = "api.schedule"        // a change requested for later
+	ApplyScheduled Door = "governor.apply"      // the governor applying a due change
+	ApplyApproved  Door = "api.approve"         // the last approval applying a change at once
+	RolloutAdvance Door = "api.rollout.advance" // a person's advance
+	RolloutResume  Door = "api.rollout.resume"  // a person's resume
+	RolloutPause   Door = "api.rollout.pause"   // safety
+	RolloutHalt    Door = "api.rollout.halt"    // safety, with or without rollback
+	AlertHalt      Door = "alertmanager.halt"   // safety
+	GovernorPause  Door = "governor.pause"      // the governor pausing a held channel's rollout
+	GovernorResume Door = "governor.resume"     // ... and resuming it once the channel may move
+	Block          Door = "api.block"           // safety (source-wide)
+	Unblock        Door = "api.unblock"         // safety (source-wide)
+	Promotion      Door = "evidence.promotion"  // a promotion from evidence
+	Yank           Door = "evidence.yank"       // safety
 	// The console writes through the API with its header; its doors are
 	// the API's, counted apart.
-	DoorConsolePin      Door = "console.pin"
-	DoorConsoleUnpin    Door = "console.unpin"
-	DoorConsoleSchedule Door = "console.schedule"
-	DoorConsoleAdvance  Door = "console.rollout.advance"
-	DoorConsoleResume   Door = "console.rollout.resume"
+	ConsolePin      Door = "console.pin"
+	ConsoleUnpin    Door = "console.unpin"
+	ConsoleSchedule Door = "console.schedule"
+	ConsoleAdvance  Door = "console.rollout.advance"
+	ConsoleResume   Door = "console.rollout.resume"
 )
 
 // Doors lists every door, for the table test and the docs.
-var Doors = []Door{DoorPin, DoorUnpin, DoorSchedule, DoorApplyScheduled, DoorApplyApproved, DoorRolloutAdvance,
-	DoorRolloutResume, DoorRolloutPause, DoorRolloutHalt, DoorAlertHalt, DoorGovernorPause, DoorGovernorResume,
-	DoorBlock, DoorUnblock, DoorPromotion, DoorYank, DoorConsolePin, DoorConsoleUnpin,
-	DoorConsoleSchedule, DoorConsoleAdvance, DoorConsoleResume}
+var Doors = []Door{Pin, Unpin, Schedule, ApplyScheduled, ApplyApproved, RolloutAdvance,
+	RolloutResume, RolloutPause, RolloutHalt, AlertHalt, GovernorPause, GovernorResume,
+	Block, Unblock, Promotion, Yank, ConsolePin, ConsoleUnpin,
+	ConsoleSchedule, ConsoleAdvance, ConsoleResume}
 
-// ConsoleDoor is door as the console reaches it (the same rules).
-func ConsoleDoor(door Door) Door {
-	switch door {
-	case DoorPin:
-		return DoorConsolePin
-	case DoorUnpin:
-		return DoorConsoleUnpin
-	case DoorSchedule:
-		return DoorConsoleSchedule
-	case DoorRolloutAdvance:
-		return DoorConsoleAdvance
-	case DoorRolloutResume:
-		return DoorConsoleResume
+// Console is door d as the console reaches it (the same rules).
+func Console(d Door) Door {
+	switch d {
+	case Pin:
+		return ConsolePin
+	case Unpin:
+		return ConsoleUnpin
+	case Schedule:
+		return ConsoleSchedule
+	case RolloutAdvance:
+		return ConsoleAdvance
+	case RolloutResume:
+		return ConsoleResume
 	}
-	return door
+	return d
 }
 
 // doorKind is how the rules treat a door.
@@ -90,12 +93,12 @@ const (
 )
 
 var doorKinds = map[Door]doorKind{
-	DoorPin: kindPersonMove, DoorUnpin: kindPersonMove, DoorSchedule: kindRequest,
-	DoorConsolePin: kindPersonMove, DoorConsoleUnpin: kindPersonMove, DoorConsoleSchedule: kindRequest,
-	DoorRolloutAdvance: kindControl, DoorRolloutResume: kindControl, DoorConsoleAdvance: kindControl, DoorConsoleResume: kindControl,
-	DoorApplyScheduled: kindSystemMove, DoorPromotion: kindSystemMove, DoorApplyApproved: kindSystemMove,
-	DoorRolloutPause: kindSafety, DoorRolloutHalt: kindSafety, DoorAlertHalt: kindSafety, DoorBlock: kindSafety,
-	DoorUnblock: kindSafety, DoorYank: kindSafety, DoorGovernorPause: kindSafety, DoorGovernorResume: kindSafety,
+	Pin: kindPersonMove, Unpin: kindPersonMove, Schedule: kindRequest,
+	ConsolePin: kindPersonMove, ConsoleUnpin: kindPersonMove, ConsoleSchedule: kindRequest,
+	RolloutAdvance: kindControl, RolloutResume: kindControl, ConsoleAdvance: kindControl, ConsoleResume: kindControl,
+	ApplyScheduled: kindSystemMove, Promotion: kindSystemMove, ApplyApproved: kindSystemMove,
+	RolloutPause: kindSafety, RolloutHalt: kindSafety, AlertHalt: kindSafety, Block: kindSafety,
+	Unblock: kindSafety, Yank: kindSafety, GovernorPause: kindSafety, GovernorResume: kindSafety,
 }
 
 // Outcome is what Decide says of a change.
@@ -129,11 +132,11 @@ type Change struct {
 	Overridden bool
 }
 
-// GovernanceState is a channel's governance at the time of the change.
-type GovernanceState struct {
-	Approvals int     // approvals: N; 0: none
-	Freeze    *Freeze // the freeze covering the channel now; nil: none
-	Windows   []Window
+// Governance is a channel's governance at the time of the change.
+type Governance struct {
+	Approvals int              // approvals: N; 0: none
+	Freeze    *resolver.Freeze // the freeze covering the channel now; nil: none
+	Windows   []resolver.Window
 }
 
 // Verdict is Decide's answer.
@@ -149,24 +152,24 @@ type Verdict struct {
 	Approvals int
 	// Overridden: an admin's override lifted a freeze or a closed window.
 	Overridden bool
-	// Err is a Refuse's error: it wraps ErrScope, ErrFrozen or
-	// ErrWindowClosed and names the rule's particulars.
+	// Err is a Refuse's error: it wraps resolver.ErrScope, resolver.ErrFrozen or
+	// resolver.ErrWindowClosed and names the rule's particulars.
 	Err error
 }
 
 // Decide is the one decision. p is who asks (for the scheduler and the
 // governor, the system principal); now is the decision's time.
-func Decide(c Change, p Principal, g GovernanceState, now time.Time) Verdict {
+func Decide(c Change, p resolver.Principal, g Governance, now time.Time) Verdict {
 	kind, ok := doorKinds[c.Door]
 	if !ok {
-		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: unknown door %q", ErrScope, c.Door)}
+		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: unknown door %q", resolver.ErrScope, c.Door)}
 	}
 	// (1) Scope.
 	if c.Channel != "" && !p.MayWriteChannel(c.Channel) {
-		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: %q is limited to channels [%s]; channel %q is not one of them", ErrScope, p.Name, strings.Join(p.Channels, ","), c.Channel)}
+		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: %q is limited to channels [%s]; channel %q is not one of them", resolver.ErrScope, p.Name, strings.Join(p.Channels, ","), c.Channel)}
 	}
 	if c.Override && !p.Admin() {
-		return Verdict{Outcome: Refuse, Rule: RuleOverride, Err: fmt.Errorf("%w: override_freeze is an admin's: %s has no scope admin", ErrScope, p.Name)}
+		return Verdict{Outcome: Refuse, Rule: RuleOverride, Err: fmt.Errorf("%w: override_freeze is an admin's: %s has no scope admin", resolver.ErrScope, p.Name)}
 	}
 	if kind == kindSafety {
 		return Verdict{Outcome: Allow}
@@ -177,7 +180,7 @@ func Decide(c Change, p Principal, g GovernanceState, now time.Time) Verdict {
 		// For later: the freeze and the windows of its time apply then.
 		g.Freeze, g.Windows = nil, nil
 	}
-	// (2) Freeze.
+	// (2) resolver.Freeze.
 	if f := g.Freeze; f != nil && f.Covers(c.Channel, now) {
 		switch {
 		case override:
@@ -185,35 +188,35 @@ func Decide(c Change, p Principal, g GovernanceState, now time.Time) Verdict {
 		case kind == kindPersonMove || kind == kindControl:
 			return Verdict{Outcome: Refuse, Rule: RuleFreeze, Until: f.Until, Err: fmt.Errorf(
 				`%w: channel %q is frozen until %s (%q, freeze %d); an admin may send "override_freeze": true`,
-				ErrFrozen, c.Channel, f.Until.UTC().Format(time.RFC3339), f.Reason, f.ID)}
+				resolver.ErrFrozen, c.Channel, f.Until.UTC().Format(time.RFC3339), f.Reason, f.ID)}
 		case kind == kindSystemMove:
 			v = Verdict{Outcome: Defer, Rule: RuleFreeze, Until: f.Until}
 		}
 	}
-	// (3) Window.
-	if v.Outcome == Allow && !InWindow(g.Windows, now) {
-		next := NextWindow(g.Windows, now)
+	// (3) resolver.Window.
+	if v.Outcome == Allow && !resolver.InWindow(g.Windows, now) {
+		next := resolver.NextWindow(g.Windows, now)
 		switch {
 		case override:
 			v.Overridden, v.Rule = true, RuleOverride
 		case kind == kindControl:
 			return Verdict{Outcome: Refuse, Rule: RuleWindow, Until: next, Err: fmt.Errorf(
 				`%w: channel %q is outside its windows; the next opens at %s (%s); an admin may send "override_freeze": true`,
-				ErrWindowClosed, c.Channel, clock(next, g.Windows), next.UTC().Format(time.RFC3339))}
+				resolver.ErrWindowClosed, c.Channel, clock(next, g.Windows), next.UTC().Format(time.RFC3339))}
 		case kind == kindPersonMove || kind == kindSystemMove:
 			v = Verdict{Outcome: Defer, Rule: RuleWindow, Until: next}
 		}
 	}
 	// (4) Approvals, whatever was overridden; a change already approved
 	// applies (at once when its override lifted a freeze or a window).
-	if g.Approvals > 0 && (kind == kindPersonMove || kind == kindRequest || c.Door == DoorPromotion) {
+	if g.Approvals > 0 && (kind == kindPersonMove || kind == kindRequest || c.Door == Promotion) {
 		return Verdict{Outcome: Pending, Rule: RuleApprovals, Approvals: g.Approvals, Overridden: v.Overridden}
 	}
 	return v
 }
 
 // clock is t as HH:MM in the windows' zone (UTC without windows).
-func clock(t time.Time, ws []Window) string {
+func clock(t time.Time, ws []resolver.Window) string {
 	if t.IsZero() {
 		return "an unknown time"
 	}
