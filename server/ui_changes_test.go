@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tidemark-dev/tidemark/internal/governor"
 )
 
 // TestChangesPageApprovesInTheBrowser: a pin waiting for two approvals is
@@ -58,5 +60,62 @@ func TestChangesPageApprovesInTheBrowser(t *testing.T) {
 	_, page = get(t, ts, "/ui/channels/k3s-released")
 	if !strings.Contains(string(page), `<dd id="windows">`) || !strings.Contains(string(page), "mon,tue,wed,thu,fri,sat,sun") {
 		t.Errorf("channel page without its windows")
+	}
+}
+
+// TestAPendingPinSaysSoInTheBrowser: on a channel needing approvals the
+// page says so and lists its pending changes; a pin made in the page says
+// that nothing changed yet and which change waits; "Last change" does not
+// move. A frozen channel's page says that pins are refused.
+func TestAPendingPinSaysSoInTheBrowser(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	srv, ts := env.governed(env.st)
+	_, before := get(t, ts, "/ui/channels/v1.33")
+	if !strings.Contains(string(before), `<dd id="approvals">every pin and unpin waits for 2 approvals`) || !strings.Contains(string(before), `id="approvals-notice"`) {
+		t.Fatalf("a channel needing approvals does not say so:\n%.3000s", before)
+	}
+	b := newBrowser(t)
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	b.do(t, "open v1.33", chromedp.Navigate(ts.URL+"/ui/channels/v1.33"), chromedp.WaitVisible(css("#pin-form")))
+	last := b.text(t, "#channel-facts")
+	b.do(t, "pin",
+		chromedp.SendKeys(css("#pin-version"), "v1.33.5+k3s1"),
+		chromedp.SendKeys(css("#pin-reason"), "regression"),
+		chromedp.Click(css("#pin-form button.primary")),
+		chromedp.WaitVisible(css("#token-input")),
+		chromedp.SendKeys(css("#token-input"), env.tokens["ci-promote"]),
+		chromedp.Click(css("#token-dialog button.primary")),
+	)
+	b.waitFor(t, "the pending message", `(document.querySelector('#pin-form .form-status') || {}).textContent?.includes("waits for 2 approvals")`, 10*time.Second)
+	if err := srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, after := get(t, ts, "/ui/channels/v1.33")
+	if !strings.Contains(string(after), `<dd id="pending">`) || !strings.Contains(string(after), "0 of 2 approvals") {
+		t.Errorf("the channel page does not list the pending pin:\n%.3000s", after)
+	}
+	lastChange := func(page string) string {
+		i := strings.Index(page, "<dt>Last change</dt>")
+		if i < 0 {
+			return ""
+		}
+		return page[i : i+120]
+	}
+	if lastChange(string(after)) != lastChange(string(before)) {
+		t.Errorf("Last change moved for a pending pin: %q -> %q (page text before: %q)", lastChange(string(before)), lastChange(string(after)), last)
+	}
+
+	freezeNow(t, ts, env.tokens["root"], "v1.32", "audit")
+	governorTick(t, srv)
+	if _, page := get(t, ts, "/ui/channels/v1.32"); !strings.Contains(string(page), `id="frozen-notice"`) || !strings.Contains(string(page), "pins and unpins are refused") {
+		t.Errorf("a frozen channel's page does not say pins are refused")
+	}
+}
+
+func governorTick(t *testing.T, srv *Server) {
+	t.Helper()
+	governor.Tick(context.Background(), srv.governorOpts())
+	if err := srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -65,16 +65,31 @@ type uiChannelGovernance struct {
 	Windows []string
 	Hold    *resolver.Hold
 	Next    *openapi.Change
+	// Approvals is how many each change needs (0: none); Pending the
+	// channel's changes waiting for them.
+	Approvals int
+	Pending   []openapi.Change
 }
 
+// Frozen reports whether a freeze (not a window) holds the channel: pins
+// and unpins are refused then.
+func (g uiChannelGovernance) Frozen() bool { return g.Hold != nil && g.Hold.Reason != "window" }
+
 func (s *Console) channelGovernance(ctx context.Context, e *core.Entry) uiChannelGovernance {
-	g := uiChannelGovernance{Hold: e.Ans.State.Hold}
+	g := uiChannelGovernance{Hold: e.Ans.State.Hold, Approvals: e.Ans.Channel.Approvals}
 	for _, w := range e.Ans.Channel.Windows {
 		g.Windows = append(g.Windows, windowText(w))
 	}
 	if gs, err := s.GovernanceStore(); err == nil {
 		ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
 		defer cancel()
+		if cs, err := gs.Changes(ctx, resolver.ChangePending, maxUIChanges); err == nil {
+			for _, c := range cs {
+				if c.Channel == e.Ans.Channel.Name {
+					g.Pending = append(g.Pending, core.ChangeJSON(c))
+				}
+			}
+		}
 		if cs, err := gs.Changes(ctx, resolver.ChangeScheduled, maxUIChanges); err == nil {
 			for i := len(cs) - 1; i >= 0; i-- { // oldest first: the next to apply
 				if cs[i].Channel == e.Ans.Channel.Name && (g.Next == nil || cs[i].At.Before(*g.Next.At)) {

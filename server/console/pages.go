@@ -1,6 +1,7 @@
 package console
 
 import (
+	"strings"
 	"bytes"
 	"context"
 	"errors"
@@ -249,9 +250,17 @@ func (s *Console) uiChannel(c echo.Context) error {
 		b.HistoryProblem = problemOf(err)
 	}
 	b.LastChange = b.Row.UpdatedAt
-	if len(b.History) > 0 && (b.LastChange == nil || b.History[0].At.After(*b.LastChange)) {
-		at := b.History[0].At
-		b.LastChange = &at
+	for _, h := range b.History {
+		// What changed the answer: a change requested, approved or
+		// cancelled, or a freeze, moved nothing.
+		if strings.HasPrefix(h.Action, "change-") || strings.HasPrefix(h.Action, "freeze") {
+			continue
+		}
+		if b.LastChange == nil || h.At.After(*b.LastChange) {
+			at := h.At
+			b.LastChange = &at
+		}
+		break
 	}
 	return s.render(c, http.StatusOK, "page_channel.html", uiPage{Title: "Channel " + ch.Name, Nav: "channels", Body: b})
 }

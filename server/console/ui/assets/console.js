@@ -99,6 +99,17 @@
         else headers["Authorization"] = "Bearer " + tok;
         if (form.dataset.ifMatch) headers["If-Match"] = form.dataset.ifMatch;
         const res = await fetch(path, { method, headers, body: JSON.stringify(bodyOf(form)), cache: "no-store" });
+        if (res.status === 202) {
+          // Recorded, not done: the change waits for approvals.
+          let c = {};
+          try { c = await res.json(); } catch (e) { /* the status says enough */ }
+          const n = c.approvals_needed || 0;
+          status.className = "form-status pending";
+          status.textContent = "Nothing has changed yet: change " + (c.id || "") + " waits for " + n +
+            (n === 1 ? " approval" : " approvals") + " (see Changes). Reloading…";
+          setTimeout(() => location.reload(), 2500);
+          return;
+        }
         if (res.ok) {
           status.className = "form-status ok";
           status.textContent = "Done. Reloading…";
