@@ -70,18 +70,22 @@ staticcheck:
 # (deploy/image): an OCI layout in $(IMAGE_DIR), tagged $(VERSION).
 image:
 	@rm -rf $(IMAGE_BUILD)
-	$(foreach p,$(IMAGE_PLATFORMS),$(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark) &&) true
-	$(GO) run ./devtools/cmd/tidemark-image build --out $(IMAGE_DIR) --version $(VERSION) \
+	@$(foreach p,$(IMAGE_PLATFORMS),echo "image: building the $(p) binary" && $(call XBUILD,$(word 1,$(subst /, ,$(p))),$(word 2,$(subst /, ,$(p))),$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark) &&) true
+	@echo "image: writing the OCI layout $(IMAGE_DIR)"
+	@$(GO) run ./devtools/cmd/tidemark-image build --out $(IMAGE_DIR) --version $(VERSION) \
 		--revision $(COMMIT) --source $(SOURCE) --created $(SOURCE_DATE_EPOCH) \
 		$(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,_,$(p))/tidemark)
 
-# make image-push REGISTRY=registry.example.com/tidemark builds the image
-# (make image) and pushes $(IMAGE_DIR) as REGISTRY:$(VERSION).
+# make image-push REGISTRY=registry.example.com/tidemark pushes $(IMAGE_DIR)
+# as REGISTRY:$(VERSION), building it first (make image) unless the layout
+# there is already this version of this commit.
 .PHONY: image-push-registry
 image-push-registry:
 	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY=host/repository" >&2; exit 2; }
-image-push: image-push-registry image
-	$(GO) run ./devtools/cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
+image-push: image-push-registry
+	@$(GO) run ./devtools/cmd/tidemark-image check --layout $(IMAGE_DIR) --version $(VERSION) --revision $(COMMIT) 2>/dev/null || $(MAKE) --no-print-directory image
+	@echo "image: pushing $(IMAGE_DIR) to $(REGISTRY):$(VERSION)"
+	@$(GO) run ./devtools/cmd/tidemark-image push --layout $(IMAGE_DIR) --to $(REGISTRY)
 
 # make release VERSION=x.y.z: binaries for linux and darwin (amd64, arm64)
 # with SHA256SUMS, the image as an OCI layout, and the Helm chart, in dist/.

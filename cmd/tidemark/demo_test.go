@@ -82,14 +82,17 @@ func TestDemoServesSeededChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
 	var answer struct {
 		Target string   `json:"target"`
 		Path   []string `json:"path"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+	if err := json.Unmarshal(raw, &answer); err != nil {
 		t.Fatal(err)
 	}
+	// The README shows this very answer.
+	checkDocJSON(t, "../../README.md", "$ curl -s 'localhost:8080/api/v1/resolve?source=jujud-operator&current=2.9.33&stream=released'", raw)
 	if answer.Target != "2.9.45" || len(answer.Path) != 1 {
 		t.Errorf("resolve from 2.9.33: got target %q path %v, want 2.9.45 and a one-step path (3.x is another major)", answer.Target, answer.Path)
 	}
@@ -100,6 +103,33 @@ func TestDemoServesSeededChannels(t *testing.T) {
 	for _, args := range [][]string{{"channels"}, {"sources"}} {
 		out := c.must(args...)
 		checkDocExample(t, "../../docs/cli.md", "$ tidemark "+strings.Join(args, " "), out)
+	}
+}
+
+// checkDocJSON checks that the JSON printed after the line prompt in file
+// (up to the fence's end) is got, as JSON.
+func checkDocJSON(t *testing.T, file, prompt string, got []byte) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), prompt+"\n")
+	if !ok {
+		t.Errorf("%s has no example %q", file, prompt)
+		return
+	}
+	block, _, _ := strings.Cut(after, "```")
+	var want, have any
+	if err := json.Unmarshal([]byte(block), &want); err != nil {
+		t.Errorf("%s's example %q is not JSON: %v", file, prompt, err)
+		return
+	}
+	_ = json.Unmarshal(got, &have)
+	w, _ := json.Marshal(want)
+	h, _ := json.Marshal(have)
+	if string(w) != string(h) {
+		t.Errorf("%s's example %q differs from what the demo answers:\n%s", file, prompt, got)
 	}
 }
 

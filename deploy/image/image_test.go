@@ -79,6 +79,11 @@ func TestMakeImage(t *testing.T) {
 	if want := repo + "@" + first.String(); !strings.Contains(out, want) {
 		t.Errorf("image-push printed %q, want %s", out, want)
 	}
+	// The layout was this commit's: image-push pushed it without building
+	// it a third time, and said what it did.
+	if strings.Contains(out, "image: building") || !strings.Contains(out, "image: pushing") {
+		t.Errorf("image-push of a current layout printed %q, want a push and no build", out)
+	}
 
 	ref, err := name.ParseReference(repo + ":" + version)
 	if err != nil {

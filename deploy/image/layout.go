@@ -84,3 +84,21 @@ func Push(dir, repo string) (string, error) {
 	}
 	return ref.Context().Digest(d.String()).String(), nil
 }
+
+// Current reports whether the layout at dir holds the image of version
+// built from revision (so make image-push need not build it again); an
+// error says why not.
+func Current(dir, version, revision string) error {
+	idx, tag, err := ReadLayout(dir)
+	if err != nil {
+		return err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	if got := m.Annotations["org.opencontainers.image.revision"]; tag != version || got != revision {
+		return fmt.Errorf("image: layout %s is %s of %s, not %s of %s", dir, tag, got, version, revision)
+	}
+	return nil
+}

@@ -41,7 +41,7 @@ func (b *binaries) Set(s string) error {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: tidemark-image build|push [flags]")
+		return fmt.Errorf("usage: tidemark-image build|push|check [flags]")
 	}
 	fs := flag.NewFlagSet("tidemark-image "+args[0], flag.ContinueOnError)
 	switch args[0] {
@@ -88,6 +88,15 @@ func run(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, ref)
 		return nil
+	case "check":
+		var dir, version, revision string
+		fs.StringVar(&dir, "layout", "bin/image", "OCI layout written by build")
+		fs.StringVar(&version, "version", "", "the version it must be")
+		fs.StringVar(&revision, "revision", "", "the commit it must be built from")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return image.Current(dir, version, revision)
 	}
-	return fmt.Errorf("unknown command %q: want build or push", args[0])
+	return fmt.Errorf("unknown command %q: want build, push or check", args[0])
 }
