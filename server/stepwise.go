@@ -33,6 +33,13 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	sighting := resolver.Sighting{Cluster: id, Channel: ch.Name, At: now}
 	if ok {
 		sighting.Reported = reported.String()
+	} else if id != "" && !ch.Stepwise {
+		// A cluster that names itself but reports nothing runs, as far as
+		// Tidemark knows, what it was last answered: it is never answered
+		// an older one without a rollback. (Not recorded as reported.)
+		if last, found := s.FleetRec.LastAnswered(ch.Name, id); found {
+			reported, ok = v.Snap.Reported(ch.Name, last)
+		}
 	}
 	// An ID over the admission limits is answered as any request is, but
 	// neither recorded nor given a settle clock (memory stays bounded).

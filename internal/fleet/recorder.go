@@ -85,6 +85,8 @@ type Recorder struct {
 	// for stepwise channels' settle: kept in memory because a request may
 	// not touch the database (see since).
 	settle *clocks
+	// last is what this replica last answered each cluster (answered.go).
+	last *answered
 }
 
 func New(opts Options, reg *prometheus.Registry, indexed func(channel, version string) bool) (*Recorder, error) {
@@ -113,6 +115,7 @@ func New(opts Options, reg *prometheus.Registry, indexed func(channel, version s
 		admit:   newAdmission(opts.NewClustersPerMinute, opts.MaxClusters),
 		indexed: indexed,
 		settle:  newClocks(),
+		last:    newAnswered(),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tidemark_fleet_dropped_total",
 			Help: "Cluster sightings not recorded, by reason: rate and cap (admission limits), buffer (the queue was full), database (it did not take them).",
@@ -240,7 +243,17 @@ func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 // sweep forgets settle clocks of clusters not seen within the active
 // window; one that comes back reads its clock from the database (Since).
 func (r *Recorder) sweep(now time.Time) {
-	r.settle.sweep(now.Add(-r.opts.ActiveWindow).UnixNano())
+	cutoff := now.Add(-r.opts.ActiveWindow).UnixNano()
+	r.settle.sweep(cutoff)
+	r.last.sweep(cutoff)
+}
+
+// LastAnswered is the version this replica last answered cluster on
+// channel within the active window (kept in memory: no database read).
+// A request that names its cluster and reports no version is treated as
+// running it.
+func (r *Recorder) LastAnswered(channel, cluster string) (string, bool) {
+	return r.last.get(channel, cluster)
 }
 
 type fleetKey struct{ channel, cluster string }
@@ -259,6 +272,9 @@ func (r *Recorder) Run(ctx context.Context, log func(msg string, args ...any)) {
 	take := func() {
 		got := r.in.take(spare)
 		for _, s := range got {
+			if s.Served != "" {
+				r.last.put(s.Channel, s.Cluster, s.Served, s.At.UnixNano())
+			}
 			if !pending.merge(s) {
 				r.dropped.WithLabelValues(dropBuffer).Inc()
 			}
