@@ -92,6 +92,7 @@ func (s *Server) routes() *echo.Echo {
 	rv.Snapshot = hooks.Snapshot
 	rv.Authenticate = s.ViewAuthenticate
 	rv.Observe = s.Metrics.RegistryView
+	rv.Active = s.FleetRec.ActiveServed
 	registryview.New(rv).Register(e)
 
 	api.Register(e, s.Server)

@@ -7,6 +7,7 @@ package fleet
 import (
 	"context"
 	"hash/maphash"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,6 +88,9 @@ type Recorder struct {
 	settle *clocks
 	// last is what this replica last answered each cluster (answered.go).
 	last *answered
+	// served is, per channel, the versions answered to active clusters
+	// (any replica's), refreshed with the gauge; nil until the first.
+	served atomic.Pointer[activeServed]
 }
 
 func New(opts Options, reg *prometheus.Registry, indexed func(channel, version string) bool) (*Recorder, error) {
@@ -347,6 +351,7 @@ func (r *Recorder) Maintain(ctx context.Context, log func(msg string, args ...an
 }
 
 func (r *Recorder) refreshGauge(ctx context.Context, log func(msg string, args ...any)) {
+	r.refreshServed(ctx, log)
 	active, err := r.opts.Store.FleetActive(ctx, time.Now().Add(-r.opts.ActiveWindow))
 	if err != nil {
 		if ctx.Err() == nil {

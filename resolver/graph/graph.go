@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -36,10 +37,12 @@ type ConditionalEdges struct {
 }
 
 // Of is channel's update graph in snap as cluster sees it (cluster ""
-// sees the risks declared for every cluster only). ErrNotFound for an
-// unknown channel.
-func Of(snap *snapshot.Snapshot, channel, cluster string) (Graph, error) {
-	nodes, err := snap.Servable(channel)
+// sees the risks declared for every cluster only), at now, with active
+// the versions the fleet says the channel last answered its active
+// clusters: its nodes are the versions the registry view lists
+// (snapshot.ServableWithin). ErrNotFound for an unknown channel.
+func Of(snap *snapshot.Snapshot, channel, cluster string, active []string, now time.Time) (Graph, error) {
+	nodes, err := snap.ServableWithin(channel, active, now)
 	if err != nil {
 		return Graph{}, err
 	}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"time"
 	"fmt"
 	"slices"
 
@@ -16,11 +17,12 @@ type RegistryTag struct {
 }
 
 // ChannelRegistryTags lists the present registry tags of every version
-// channel may serve now (Servable): every spelling of such a version, each
-// with its own digest, sorted by name (the registry API's lexical order).
-// ErrNotFound for an unknown channel. CONTRACT section 14.
-func (s *Snapshot) ChannelRegistryTags(channel string) ([]RegistryTag, error) {
-	vs, err := s.Servable(channel)
+// the registry view shows for channel at now (ServableWithin, with the
+// fleet's active versions): every spelling of such a version, each with
+// its own digest, sorted by name (the registry API's lexical order).
+// ErrNotFound for an unknown channel.
+func (s *Snapshot) ChannelRegistryTags(channel string, active []string, now time.Time) ([]RegistryTag, error) {
+	vs, err := s.ServableWithin(channel, active, now)
 	if err != nil {
 		return nil, err
 	}

@@ -128,31 +128,8 @@ func (s *Snapshot) Version(source, versionOrTag string) (resolver.VersionView, e
 	return *v, nil
 }
 
-// Servable lists, ascending, the versions channel may serve now: eligible
-// for it (stream, constraint, filters), servable (not blocked, not held by
-// a gate) and not newer than its answer; the answer itself (a pin made
-// with force may be outside the filters) is always listed. What a
-// registry client or a release datasource sees of a channel: nothing the
-// channel would not serve is named (CONTRACT sections 13 and 14).
-// ErrNotFound for an unknown channel; none when it serves nothing.
+// Servable is ServableWithin at the snapshot's load, with no fleet: the
+// versions a channel may serve as its own answers and rollout make them.
 func (s *Snapshot) Servable(channel string) ([]resolver.VersionView, error) {
-	i, ok := s.byChannel[channel]
-	if !ok {
-		return nil, fmt.Errorf("%w: channel %q", resolver.ErrNotFound, channel)
-	}
-	a := &s.answers[i]
-	idx := s.bySource[a.Channel.Source]
-	out := []resolver.VersionView{}
-	if a.Tag == nil || idx == nil {
-		return out, nil
-	}
-	f := s.filters[i]
-	for j := range idx.versions {
-		v := &idx.versions[j]
-		if c := resolver.Compare(v.Version, a.Tag.Version); c > 0 || c < 0 && f.WhyNot(v) != "" {
-			continue
-		}
-		out = append(out, *v)
-	}
-	return out, nil
+	return s.ServableWithin(channel, nil, s.LoadedAt)
 }

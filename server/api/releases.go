@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // channelReleases answers Renovate's custom datasource format for the
-// versions the channel may serve now (snapshot.Snapshot.Servable):
+// versions the registry view shows for the channel (its served set and
+// every eligible version below its newest, snapshot.ServableWithin):
 // version is the registry tag, releaseTimestamp when Tidemark first indexed
 // it, so Renovate's minimumReleaseAge waits for soak on any registry.
 func (s *API) channelReleases(c echo.Context) error {
@@ -17,7 +19,8 @@ func (s *API) channelReleases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vs, err := v.Snap.Servable(e.Ans.Channel.Name)
+	active, _ := s.FleetRec.ActiveServed(e.Ans.Channel.Name)
+	vs, err := v.Snap.ServableWithin(e.Ans.Channel.Name, active, time.Now())
 	if err != nil {
 		return err
 	}

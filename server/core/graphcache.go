@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver/graph"
@@ -25,18 +27,33 @@ type graphCache struct {
 	// plain are the graphs every cluster sees (no cluster-limited risk),
 	// by channel, for the console's drawing.
 	plain map[string]*graph.Graph
+	// active is the fleet's versions per channel and their generation
+	// (the served set keeps them); nil: none. Keys carry the generation.
+	active func(channel string) ([]string, uint64)
+}
+
+// activeOf is channel's fleet versions and a key part naming their
+// generation.
+func (gc *graphCache) activeOf(channel string) ([]string, string) {
+	if gc.active == nil {
+		return nil, "0"
+	}
+	vs, gen := gc.active(channel)
+	return vs, strconv.FormatUint(gen, 10)
 }
 
 // Graph is channel's graph as a cluster without an ID sees it, computed
 // once per snapshot (a channel of 10,000 versions takes ~100 ms).
 func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*graph.Graph, error) {
+	active, gen := gc.activeOf(channel)
+	key := channel + "\x00" + gen
 	gc.mu.Lock()
-	g, ok := gc.plain[channel]
+	g, ok := gc.plain[key]
 	gc.mu.Unlock()
 	if ok {
 		return g, nil
 	}
-	built, err := graph.Of(snap, channel, "")
+	built, err := graph.Of(snap, channel, "", active, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +62,7 @@ func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*graph.Gra
 	if gc.plain == nil || len(gc.plain) >= maxCachedGraphs {
 		gc.plain = map[string]*graph.Graph{}
 	}
-	gc.plain[channel] = &built
+	gc.plain[key] = &built
 	return &built, nil
 }
 
@@ -70,12 +87,13 @@ func (g *cachedGraph) gzipped() []byte {
 const maxCachedGraphs = 64
 
 func (gc *graphCache) Get(snap *snapshot.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
-	key := channel + "\x00" + base + "\x00" + appliedRisks(snap, channel, id)
+	active, gen := gc.activeOf(channel)
+	key := channel + "\x00" + base + "\x00" + gen + "\x00" + appliedRisks(snap, channel, id)
 	gc.mu.Lock()
 	cg, ok := gc.m[key]
 	gc.mu.Unlock()
 	if !ok {
-		g, err := graph.Of(snap, channel, id)
+		g, err := graph.Of(snap, channel, id, active, time.Now())
 		if err != nil {
 			return nil, err
 		}

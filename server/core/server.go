@@ -273,7 +273,11 @@ func (s *Server) Update(ctx context.Context, cs snapshot.Changes) error {
 // swapped installs next (live.Swap): everything the hot path needs per
 // channel is computed here once instead of per request.
 func (s *Server) swapped(prev, next *snapshot.Snapshot) {
-	s.Cur.Store(newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts))
+	v := newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts)
+	if s.FleetRec != nil {
+		v.Graphs.active = s.FleetRec.ActiveServed
+	}
+	s.Cur.Store(v)
 	s.Metrics.observeSnapshot(prev, next)
 }
 

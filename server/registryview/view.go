@@ -61,6 +61,10 @@ type Options struct {
 	// WriteIdle bounds how long a blob's client may take to accept each
 	// chunk; the server's write timeout does not apply to blobs. 0: 60s.
 	WriteIdle time.Duration
+	// Active is, per channel, the versions the fleet says it last
+	// answered active clusters, and their generation (a channel's served
+	// set keeps them); nil: none.
+	Active func(channel string) ([]string, uint64)
 }
 
 // View is the registry view.
@@ -216,19 +220,26 @@ func newListing(tags []snapshot.RegistryTag) *listing {
 	return l
 }
 
-// listings are the listings of one snapshot, by "channels/<c>" or
-// "sources/<s>"; a new snapshot starts afresh.
+// listings are the listings of one snapshot and one generation of the
+// fleet's active versions, by "channels/<c>" or "sources/<s>"; a new
+// snapshot, or new active versions, start afresh.
 type listings struct {
 	snap *snapshot.Snapshot
+	gen  uint64 // of the fleet's active versions
 	mu   sync.Mutex
 	m    map[string]*listing
 }
 
 // listingOf is kind/name's listing in snap, computed at most once.
 func (v *View) listingOf(snap *snapshot.Snapshot, kind, name string) (*listing, error) {
+	var active []string
+	var gen uint64
+	if kind == "channels" && v.opts.Active != nil {
+		active, gen = v.opts.Active(name)
+	}
 	ls := v.listings.Load()
-	if ls == nil || ls.snap != snap {
-		fresh := &listings{snap: snap, m: map[string]*listing{}}
+	if ls == nil || ls.snap != snap || ls.gen != gen && kind == "channels" {
+		fresh := &listings{snap: snap, gen: gen, m: map[string]*listing{}}
 		if v.listings.CompareAndSwap(ls, fresh) {
 			ls = fresh
 		} else {
@@ -245,7 +256,9 @@ func (v *View) listingOf(snap *snapshot.Snapshot, kind, name string) (*listing, 
 	var tags []snapshot.RegistryTag
 	var err error
 	if kind == "channels" {
-		tags, err = snap.ChannelRegistryTags(name)
+		// A served set moves with time (a rollout completing): a listing
+		// is kept one snapshot and one fleet generation.
+		tags, err = snap.ChannelRegistryTags(name, active, time.Now())
 	} else {
 		tags, err = snap.SourceRegistryTags(name)
 	}

@@ -317,6 +317,29 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 	return out, err
 }
 
+// FleetActiveServed lists, per channel, the versions Tidemark last
+// answered the clusters seen since activeSince (each channel's served set
+// keeps them: a registry client is never moved below them).
+func (s *Fleet) FleetActiveServed(ctx context.Context, activeSince time.Time) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := s.db.InTxOpts(ctx, "list versions served to active clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select distinct channel, served from fleet where last_seen >= $1 and served <> ''`, activeSince)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ch, v string
+			if err := rows.Scan(&ch, &v); err != nil {
+				return err
+			}
+			out[ch] = append(out[ch], v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
 // PurgeFleet deletes the records last seen before cutoff, a bounded batch
 // per statement so that no purge holds many row locks at once against the
 // recorders' upserts. It returns how many went.

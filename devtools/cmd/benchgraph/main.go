@@ -166,7 +166,7 @@ func run(versions, perMinor, risks, n int) error {
 	if err != nil {
 		return err
 	}
-	g, _ := graph.Of(snap, "stable", "")
+	g, _ := graph.Of(snap, "stable", "", nil, time.Now())
 	conditional := 0
 	for _, c := range g.Conditional {
 		conditional += len(c.Edges)
