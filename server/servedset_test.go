@@ -87,8 +87,14 @@ func TestEveryDoorReadsTheServedSet(t *testing.T) {
 	if res, b := send(t, http.MethodPut, base+"/api/v1/channels/v1.33/pin", env.tokens["ci-promote"], `{"version":"v1.33.5+k3s1","reason":"older"}`); res.StatusCode != 200 {
 		t.Fatalf("pin: %d %s", res.StatusCode, b)
 	}
-	feed := func() string { _, b := get(t, &httptest.Server{URL: base}, "/api/v1/channels/v1.33/releases"); return string(b) }
-	graph := func() string { _, b := get(t, &httptest.Server{URL: base}, "/api/upgrades_info/v1/graph?channel=v1.33"); return string(b) }
+	feed := func() string {
+		_, b := get(t, &httptest.Server{URL: base}, "/api/v1/channels/v1.33/releases")
+		return string(b)
+	}
+	graph := func() string {
+		_, b := get(t, &httptest.Server{URL: base}, "/api/upgrades_info/v1/graph?channel=v1.33")
+		return string(b)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(feed(), `"version":"v1.33.6-k3s2"`) {
 		if time.Now().After(deadline) {

@@ -1,9 +1,9 @@
 package snapshot
 
 import (
-	"time"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 )
