@@ -1,0 +1,103 @@
+// Package signed is the shape of Tidemark's signed answers (The Update
+// Framework): each channel is one target file holding its answer and its
+// served set, published in metadata that a stock TUF client verifies.
+// This package is pure: the bytes of a channel's target, and the types
+// the store keeps. Signing is internal/tufpub's; serving, server's.
+package signed
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Roles, as TUF names them and the store keeps them.
+const (
+	Root      = "root"
+	Targets   = "targets"
+	Snapshot  = "snapshot"
+	Timestamp = "timestamp"
+)
+
+// Version is one version of a channel's answer as a target lists it.
+type Version struct {
+	Version string `json:"version"`
+	Tag     string `json:"tag"`
+	Digest  string `json:"digest"`
+}
+
+// Answer is a channel's target file: what it answers a request that
+// reports nothing, and its served set.
+type Answer struct {
+	Channel  string    `json:"channel"`
+	Revision int64     `json:"revision"`
+	Issued   time.Time `json:"issued"`
+	Answer   *Version  `json:"answer"`
+	Served   []Version `json:"served"`
+}
+
+// Content is what a change of a channel's answer or served set changes:
+// two answers with the same content are one revision.
+func (a Answer) Content() string {
+	b, _ := json.Marshal(struct {
+		A *Version  `json:"a"`
+		S []Version `json:"s"`
+	}{a.Answer, a.Served}) // strings only: cannot fail
+	return string(b)
+}
+
+// Bytes are the target file's bytes.
+func (a Answer) Bytes() []byte {
+	b, _ := json.Marshal(a)
+	return b
+}
+
+// Path is channel's target path.
+func Path(channel string) string { return "channels/" + channel + ".json" }
+
+// Hash is the hex sha256 of b, as consistent snapshots name files.
+func Hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Channel is a channel's newest published target.
+type Channel struct {
+	Channel  string
+	Revision int64
+	Content  string
+	Path     string
+	Hash     string
+	Length   int64
+}
+
+// Meta is one signed version of a role's metadata.
+type Meta struct {
+	Role    string
+	Version int64
+	Body    []byte
+	Expires time.Time
+}
+
+// Target is a target file's bytes under its path and hash.
+type Target struct {
+	Path string
+	Hash string
+	Body []byte
+}
+
+// State is what is published: each channel's newest target, and the
+// newest version of each role.
+type State struct {
+	Channels map[string]Channel
+	Latest   map[string]Meta
+}
+
+// Write is a publication: new target files, the channels they are now,
+// and new metadata versions.
+type Write struct {
+	Targets  []Target
+	Channels []Channel
+	Meta     []Meta
+}
