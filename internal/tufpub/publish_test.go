@@ -20,9 +20,9 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/tufpub"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
+	"github.com/tidemark-dev/tidemark/server/tufview"
 	"github.com/tidemark-dev/tidemark/store"
 	"github.com/tidemark-dev/tidemark/store/storetest"
-	"github.com/tidemark-dev/tidemark/server/tufview"
 )
 
 type repo struct {

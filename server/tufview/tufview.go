@@ -99,4 +99,3 @@ func notFound(name string) error {
 	}
 	return fmt.Errorf("%w: no TUF file %q here: metadata is N.root.json, timestamp.json, N.snapshot.json, N.targets.json; targets are <sha256>.<name>", resolver.ErrNotFound, name)
 }
-
