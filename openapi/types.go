@@ -25,6 +25,15 @@ type Channel struct {
 	// Held says why this answer is not the channel's version for the
 	// cluster that asked (a channel URL with its headers); absent otherwise.
 	Held *Held `json:"held,omitempty"`
+	// TUF names the channel's signed answer, with signed answers
+	// configured: its target and the revision published last.
+	TUF *ChannelTUF `json:"tuf,omitempty"`
+}
+
+// ChannelTUF is a channel's signed answer (docs/tuf.md).
+type ChannelTUF struct {
+	Target   string `json:"target"`
+	Revision int64  `json:"revision"`
 }
 
 // Held is why an answer holds a cluster where it is: on a channel URL's

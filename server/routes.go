@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark-dev/tidemark/server/console"
 	"github.com/tidemark-dev/tidemark/server/core"
 	"github.com/tidemark-dev/tidemark/server/registryview"
+	"github.com/tidemark-dev/tidemark/server/tufview"
 )
 
 // Handler is the whole HTTP surface.
@@ -94,6 +95,7 @@ func (s *Server) routes() *echo.Echo {
 	rv.Observe = s.Metrics.RegistryView
 	rv.Active = s.FleetRec.ActiveServed
 	registryview.New(rv).Register(e)
+	(&tufview.View{Store: s.Opts.TUF}).Register(func(p string, h echo.HandlerFunc) { s.Get(e, p, h) })
 
 	api.Register(e, s.Server)
 	console.Register(e, s.Server)

@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/service"
@@ -132,8 +133,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return err
 	}
 	counts := &rollouts.Counts{}
-	srv, err := server.New(serverOptions(cfg, log, st, reg, snaps, scan, gate, push, dl, counts))
+	var srv *server.Server
+	signing, err := signedAnswers(cfg, st, snaps, log, func() *fleet.Recorder { return srv.Fleet() })
 	if err != nil {
+		return err
+	}
+	opts := serverOptions(cfg, log, st, reg, snaps, scan, gate, push, dl, counts)
+	if signing != nil {
+		opts.TUF, opts.TUFRevision = st, signing.Revision
+	}
+	if srv, err = server.New(opts); err != nil {
 		return err
 	}
 	snaps.Subscribe(dl.SnapshotChanged)
@@ -188,6 +197,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Reconfigure: func() ([]catalog.Channel, error) { return reconfigure(cfg, log, getenv) },
 	}
 	ro.Background = append(ro.Background, dl.Run)
+	if signing != nil {
+		ro.Background = append(ro.Background, signing.Run)
+	}
 	if index {
 		ro.Background = append(ro.Background, func(ctx context.Context) {
 			if err := ix.Run(ctx); err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +14,9 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
+	"github.com/tidemark-dev/tidemark/internal/tufpub"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/signed"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -117,4 +121,33 @@ func signIn(cfg *config.Config, log *slog.Logger, st *store.Store) *signin.SignI
 	}
 	return signin.New(signin.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 		GroupsClaim: o.GroupsClaim, Roles: roles, ExternalURL: cfg.ExternalURL, Log: log, Sessions: st})
+}
+
+// signedAnswers is the loop that publishes signed answers when tuf: is
+// configured (nil otherwise). Only serve reads the online key; its
+// answers read the current snapshot and the fleet's active versions.
+func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, log *slog.Logger, rec func() *fleet.Recorder) (*tufpub.Loop, error) {
+	t := cfg.TUF
+	if t == nil {
+		return nil, nil
+	}
+	key, err := tufpub.LoadKeyFile(t.OnlineKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tuf: online_key_file: %w (tidemark tuf init --root-key FILE --online-key FILE makes it)", err)
+	}
+	p := &tufpub.Publisher{Store: st, Online: key, Now: time.Now,
+		Expires: tufpub.Expires{Root: t.Root, Targets: t.Targets, Snapshot: t.Snapshot, Timestamp: t.Timestamp}}
+	loop := tufpub.NewLoop(p, func(now time.Time) []signed.Answer {
+		snap := snaps.Current()
+		if snap == nil {
+			return nil
+		}
+		var active func(string) ([]string, uint64)
+		if r := rec(); r != nil {
+			active = r.ActiveServed
+		}
+		return tufpub.AnswersOf(snap, active, now)
+	}, log)
+	snaps.Subscribe(loop.Changed)
+	return loop, nil
 }

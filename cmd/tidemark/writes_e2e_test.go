@@ -87,7 +87,9 @@ func startServe(t *testing.T) *tmcli {
 }
 
 // startServeWith is startServe with another configuration (same source).
-func startServeWith(t *testing.T, config string) *tmcli {
+// before, when given, runs once the database is seeded and before serve
+// starts (with the CLI environment).
+func startServeWith(t *testing.T, config string, before ...func(c *tmcli)) *tmcli {
 	t.Helper()
 	if os.Getenv("DATABASE_URL") == "" {
 		t.Fatal("set DATABASE_URL or run via make test")
@@ -107,6 +109,9 @@ func startServeWith(t *testing.T, config string) *tmcli {
 		"DATABASE_URL": dbURL, "TIDEMARK_CONFIG": cfgPath, "TIDEMARK_LISTEN": addr, "TIDEMARK_SERVER": "http://" + addr,
 	}}
 	seed(t, c.env)
+	for _, b := range before {
+		b(c)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

@@ -66,7 +66,9 @@ type Config struct {
 	// RegistryView is how /v2/ serves channels as repositories.
 	RegistryView RegistryView
 	// OIDC signs people in; nil: tokens only.
-	OIDC     *OIDC
+	OIDC *OIDC
+	// TUF publishes signed answers; nil: none.
+	TUF      *TUF
 	Warnings []string // e.g. ignored channelserver keys, one line each
 
 	// sourcesYAML is `sources:` and `registries:` re-encoded (see SameSources).
@@ -194,6 +196,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
 		{"registry_view", c.RegistryView == running.RegistryView},
 		{"oidc", reflect.DeepEqual(c.OIDC, running.OIDC)},
+		{"tuf", reflect.DeepEqual(c.TUF, running.TUF)},
 	} {
 		if !k.same {
 			out = append(out, k.key)

@@ -22,7 +22,7 @@ import (
 var topKeys = []string{
 	"listen", "external_url", "database_url", "access_log", "read_timeout", "database_timeout",
 	"defaults", "sources", "registries", "channels", "fleet", "trusted_proxies",
-	"webhooks", "notify", "registry_view", "oidc", "limits",
+	"webhooks", "notify", "registry_view", "oidc", "limits", "tuf",
 	// channelserver's channels.yaml keys, so that file loads as it is.
 	"redirectBase", "github", "releases", "appDefaults",
 }
@@ -98,6 +98,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.notify(top["notify"], cfg)
 	cfg.RegistryView = p.registryView(top["registry_view"])
 	cfg.OIDC = p.oidc(top["oidc"], cfg)
+	cfg.TUF = p.tuf(top["tuf"])
 	// A file with nothing in it (empty, or the wrong file) would serve
 	// nothing while /readyz says ready: refuse it.
 	if len(cfg.Sources) == 0 && len(cfg.Channels) == 0 && len(p.problems) == 0 {

@@ -79,10 +79,28 @@ type Publisher struct {
 // and targets, snapshot and timestamp are signed anew as needed, in one
 // transaction. It reports whether anything was written.
 func (p *Publisher) Publish(ctx context.Context, answers []signed.Answer) (bool, error) {
+	wrote, _, err := p.PublishRevisions(ctx, answers)
+	return wrote, err
+}
+
+// PublishRevisions is Publish, also answering every channel's revision as
+// published now (by this call or another replica's).
+func (p *Publisher) PublishRevisions(ctx context.Context, answers []signed.Answer) (bool, map[string]int64, error) {
 	now := p.Now().UTC()
-	return p.Store.PublishTUF(ctx, func(st signed.State) (*signed.Write, error) {
-		return p.build(st, answers, now)
+	revs := map[string]int64{}
+	wrote, err := p.Store.PublishTUF(ctx, func(st signed.State) (*signed.Write, error) {
+		for k, c := range st.Channels {
+			revs[k] = c.Revision
+		}
+		w, err := p.build(st, answers, now)
+		if w != nil {
+			for _, c := range w.Channels {
+				revs[c.Channel] = c.Revision
+			}
+		}
+		return w, err
 	})
+	return wrote, revs, err
 }
 
 func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Time) (*signed.Write, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/signed"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -41,6 +42,9 @@ func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) opena
 		j.Digest = StrOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
+	if rev, ok := e.tufRevision(); ok {
+		j.TUF = &openapi.ChannelTUF{Target: signed.Path(a.Channel.Name), Revision: rev}
+	}
 	switch h := a.State.Hold; {
 	case e.Held == snapshot.HeldBlocked:
 		j.Held = &openapi.Held{Reason: snapshot.HeldDowngrade, Blocked: true}

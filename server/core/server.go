@@ -39,6 +39,7 @@ import (
 	"github.com/tidemark-dev/tidemark/server/core/authfail"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/signin"
+	"github.com/tidemark-dev/tidemark/server/tufview"
 	"github.com/tidemark-dev/tidemark/server/webhooks"
 )
 
@@ -109,6 +110,12 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (clientaddr.go); none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
+	// TUF reads the signed answers Tidemark publishes (server/tufview);
+	// nil: /tuf/ answers 404 saying they are not configured.
+	TUF tufview.Store
+	// TUFRevision is a channel's published revision (internal/tufpub's
+	// loop); nil: channel objects carry no tuf.
+	TUFRevision func(channel string) (int64, bool)
 	// Connections bound the listener's connections, in all and per peer
 	// address (server/connlimit; trusted proxies are exempt per address).
 	// Zero: the defaults.
@@ -273,7 +280,7 @@ func (s *Server) Update(ctx context.Context, cs snapshot.Changes) error {
 // swapped installs next (live.Swap): everything the hot path needs per
 // channel is computed here once instead of per request.
 func (s *Server) swapped(prev, next *snapshot.Snapshot) {
-	v := newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts)
+	v := newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts, s.Opts.TUFRevision)
 	if s.FleetRec != nil {
 		v.Graphs.active = s.FleetRec.ActiveServed
 	}

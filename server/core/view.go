@@ -48,13 +48,15 @@ type Entry struct {
 	// counts are the last counts of rollouts' clusters, shared by every
 	// entry of every view (internal/rollouts counts them).
 	counts *rollouts.Counts
+	// tufRev is each channel's published signed revision; nil: none.
+	tufRev func(channel string) (int64, bool)
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
 // carried unchanged (snapshot.Snapshot.SameAnswer) is kept as it is: a
 // reload after one source changed rebuilds that source's channels, not all.
 // externalURL and counts are the server's, the same for every view.
-func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *rollouts.Counts) *View {
+func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *rollouts.Counts, tufRev func(string) (int64, bool)) *View {
 	answers := snap.Channels()
 	v := &View{Graphs: &graphCache{}, Snap: snap, List: make([]*Entry, len(answers))}
 	for i := range answers {
@@ -64,7 +66,7 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		}
 		a := &answers[i]
 		e := newEntry(*a, externalURL)
-		e.counts = counts
+		e.counts, e.tufRev = counts, tufRev
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)
 		}
@@ -184,7 +186,7 @@ func (e *Entry) stepEntry(tag resolver.Tag, externalURL string) *Entry {
 	}
 	a.Tag = &tag
 	se := newEntry(a, externalURL)
-	se.counts = e.counts
+	se.counts, se.tufRev = e.counts, e.tufRev
 	return se
 }
 
@@ -235,15 +237,32 @@ func (e *Entry) ETagAt(now time.Time) string {
 // it; both follow the revision, which alone If-Match compares.
 func (e *Entry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
 	rv := e.Ans.Rollout
-	if rv == nil || rv.Baseline {
+	rev, signed := e.tufRevision()
+	if (rv == nil || rv.Baseline) && !signed {
 		return e.etag
 	}
-	p := rv.Progress(now)
-	tag := e.etag[:len(e.etag)-1] + "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State)
-	if cc != nil {
-		tag += ".c" + strconv.Itoa(cc.To) + "." + strconv.Itoa(cc.From)
+	tag := e.etag[:len(e.etag)-1]
+	if rv != nil && !rv.Baseline {
+		p := rv.Progress(now)
+		tag += "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State)
+		if cc != nil {
+			tag += ".c" + strconv.Itoa(cc.To) + "." + strconv.Itoa(cc.From)
+		}
+	}
+	// The signed revision moves with no new snapshot (the publisher signs
+	// after the swap): it is part of the object, so of its ETag.
+	if signed {
+		tag += ".t" + strconv.FormatInt(rev, 10)
 	}
 	return tag + `"`
+}
+
+// tufRevision is the channel's published signed revision, if any.
+func (e *Entry) tufRevision() (int64, bool) {
+	if e.tufRev == nil {
+		return 0, false
+	}
+	return e.tufRev(e.Ans.Channel.Name)
 }
 
 // clusters is the counts of e's rollout; nil when it has none (or only a

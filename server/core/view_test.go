@@ -39,8 +39,8 @@ func TestReloadOfOneSourceKeepsTheRest(t *testing.T) {
 	bNew.LastOK.Finished = scanned.Add(time.Hour)
 	second := first.Apply(snapshot.Delta{Sources: []catalog.SourceData{bNew}}, loadedAt.Add(time.Hour))
 
-	v1 := newView(first, nil, "", nil)
-	v2 := newView(second, v1, "", nil)
+	v1 := newView(first, nil, "", nil, nil)
+	v2 := newView(second, v1, "", nil, nil)
 	if v2.entry("a") != v1.entry("a") {
 		t.Error("channel a's entry was rebuilt; want it kept, its source did not change")
 	}
@@ -112,11 +112,11 @@ func BenchmarkSwap(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v1 := newView(first, nil, "", nil)
+	v1 := newView(first, nil, "", nil, nil)
 	m.observeSnapshot(nil, first)
 	b.ReportAllocs()
 	for b.Loop() {
-		v2 := newView(second, v1, "", nil)
+		v2 := newView(second, v1, "", nil, nil)
 		m.observeSnapshot(first, second)
 		if v2.entry("src-0500").Version != "v1.3.0" {
 			b.Fatal("the changed source's channel does not serve its new version")

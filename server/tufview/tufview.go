@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,7 +35,8 @@ type View struct {
 // way the server does, so the drift test sees them.
 func (v *View) Register(get func(path string, h echo.HandlerFunc)) {
 	get("/tuf/metadata/:file", v.metadata)
-	get("/tuf/targets/*", v.target)
+	// Every target is a channel's: channels/<sha256>.<name>.json.
+	get("/tuf/targets/channels/:file", v.target)
 }
 
 var (
@@ -66,11 +66,11 @@ func (v *View) metadata(c echo.Context) error {
 }
 
 func (v *View) target(c echo.Context) error {
-	p := c.Param("*")
-	dir, base := path.Split(p)
+	base := c.Param("file")
+	dir := "channels/"
 	m := hashed.FindStringSubmatch(base)
-	if m == nil || strings.Contains(p, "..") || len(p) > 512 {
-		return notFound(p)
+	if m == nil || strings.Contains(base, "/") || len(base) > 512 {
+		return notFound(dir + base)
 	}
 	if v.Store == nil {
 		return fmt.Errorf("%w: signed answers are not configured (tuf: in the configuration)", resolver.ErrNotFound)

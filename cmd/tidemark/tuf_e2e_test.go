@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata/config"
+	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
+
+	"github.com/tidemark-dev/tidemark/resolver/signed"
+)
+
+// TestSignedAnswersThroughServe: tuf init makes the keys and the root;
+// serve publishes every channel's answer; go-tuf's updater, trusting only
+// 1.root.json fetched once, verifies a channel's target; after a pin it
+// sees the new answer at a higher revision within a second, and the
+// channel object names the same revision.
+func TestSignedAnswersThroughServe(t *testing.T) {
+	dir := t.TempDir()
+	rootKey, onlineKey := filepath.Join(dir, "root.pem"), filepath.Join(dir, "online.pem")
+	cfg := e2eConfig + "tuf:\n  online_key_file: " + onlineKey + "\n"
+	c := startServeWith(t, cfg, func(c *tmcli) {
+		c.must("tuf", "init", "--root-key", rootKey, "--online-key", onlineKey)
+		if code, _, errs := c.run("tuf", "init", "--root-key", filepath.Join(dir, "r2.pem"), "--online-key", filepath.Join(dir, "o2.pem")); code == 0 || !strings.Contains(errs, "exists already") {
+			t.Errorf("a second tuf init: exit %d %q, want refused", code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "r2.pem")); err == nil {
+			t.Error("a refused tuf init left a key file behind")
+		}
+	})
+	base := c.env["TIDEMARK_SERVER"]
+	res, err := http.Get(base + "/tuf/metadata/1.root.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root json.RawMessage
+	if err := json.NewDecoder(res.Body).Decode(&root); err != nil || res.StatusCode != 200 {
+		t.Fatalf("1.root.json: %d %v", res.StatusCode, err)
+	}
+	res.Body.Close()
+	if res, _ := http.Get(base + "/tuf/metadata/2.root.json"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the next root: %d, want 404", res.StatusCode)
+	}
+	cache := t.TempDir()
+	fetch := func() signed.Answer {
+		t.Helper()
+		cfg, err := config.New(base+"/tuf/metadata", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RemoteTargetsURL = base + "/tuf/targets"
+		cfg.LocalMetadataDir, cfg.LocalTargetsDir = cache, t.TempDir()
+		up, err := updater.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Refresh(); err != nil {
+			t.Fatalf("refresh: %v", err)
+		}
+		ti, err := up.GetTargetInfo("channels/v1.33.json")
+		if err != nil {
+			t.Fatalf("target info: %v", err)
+		}
+		_, b, err := up.DownloadTarget(ti, filepath.Join(t.TempDir(), "t.json"), "")
+		if err != nil {
+			t.Fatalf("download: %v", err)
+		}
+		var a signed.Answer
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var first signed.Answer
+	for {
+		res, err := http.Get(base + "/tuf/metadata/timestamp.json")
+		if err == nil && res.StatusCode == 200 {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve never published")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	first = fetch()
+	if first.Answer == nil || first.Answer.Version != "v1.33.6+k3s2" || first.Revision < 1 {
+		t.Fatalf("v1.33 through go-tuf: %+v", first)
+	}
+	bot := c.with("TIDEMARK_TOKEN", strings.TrimSpace(c.must("token", "create", "--name", "release-bot", "--scope", "promote")))
+	revision := func() int64 {
+		res, err := http.Get(base + "/api/v1/channels/v1.33")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var ch struct {
+			TUF struct{ Revision int64 } `json:"tuf"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&ch)
+		return ch.TUF.Revision
+	}
+	bot.must("promote", "v1.33", "v1.33.5+k3s1", "--reason", "signed")
+	pinned := time.Now()
+	for revision() <= first.Revision && time.Since(pinned) < 5*time.Second {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := time.Since(pinned); took > time.Second {
+		t.Errorf("the pin was published after %s, want within 1 s", took)
+	} else {
+		t.Logf("the pin was published %s after it was made", took.Round(time.Millisecond))
+	}
+	for {
+		a := fetch()
+		if a.Answer != nil && a.Answer.Version == "v1.33.5+k3s1" && a.Revision > first.Revision {
+			var ch struct {
+				TUF struct {
+					Target   string `json:"target"`
+					Revision int64  `json:"revision"`
+				} `json:"tuf"`
+			}
+			res, err := http.Get(base + "/api/v1/channels/v1.33")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = json.NewDecoder(res.Body).Decode(&ch)
+			res.Body.Close()
+			if ch.TUF.Target != "channels/v1.33.json" || ch.TUF.Revision != a.Revision {
+				t.Errorf("channel object tuf %+v, want channels/v1.33.json at revision %d", ch.TUF, a.Revision)
+			}
+			return
+		}
+		if time.Since(pinned) > 5*time.Second {
+			t.Fatalf("after a pin the TUF client still sees %+v", a)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
