@@ -201,6 +201,12 @@ bench-million:
 bench-connections:
 	go run ./devtools/cmd/benchconn -conns 20000 -hold 10s
 
+# Signed answers at scale: 1,000 channels, 100 pins in bursts; publication
+# latency, the bytes of each TUF file against go-tuf's default limits.
+.PHONY: bench-tuf
+bench-tuf:
+	scripts/with-pg go run ./devtools/cmd/benchtuf -channels 1000 -pins 100
+
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the
 # series, /metrics, peak RSS, and a legitimate cluster's record latency.
