@@ -33,15 +33,35 @@ func (s *Store) InitTUF(ctx context.Context, root signed.Meta) error {
 	})
 }
 
-// TUFMeta is role's metadata version (0: the newest); ErrNotFound when
-// there is none.
+// AddTUFRoot stores the next root (version = the newest + 1, checked),
+// pending when it waits for serve to run with the online key it names.
+func (s *Store) AddTUFRoot(ctx context.Context, root signed.Meta, pending bool) error {
+	return s.inTx(ctx, "store the next TUF root", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
+			return err
+		}
+		var newest int64
+		if err := tx.QueryRow(ctx, `select coalesce(max(version), 0) from tuf_metadata where role = 'root'`).Scan(&newest); err != nil {
+			return err
+		}
+		if root.Version != newest+1 {
+			return fmt.Errorf("%w: root version %d is not the next (the newest is %d)", resolver.ErrConflict, root.Version, newest)
+		}
+		_, err := tx.Exec(ctx, `insert into tuf_metadata (role, version, body, expires_at, pending) values ('root', $1, $2, $3, $4)`,
+			root.Version, root.Body, root.Expires, pending)
+		return err
+	})
+}
+
+// TUFMeta is role's metadata version (0: the newest) as served: a pending
+// root is not; ErrNotFound when there is none.
 func (s *Store) TUFMeta(ctx context.Context, role string, version int64) (signed.Meta, error) {
 	m := signed.Meta{Role: role}
 	err := s.inTx(ctx, "read TUF metadata", func(tx pgx.Tx) error {
-		q := `select version, body, expires_at from tuf_metadata where role = $1 and version = $2`
+		q := `select version, body, expires_at from tuf_metadata where role = $1 and version = $2 and not pending`
 		args := []any{role, version}
 		if version == 0 {
-			q, args = `select version, body, expires_at from tuf_metadata where role = $1 order by version desc limit 1`, []any{role}
+			q, args = `select version, body, expires_at from tuf_metadata where role = $1 and not pending order by version desc limit 1`, []any{role}
 		}
 		err := tx.QueryRow(ctx, q, args...).Scan(&m.Version, &m.Body, &m.Expires)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -86,16 +106,33 @@ func (s *Store) PublishTUF(ctx context.Context, build func(signed.State) (*signe
 		}); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, `select distinct on (role) role, version, body, expires_at from tuf_metadata order by role, version desc`)
+		rows, err = tx.Query(ctx, `select distinct on (role) role, version, body, expires_at, pending from tuf_metadata order by role, version desc`)
 		if err != nil {
 			return err
 		}
 		var m signed.Meta
-		if _, err := pgx.ForEachRow(rows, []any{&m.Role, &m.Version, &m.Body, &m.Expires}, func() error {
+		var pending bool
+		if _, err := pgx.ForEachRow(rows, []any{&m.Role, &m.Version, &m.Body, &m.Expires, &pending}, func() error {
+			if pending {
+				st.Pending = &signed.Meta{Role: m.Role, Version: m.Version, Body: m.Body, Expires: m.Expires}
+				return nil
+			}
 			st.Latest[m.Role] = m
 			return nil
 		}); err != nil {
 			return err
+		}
+		if st.Pending != nil {
+			// The served root is the newest that is not pending.
+			var r signed.Meta
+			r.Role = signed.Root
+			if err := tx.QueryRow(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and not pending order by version desc limit 1`).
+				Scan(&r.Version, &r.Body, &r.Expires); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if r.Version > 0 {
+				st.Latest[signed.Root] = r
+			}
 		}
 		w, err := build(st)
 		if err != nil || w == nil {
@@ -110,6 +147,11 @@ func (s *Store) PublishTUF(ctx context.Context, build func(signed.State) (*signe
 			if _, err := tx.Exec(ctx, `insert into tuf_channels (channel, revision, content, path, hash, length) values ($1, $2, $3, $4, $5, $6)
 				on conflict (channel) do update set revision = excluded.revision, content = excluded.content, path = excluded.path,
 				hash = excluded.hash, length = excluded.length`, c.Channel, c.Revision, c.Content, c.Path, c.Hash, c.Length); err != nil {
+				return err
+			}
+		}
+		if w.Activate > 0 {
+			if _, err := tx.Exec(ctx, `update tuf_metadata set pending = false where role = 'root' and version = $1`, w.Activate); err != nil {
 				return err
 			}
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +23,7 @@ func newTUFCmd(e *cli.Env) *cobra.Command {
 			"root in the database serve uses: --config FILE or TIDEMARK_CONFIG, or\n" +
 			"DATABASE_URL alone. Keep the root key offline: serve never reads it.",
 	}
-	cmd.AddCommand(newTUFInitCmd(e))
+	cmd.AddCommand(newTUFInitCmd(e), newTUFRotateRootCmd(e), newTUFRotateOnlineCmd(e))
 	return cli.CommandGroup(cmd)
 }
 
@@ -64,5 +66,99 @@ func newTUFInitCmd(e *cli.Env) *cobra.Command {
 	cf.registerPath(cmd)
 	cmd.Flags().StringVar(&rootKey, "root-key", "", "file to create for the root key (keep it offline)")
 	cmd.Flags().StringVar(&onlineKey, "online-key", "", "file to create for the online key (serve's tuf.online_key_file)")
+	return cmd
+}
+
+// keyOrNew loads path, or creates it when it does not exist.
+func keyOrNew(path string) (ed25519.PrivateKey, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return tufpub.NewKeyFile(path)
+	}
+	return tufpub.LoadKeyFile(path)
+}
+
+func newTUFRotateRootCmd(e *cli.Env) *cobra.Command {
+	var cf configFlags
+	var rootKey, newRootKey string
+	cmd := &cobra.Command{
+		Use:   "rotate-root --root-key OLD --new-root-key NEW",
+		Short: "Sign the next root, keyed by NEW, with OLD and NEW (NEW is created when absent; NEW = OLD renews the root's expiry)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rootKey == "" || newRootKey == "" {
+				return errors.New("tuf rotate-root needs --root-key OLD and --new-root-key NEW")
+			}
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				old, err := tufpub.LoadKeyFile(rootKey)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-root: --root-key: %w", err)
+				}
+				cur, err := st.TUFMeta(cmd.Context(), "root", 0)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-root: %w (run tidemark tuf init first)", err)
+				}
+				next, err := keyOrNew(newRootKey)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-root: --new-root-key: %w", err)
+				}
+				root, err := tufpub.NextRoot(cur, old, next, nil, tufpub.DefaultExpires, time.Now())
+				if err != nil {
+					return fmt.Errorf("tuf rotate-root: %w", err)
+				}
+				if err := st.AddTUFRoot(cmd.Context(), root, false); err != nil {
+					return fmt.Errorf("tuf rotate-root: %w", err)
+				}
+				fmt.Fprintf(e.Stderr, "tuf rotate-root: root version %d stored and served (expires %s); its root key is %s\n",
+					root.Version, root.Expires.Format(time.RFC3339), newRootKey)
+				return nil
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	cmd.Flags().StringVar(&rootKey, "root-key", "", "the current root key")
+	cmd.Flags().StringVar(&newRootKey, "new-root-key", "", "the next root key (created when the file does not exist)")
+	return cmd
+}
+
+func newTUFRotateOnlineCmd(e *cli.Env) *cobra.Command {
+	var cf configFlags
+	var rootKey, onlineKey string
+	cmd := &cobra.Command{
+		Use:   "rotate-online --root-key FILE --online-key NEW",
+		Short: "Create NEW and sign the next root naming it, pending until serve runs with online_key_file: NEW",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rootKey == "" || onlineKey == "" {
+				return errors.New("tuf rotate-online needs --root-key FILE and --online-key NEW")
+			}
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				rk, err := tufpub.LoadKeyFile(rootKey)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-online: --root-key: %w", err)
+				}
+				cur, err := st.TUFMeta(cmd.Context(), "root", 0)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-online: %w (run tidemark tuf init first)", err)
+				}
+				ok, err := tufpub.NewKeyFile(onlineKey)
+				if err != nil {
+					return fmt.Errorf("tuf rotate-online: --online-key: %w", err)
+				}
+				root, err := tufpub.NextRoot(cur, rk, nil, ok.Public().(ed25519.PublicKey), tufpub.DefaultExpires, time.Now())
+				if err != nil {
+					return fmt.Errorf("tuf rotate-online: %w", err)
+				}
+				if err := st.AddTUFRoot(cmd.Context(), root, true); err != nil {
+					return fmt.Errorf("tuf rotate-online: %w", err)
+				}
+				fmt.Fprintf(e.Stderr, "tuf rotate-online: root version %d stored, pending: run serve with tuf: {online_key_file: %s} (restart serve) to publish it\n",
+					root.Version, onlineKey)
+				return nil
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	cmd.Flags().StringVar(&rootKey, "root-key", "", "the current root key")
+	cmd.Flags().StringVar(&onlineKey, "online-key", "", "file to create for the new online key")
 	return cmd
 }

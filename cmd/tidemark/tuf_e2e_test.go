@@ -134,6 +134,19 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 			if ch.TUF.Target != "channels/v1.33.json" || ch.TUF.Revision != a.Revision {
 				t.Errorf("channel object tuf %+v, want channels/v1.33.json at revision %d", ch.TUF, a.Revision)
 			}
+			// A new root key: the client follows to root 2 and still verifies.
+			c.must("tuf", "rotate-root", "--root-key", rootKey, "--new-root-key", filepath.Join(dir, "root2.pem"))
+			if b := fetch(); b.Answer == nil || b.Answer.Version != "v1.33.5+k3s1" {
+				t.Errorf("after tuf rotate-root: %+v", b)
+			}
+			if res, _ := http.Get(base + "/tuf/metadata/2.root.json"); res.StatusCode != http.StatusOK {
+				t.Errorf("2.root.json after rotate-root: %d", res.StatusCode)
+			}
+			// A new online key waits for serve to run with it.
+			c.must("tuf", "rotate-online", "--root-key", filepath.Join(dir, "root2.pem"), "--online-key", filepath.Join(dir, "online2.pem"))
+			if res, _ := http.Get(base + "/tuf/metadata/3.root.json"); res.StatusCode != http.StatusNotFound {
+				t.Errorf("a pending root is served: %d", res.StatusCode)
+			}
 			return
 		}
 		if time.Since(pinned) > 5*time.Second {

@@ -108,22 +108,27 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 	if !ok {
 		return nil, fmt.Errorf("no TUF root: run tidemark tuf init (after tidemark migrate)")
 	}
-	root, err := metadata.Root().FromBytes(rootMeta.Body)
+	keyID, err := onlineKeyID(p.Online)
+	if err != nil {
+		return nil, err
+	}
+	activate := int64(0)
+	if pend := st.Pending; pend != nil {
+		// A root naming a new online key waits for serve to run with it:
+		// this is that serve. It is served from now on, with every role
+		// re-signed by the new key.
+		if id, err := targetsKeyID(pend.Body); err == nil && id == keyID {
+			activate, rootMeta = pend.Version, *pend
+		}
+	}
+	id, err := targetsKeyID(rootMeta.Body)
 	if err != nil {
 		return nil, fmt.Errorf("the stored root: %w", err)
 	}
-	pub, err := publicKey(p.Online)
-	if err != nil {
-		return nil, err
+	if id != keyID {
+		return nil, fmt.Errorf("the online key is not the one root version %d names for targets: run serve with the key tuf init or tuf rotate-online made", rootMeta.Version)
 	}
-	keyID, err := pub.ID()
-	if err != nil {
-		return nil, err
-	}
-	if r := root.Signed.Roles[metadata.TARGETS]; r == nil || len(r.KeyIDs) == 0 || r.KeyIDs[0] != keyID {
-		return nil, fmt.Errorf("the online key is not the one root version %d names for targets: run tidemark tuf rotate-online, or use the key tuf init made", rootMeta.Version)
-	}
-	w := &signed.Write{}
+	w := &signed.Write{Activate: activate}
 	channels := map[string]signed.Channel{}
 	for k, c := range st.Channels {
 		channels[k] = c
@@ -144,7 +149,7 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 		m, ok := st.Latest[role]
 		return !ok || now.After(m.Expires.Add(-life/2))
 	}
-	needTargets := len(w.Channels) > 0 || stale(signed.Targets, p.Expires.Targets)
+	needTargets := len(w.Channels) > 0 || activate > 0 || stale(signed.Targets, p.Expires.Targets)
 	needSnapshot := needTargets || stale(signed.Snapshot, p.Expires.Snapshot)
 	needTimestamp := needSnapshot || stale(signed.Timestamp, p.Expires.Timestamp)
 	if !needTimestamp {
@@ -199,6 +204,27 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 	}
 	w.Meta = append(w.Meta, m)
 	return w, nil
+}
+
+func onlineKeyID(k ed25519.PrivateKey) (string, error) {
+	pub, err := publicKey(k)
+	if err != nil {
+		return "", err
+	}
+	return pub.ID()
+}
+
+// targetsKeyID is the key the root in body names for targets.
+func targetsKeyID(body []byte) (string, error) {
+	root, err := metadata.Root().FromBytes(body)
+	if err != nil {
+		return "", err
+	}
+	r := root.Signed.Roles[metadata.TARGETS]
+	if r == nil || len(r.KeyIDs) == 0 {
+		return "", fmt.Errorf("root version %d names no targets key", root.Signed.Version)
+	}
+	return r.KeyIDs[0], nil
 }
 
 // signMeta signs md and returns its bytes as the store keeps them.

@@ -2,6 +2,7 @@ package tufpub_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,6 +27,7 @@ import (
 )
 
 type repo struct {
+	keys string // where root.pem and online.pem are
 	st   *store.Store
 	pub  *tufpub.Publisher
 	base string // .../tuf
@@ -62,7 +64,7 @@ func newRepo(t *testing.T, exp tufpub.Expires) *repo {
 	if err != nil || !loaded.Equal(online) {
 		t.Fatalf("reloading the key: %v", err)
 	}
-	r := &repo{st: st, now: time.Now()}
+	r := &repo{keys: dir, st: st, now: time.Now()}
 	root, err := tufpub.Root(rootKey, online, exp, r.now)
 	if err != nil {
 		t.Fatal(err)
@@ -255,5 +257,75 @@ func TestTheClientRefusesWhatItMust(t *testing.T) {
 	}
 	if _, err := fetch(t, late.client(t), "stable"); err != nil {
 		t.Errorf("after the timestamp was re-signed: %v", err)
+	}
+}
+
+// TestKeysRotate: a new root key (the next root signed by both) and a new
+// online key (a pending root, served once serve runs with the new key,
+// which re-signs every role) keep a client that trusted only 1.root.json
+// verifying answers.
+func TestKeysRotate(t *testing.T) {
+	r := newRepo(t, tufpub.DefaultExpires)
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := r.pub.Publish(ctx, []signed.Answer{answer("stable", "1.0.0")}); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	if _, err := fetch(t, clientIn(t, r.base, r.root, cache), "stable"); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := r.st.TUFMeta(ctx, signed.Root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRoot, err := tufpub.LoadKeyFile(filepath.Join(r.keys, "root.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRoot, err := tufpub.NewKeyFile(filepath.Join(dir, "root2.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := tufpub.NextRoot(cur, oldRoot, newRoot, nil, tufpub.DefaultExpires, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.AddTUFRoot(ctx, next, false); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := fetch(t, clientIn(t, r.base, r.root, cache), "stable"); err != nil || a.Answer.Version != "1.0.0" {
+		t.Fatalf("after a new root key: %+v %v", a, err)
+	}
+	// A new online key: the next root is pending, not served.
+	newOnline, err := tufpub.NewKeyFile(filepath.Join(dir, "online2.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = r.st.TUFMeta(ctx, signed.Root, 0)
+	pending, err := tufpub.NextRoot(cur, newRoot, nil, newOnline.Public().(ed25519.PublicKey), tufpub.DefaultExpires, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.AddTUFRoot(ctx, pending, true); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := http.Get(r.base + "/metadata/3.root.json"); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("a pending root is served: %d", res.StatusCode)
+	}
+	// serve still on the old key keeps publishing under root 2.
+	if _, err := r.pub.Publish(ctx, []signed.Answer{answer("stable", "1.0.1")}); err != nil {
+		t.Fatalf("the old online key while the new root waits: %v", err)
+	}
+	// serve restarted with the new key: root 3 served, all re-signed.
+	r.pub.Online = newOnline
+	if wrote, err := r.pub.Publish(ctx, []signed.Answer{answer("stable", "1.0.1")}); err != nil || !wrote {
+		t.Fatalf("the new online key: %v %v", wrote, err)
+	}
+	if res, _ := http.Get(r.base + "/metadata/3.root.json"); res.StatusCode != http.StatusOK {
+		t.Fatalf("root 3 after serve ran with its key: %d", res.StatusCode)
+	}
+	if a, err := fetch(t, clientIn(t, r.base, r.root, cache), "stable"); err != nil || a.Answer.Version != "1.0.1" {
+		t.Fatalf("after a new online key: %+v %v", a, err)
 	}
 }

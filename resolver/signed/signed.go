@@ -92,6 +92,9 @@ type Target struct {
 type State struct {
 	Channels map[string]Channel
 	Latest   map[string]Meta
+	// Pending is a root that names a new online key and waits for serve
+	// to run with it; nil: none.
+	Pending *Meta
 }
 
 // Write is a publication: new target files, the channels they are now,
@@ -100,4 +103,7 @@ type Write struct {
 	Targets  []Target
 	Channels []Channel
 	Meta     []Meta
+	// Activate is a pending root's version this publication serves from
+	// now on (its online key signed the rest); 0: none.
+	Activate int64
 }
