@@ -84,7 +84,7 @@ func TestOneAddressHoldingConnectionsStarvesNoOne(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("another address waited %s", took)
 	}
-	metrics := scrape(t, base)
+	metrics := metricsText(t, base)
 	for _, want := range []string{`tidemark_connections_refused_total{reason="address"} 1`, `tidemark_connections_refused_total{reason="total"} 0`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -104,15 +104,4 @@ func TestOneAddressHoldingConnectionsStarvesNoOne(t *testing.T) {
 	if c, r := dial("127.0.0.2"); !ask(c, r) {
 		t.Fatal("after the idle connections were closed, the address was still refused")
 	}
-}
-
-func scrape(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }

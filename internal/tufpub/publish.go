@@ -46,18 +46,25 @@ func Root(rootKey, onlineKey ed25519.PrivateKey, exp Expires, now time.Time) (si
 			return signed.Meta{}, err
 		}
 	}
-	s, err := signer(rootKey)
-	if err != nil {
-		return signed.Meta{}, err
-	}
-	if _, err := root.Sign(s); err != nil {
-		return signed.Meta{}, err
+	return signRoot(root, rootKey)
+}
+
+// signRoot signs root with each of keys and returns its bytes.
+func signRoot(root *metadata.Metadata[metadata.RootType], keys ...ed25519.PrivateKey) (signed.Meta, error) {
+	for _, k := range keys {
+		s, err := signer(k)
+		if err != nil {
+			return signed.Meta{}, err
+		}
+		if _, err := root.Sign(s); err != nil {
+			return signed.Meta{}, err
+		}
 	}
 	b, err := root.ToBytes(false)
 	if err != nil {
 		return signed.Meta{}, err
 	}
-	return signed.Meta{Role: signed.Root, Version: 1, Body: b, Expires: root.Signed.Expires}, nil
+	return signed.Meta{Role: signed.Root, Version: root.Signed.Version, Body: b, Expires: root.Signed.Expires}, nil
 }
 
 // Store keeps what is published (*store.Store).

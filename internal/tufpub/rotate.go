@@ -62,18 +62,5 @@ func NextRoot(cur signed.Meta, oldRoot, newRoot ed25519.PrivateKey, newOnline ed
 	if newRoot != nil && !newRoot.Equal(oldRoot) {
 		signers = append(signers, newRoot)
 	}
-	for _, k := range signers {
-		s, err := signer(k)
-		if err != nil {
-			return signed.Meta{}, err
-		}
-		if _, err := root.Sign(s); err != nil {
-			return signed.Meta{}, err
-		}
-	}
-	b, err := root.ToBytes(false)
-	if err != nil {
-		return signed.Meta{}, err
-	}
-	return signed.Meta{Role: signed.Root, Version: root.Signed.Version, Body: b, Expires: root.Signed.Expires}, nil
+	return signRoot(root, signers...)
 }
