@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,4 +330,57 @@ func TestKeysRotate(t *testing.T) {
 	if a, err := fetch(t, clientIn(t, r.base, r.root, cache), "stable"); err != nil || a.Answer.Version != "1.0.1" {
 		t.Fatalf("after a new online key: %+v %v", a, err)
 	}
+}
+
+// TestTwoReplicasSignOnceAndServeTheSameBytes: two replicas publishing the
+// same change at once sign it once (versions only grow, one targets
+// version for one change), and both serve the same bytes.
+func TestTwoReplicasSignOnceAndServeTheSameBytes(t *testing.T) {
+	r := newRepo(t, tufpub.DefaultExpires)
+	ctx := context.Background()
+	other := &tufpub.Publisher{Store: r.st, Online: r.pub.Online, Expires: r.pub.Expires, Now: time.Now}
+	var wg sync.WaitGroup
+	var wrote atomic.Int32
+	for _, p := range []*tufpub.Publisher{r.pub, other, r.pub, other} {
+		wg.Go(func() {
+			w, err := p.Publish(ctx, []signed.Answer{answer("stable", "2.0.0")})
+			if err != nil {
+				t.Error(err)
+			}
+			if w {
+				wrote.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wrote.Load(); n != 1 {
+		t.Fatalf("%d publications of one change by racing replicas, want 1", n)
+	}
+	targets, err := r.st.TUFMeta(ctx, signed.Targets, 0)
+	if err != nil || targets.Version != 1 {
+		t.Fatalf("targets version %d (%v), want 1", targets.Version, err)
+	}
+	second := httptest.NewServer(func() http.Handler {
+		e := echo.New()
+		(&tufview.View{Store: r.st}).Register(func(p string, h echo.HandlerFunc) { e.GET(p, h) })
+		return e
+	}())
+	defer second.Close()
+	for _, f := range []string{"timestamp.json", "1.snapshot.json", "1.targets.json", "1.root.json"} {
+		a, b := body(t, r.base+"/metadata/"+f), body(t, second.URL+"/tuf/metadata/"+f)
+		if a == "" || a != b {
+			t.Errorf("%s differs between replicas (or is empty)", f)
+		}
+	}
+}
+
+func body(t *testing.T, u string) string {
+	t.Helper()
+	res, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
 }
