@@ -108,3 +108,20 @@ type Freeze struct {
 type FreezeList struct {
 	Freezes []Freeze `json:"freezes"`
 }
+
+// Evidence is what a channel's clusters say of one version
+// (GET /api/v1/channels/{name}/evidence?version=V).
+type Evidence struct {
+	Version            string     `json:"version"`
+	Told               int        `json:"told"`
+	Adopted            int        `json:"adopted"`
+	Stuck              int        `json:"stuck"`
+	FirstTold          *time.Time `json:"first_told"`
+	AdoptionP50Seconds *float64   `json:"adoption_p50_seconds"`
+	Halts              int        `json:"halts"`
+}
+
+// EvidenceList is every version's evidence on a channel.
+type EvidenceList struct {
+	Versions []Evidence `json:"versions"`
+}

@@ -68,3 +68,21 @@ type ClusterQuery struct {
 	Limit   int
 	After   string // the last ID of the previous page
 }
+
+// EvidenceRow is one group of a channel's active fleet records: clusters
+// told Served (first seen by the time the channel first told anyone
+// Served), reporting Reported, and whether they were told it at or before
+// the stuck cutoff (Old).
+type EvidenceRow struct {
+	Served, Reported string
+	Old              bool
+	Clusters         int
+}
+
+// EvidenceVersion is what the records of one told version share: when
+// the channel first told it, and the median seconds from being told to
+// reporting it (-1 with no cluster reporting it).
+type EvidenceVersion struct {
+	FirstTold   time.Time
+	AdoptionP50 float64
+}

@@ -16,11 +16,14 @@ import (
 )
 
 // API is the JSON API's handlers, on the shared core.
-type API struct{ *core.Server }
+type API struct {
+	*core.Server
+	ev *evidenceCache
+}
 
 // Register adds every route of the JSON API to e.
 func Register(e *echo.Echo, c *core.Server) {
-	s := &API{c}
+	s := &API{Server: c, ev: &evidenceCache{}}
 	s.Get(e, "/api/v1/channels", s.listChannels)
 	s.Get(e, "/api/v1/channels/:name", s.getChannel)
 	s.Get(e, "/api/v1/channels/:name/releases", s.channelReleases)

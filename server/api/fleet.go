@@ -26,6 +26,7 @@ func (s *API) registerFleet(e *echo.Echo) {
 	s.Get(e, "/api/v1/fleet", s.fleetSummary, s.DBDeadline, s.fleetAvailable, read)
 	s.Get(e, "/api/v1/fleet/clusters", s.fleetClusters, s.DBDeadline, s.fleetAvailable, read)
 	s.Get(e, "/api/v1/fleet/clusters/:id", s.fleetCluster, s.DBDeadline, s.fleetAvailable, read)
+	s.Get(e, "/api/v1/channels/:name/evidence", s.channelEvidence, s.DBDeadline, s.fleetAvailable, read)
 }
 
 func (s *API) fleetAvailable(next echo.HandlerFunc) echo.HandlerFunc {

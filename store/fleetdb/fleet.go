@@ -35,8 +35,9 @@ const fleetChunk = 5000
 // their clocks' skew; it starts again when the version changes. An empty
 // reported or served (none this time) keeps what was known.
 const fleetUpsert = `
-insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served)
-select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served
+insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since)
+select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
+	case when u.served = '' then null else u.at end
 from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[])
 	as u(channel, cluster, at, reported, since, served)
 on conflict (channel, cluster) do update set
@@ -47,7 +48,11 @@ on conflict (channel, cluster) do update set
 		when excluded.reported = '' then f.reported_since
 		when excluded.reported = f.reported then least(f.reported_since, excluded.reported_since)
 		else excluded.reported_since end,
-	served = case when excluded.served = '' then f.served else excluded.served end
+	served = case when excluded.served = '' then f.served else excluded.served end,
+	served_since = case
+		when excluded.served = '' then f.served_since
+		when excluded.served = f.served then least(coalesce(f.served_since, excluded.served_since), excluded.served_since)
+		else excluded.served_since end
 returning f.channel, f.cluster, f.reported, f.reported_since`
 
 // RecordFleet writes sightings, at most one per (channel, cluster) (the
@@ -315,6 +320,47 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 		return rows.Err()
 	})
 	return out, err
+}
+
+// Evidence reads channel's evidence from the fleet: the active records
+// (seen since activeSince) grouped by what they were told and report,
+// and per told version its first told time and adoption median.
+func (s *Fleet) Evidence(ctx context.Context, channel string, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[string]resolver.EvidenceVersion, error) {
+	var rows []resolver.EvidenceRow
+	vers := map[string]resolver.EvidenceVersion{}
+	err := s.db.InTxOpts(ctx, fmt.Sprintf("evidence of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		r, err := tx.Query(ctx, `select served, min(served_since),
+				coalesce(percentile_cont(0.5) within group (order by extract(epoch from greatest(reported_since - served_since, interval '0')))
+					filter (where reported = served and served_since is not null and reported_since is not null), -1)
+			from fleet where channel = $1 and served <> '' and served_since is not null group by served`, channel)
+		if err != nil {
+			return err
+		}
+		var v string
+		var e resolver.EvidenceVersion
+		if _, err := pgx.ForEachRow(r, []any{&v, &e.FirstTold, &e.AdoptionP50}, func() error {
+			vers[v] = e
+			return nil
+		}); err != nil {
+			return err
+		}
+		r, err = tx.Query(ctx, `with first as (
+				select served, min(served_since) as told from fleet where channel = $1 and served <> '' and served_since is not null group by served)
+			select f.served, f.reported, f.served_since <= $3, count(*)
+			from fleet f join first on first.served = f.served
+			where f.channel = $1 and f.last_seen >= $2 and f.first_seen <= first.told
+			group by 1, 2, 3`, channel, activeSince, stuckBefore)
+		if err != nil {
+			return err
+		}
+		var row resolver.EvidenceRow
+		_, err = pgx.ForEachRow(r, []any{&row.Served, &row.Reported, &row.Old, &row.Clusters}, func() error {
+			rows = append(rows, row)
+			return nil
+		})
+		return err
+	})
+	return rows, vers, err
 }
 
 // FleetActiveServed lists, per channel, the versions Tidemark last

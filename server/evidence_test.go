@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+)
+
+// TestEvidenceFromAFleetOfUpgradeControllers: ten SUC-style clusters on
+// v1.33.5 ask channel v1.33 (which answers v1.33.6+k3s2): all are told
+// it; six upgrade and report it; the four that stay, told it over an hour
+// ago, are stuck; a cluster first seen after the channel first told it
+// does not count. The figures are exact, over HTTP, from Postgres.
+func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	reader, err := env.st.CreateToken(context.Background(), "dash", []string{ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: k3sChannels(),
+		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runOnLoopback(t, srv, runOpts{})
+	poll := func(id, reported string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
+		req.Header.Set("X-SUC-Cluster-ID", id)
+		req.Header.Set("X-SUC-Latest-Version", reported)
+		res, err := noRedirects.Do(req)
+		if err != nil || res.StatusCode != http.StatusFound {
+			t.Fatalf("%s: %v %v", id, res, err)
+		}
+		res.Body.Close()
+	}
+	pin := func(method, body string) {
+		t.Helper()
+		if res, b := send(t, method, base+"/api/v1/channels/v1.33/pin", env.tokens["ci-promote"], body); res.StatusCode != 200 {
+			t.Fatalf("%s pin: %d %s", method, res.StatusCode, b)
+		}
+	}
+	// The fleet exists before the release: the channel answers v1.33.5.
+	pin(http.MethodPut, `{"version":"v1.33.5+k3s1","reason":"before the release"}`)
+	for i := range 10 {
+		poll(fmt.Sprintf("c-%02d", i), "v1.33.5-k3s1")
+	}
+	time.Sleep(300 * time.Millisecond) // flushed
+	// The release: the channel now tells everyone v1.33.6+k3s2.
+	pin(http.MethodDelete, "")
+	for i := range 10 {
+		poll(fmt.Sprintf("c-%02d", i), "v1.33.5-k3s1")
+	}
+	time.Sleep(300 * time.Millisecond)
+	for i := range 6 {
+		poll(fmt.Sprintf("c-%02d", i), "v1.33.6-k3s2")
+	}
+	poll("late", "v1.33.5-k3s1") // first seen after the channel first told v1.33.6+k3s2
+	time.Sleep(300 * time.Millisecond)
+	// The four that stayed were told an hour and more ago.
+	conn, err := pgx.Connect(context.Background(), env.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `update fleet set served_since = served_since - interval '2 hours',
+		first_seen = first_seen - interval '3 hours' where cluster like 'c-%'`); err != nil {
+		t.Fatal(err)
+	}
+	var ev openapi.Evidence
+	getJSON(t, base+"/api/v1/channels/v1.33/evidence?version=v1.33.6-k3s2", reader, &ev)
+	if ev.Version != "v1.33.6+k3s2" || ev.Told != 10 || ev.Adopted != 6 || ev.Stuck != 4 || ev.FirstTold == nil || ev.Halts != 0 {
+		t.Fatalf("evidence %+v, want told 10, adopted 6, stuck 4 (the late cluster does not count)", ev)
+	}
+	if ev.AdoptionP50Seconds == nil || *ev.AdoptionP50Seconds < 0 {
+		t.Errorf("adoption p50 %v, want a number", ev.AdoptionP50Seconds)
+	}
+	var list openapi.EvidenceList
+	getJSON(t, base+"/api/v1/channels/v1.33/evidence", reader, &list)
+	if len(list.Versions) != 1 || list.Versions[0].Told != 10 {
+		b, _ := json.Marshal(list)
+		t.Errorf("evidence list %s", b)
+	}
+	if res, _ := send(t, http.MethodGet, base+"/api/v1/channels/v1.33/evidence", "", ""); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("evidence without a token: %d, want 401", res.StatusCode)
+	}
+}
+
