@@ -8,8 +8,11 @@ import (
 // Event types of outbound notifications (CloudEvents "type").
 const (
 	EventChannelChanged = "dev.tidemark.channel.changed"
-	EventRolloutChanged = "dev.tidemark.rollout.changed"
-	EventVersionBlocked = "dev.tidemark.version.blocked"
+	// EventChannelPromoted: a channel moved itself to what its promote.from
+	// channel answers, on the fleet's evidence.
+	EventChannelPromoted = "dev.tidemark.channel.promoted"
+	EventRolloutChanged  = "dev.tidemark.rollout.changed"
+	EventVersionBlocked  = "dev.tidemark.version.blocked"
 	// EventRiskChanged: a known risk of Source was declared (To is its
 	// name) or removed (From is its name).
 	EventRiskChanged = "dev.tidemark.risk.changed"

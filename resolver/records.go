@@ -47,6 +47,9 @@ type ChannelChange struct {
 	// Rollback (Pin): the pin may send clusters running a newer version
 	// down to it; audited as "rollback".
 	Rollback bool
+	// Event (Pin): one more notification of this type, beside the
+	// channel's change (a promotion's).
+	Event string
 }
 
 // ScanResult is what one indexing run of one source found.

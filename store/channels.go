@@ -71,6 +71,11 @@ func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) 
 	if err := outboxdb.ChannelEvent(ctx, tx, c, from, c.Version); err != nil {
 		return st, err
 	}
+	if c.Event != "" {
+		if err := outboxdb.Add(ctx, tx, resolver.Event{Type: c.Event, Channel: c.Channel, From: from, To: c.Version, Actor: c.Actor, Reason: c.Reason}); err != nil {
+			return st, err
+		}
+	}
 	if err := rolloutChange(ctx, tx, c, c.Version); err != nil {
 		return st, err
 	}

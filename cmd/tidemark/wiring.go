@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
+	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/tufpub"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -150,4 +151,11 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 	}, log)
 	snaps.Subscribe(loop.Changed)
 	return loop, nil
+}
+
+// promotionLoop moves channels with promote: on the fleet's evidence; the
+// indexing leader runs it (leading), so two replicas never promote twice.
+func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, srv *server.Server, leading func() bool) *promotion.Loop {
+	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
+		ActiveWindow: cfg.Fleet.ActiveWindow})
 }

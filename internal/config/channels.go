@@ -1,6 +1,9 @@
 package config
 
 import (
+	"time"
+	"strconv"
+	"fmt"
 	"regexp"
 
 	"github.com/Masterminds/semver/v3"
@@ -13,7 +16,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
-	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows",
+	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows", "promote",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -45,6 +48,52 @@ func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase st
 		}
 		if len(p.problems) == before {
 			out = append(out, c)
+		}
+	}
+	for _, c := range out {
+		if pr := c.Promote; pr != nil {
+			if _, ok := firstLine[pr.From]; !ok || pr.From == c.Name {
+				p.problems = append(p.problems, Problem{Line: firstLine[c.Name], Item: "channel \"" + c.Name + "\"",
+					Msg: fmt.Sprintf("promote.from: %q is not another channel of this file", pr.From)})
+			}
+		}
+	}
+	return out
+}
+
+// promote reads a channel's promote: {from, soak, min_adopted,
+// max_stuck_ratio}.
+func (p *parser) promote(n *yaml.Node, item string) *catalog.PromotePolicy {
+	if isNull(deref(n)) {
+		return nil
+	}
+	f := p.mapping(n, item, "promote", []string{"from", "soak", "min_adopted", "max_stuck_ratio"})
+	out := &catalog.PromotePolicy{Soak: 24 * time.Hour, MinAdopted: 1, MaxStuckRatio: 0.05}
+	if s, ok := p.str(f["from"], item, "promote.from"); ok && s != "" {
+		out.From = s
+	} else {
+		p.add(deref(n), item, "promote.from: missing (the channel whose answer this one follows)")
+	}
+	if d, ok := p.duration(f["soak"], item, "promote.soak"); ok {
+		if d < 0 {
+			p.add(deref(f["soak"]), item, "promote.soak: want a duration like 24h, got %s", d)
+		} else {
+			out.Soak = d
+		}
+	}
+	if i, ok := p.integer(f["min_adopted"], item, "promote.min_adopted"); ok {
+		if i < 1 {
+			p.add(deref(f["min_adopted"]), item, "promote.min_adopted: want 1 or more, got %d", i)
+		} else {
+			out.MinAdopted = i
+		}
+	}
+	if r := deref(f["max_stuck_ratio"]); !isNull(r) {
+		v, err := strconv.ParseFloat(r.Value, 64)
+		if err != nil || v < 0 || v > 1 {
+			p.add(r, item, "promote.max_stuck_ratio: want a ratio from 0 to 1 like 0.05, got %q", r.Value)
+		} else {
+			out.MaxStuckRatio = v
 		}
 	}
 	return out
@@ -116,6 +165,7 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	}
 
 	c.Rollout = p.rollout(f["rollout"], item)
+	c.Promote = p.promote(f["promote"], item)
 	p.governance(f, item, &c)
 
 	c.Redirect = redirectBase

@@ -44,6 +44,17 @@ type Channel struct {
 	ApprovalTTL time.Duration
 	// Windows are when the channel's answer may move; none: always.
 	Windows []resolver.Window
+	// Promote moves the channel itself to what From answers, once the
+	// fleet's evidence says so (promote:); nil: never.
+	Promote *PromotePolicy
+}
+
+// PromotePolicy is promote: {from, soak, min_adopted, max_stuck_ratio}.
+type PromotePolicy struct {
+	From          string
+	Soak          time.Duration
+	MinAdopted    int
+	MaxStuckRatio float64
 }
 
 // ChannelState is the mutable part of a channel, kept in the database.

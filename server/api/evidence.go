@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/evidence"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -99,40 +99,23 @@ func (s *API) evidenceOf(ctx context.Context, v *core.View, channel string) ([]o
 	if err != nil {
 		return nil, err
 	}
-	by := map[string]*openapi.Evidence{}
-	for ver, x := range vers {
-		if now.Sub(x.FirstTold) > evidenceDays {
-			continue
-		}
-		ev := &openapi.Evidence{Version: ver, Halts: halts[ver]}
-		t := x.FirstTold.UTC()
-		ev.FirstTold = &t
-		if x.AdoptionP50 >= 0 {
-			p := x.AdoptionP50
-			ev.AdoptionP50Seconds = &p
-		}
-		by[ver] = ev
+	older := func(a, b string) bool {
+		va, ok1 := v.Snap.Reported(channel, a)
+		vb, ok2 := v.Snap.Reported(channel, b)
+		return ok1 && ok2 && resolver.Compare(va, vb) < 0
 	}
-	for _, r := range rows {
-		ev := by[r.Served]
-		if ev == nil {
-			continue
+	list := evidence.Compute(rows, vers, halts, older, now.Add(-evidenceDays))
+	out := make([]openapi.Evidence, 0, len(list))
+	for _, ev := range list {
+		j := openapi.Evidence{Version: ev.Version, Told: ev.Told, Adopted: ev.Adopted, Stuck: ev.Stuck, Halts: ev.Halts}
+		t := ev.FirstTold.UTC()
+		j.FirstTold = &t
+		if ev.AdoptionP50 >= 0 {
+			p := ev.AdoptionP50
+			j.AdoptionP50Seconds = &p
 		}
-		ev.Told += r.Clusters
-		told, ok1 := v.Snap.Reported(channel, r.Served)
-		rep, ok2 := v.Snap.Reported(channel, r.Reported)
-		switch {
-		case r.Reported == r.Served:
-			ev.Adopted += r.Clusters
-		case r.Old && ok1 && ok2 && resolver.Compare(rep, told) < 0:
-			ev.Stuck += r.Clusters
-		}
+		out = append(out, j)
 	}
-	out := make([]openapi.Evidence, 0, len(by))
-	for _, ev := range by {
-		out = append(out, *ev)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	s.ev.mu.Lock()
 	if s.ev.m == nil {
 		s.ev.m = map[string]cachedEvidence{}

@@ -1,0 +1,242 @@
+// Package promotion is the leader loop that moves channels with promote:
+// to what their from channel answers, once the fleet's evidence says so:
+// soak passed, enough clusters adopted, few stuck, no halt. The move is a
+// change like any other: it passes the one decision (resolver/door), so a
+// freeze holds it, a closed window defers it, approvals make it one
+// pending change; it is recorded as a pin by tidemark:promotion with the
+// figures, and notified as dev.tidemark.channel.promoted.
+package promotion
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/door"
+	"github.com/tidemark-dev/tidemark/resolver/evidence"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+)
+
+// Actor signs promotions; EvidenceActor, yanks. A pin by anyone else
+// pauses promotion on its channel until it is unpinned.
+const (
+	Actor         = "tidemark:promotion"
+	EvidenceActor = "tidemark:evidence"
+)
+
+// Store is what the loop needs of *store.Store.
+type Store interface {
+	Evidence(ctx context.Context, channel string, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[string]resolver.EvidenceVersion, error)
+	RolloutHalts(ctx context.Context, channel string) (map[string]int, error)
+	Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error)
+	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
+	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
+	Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, error)
+}
+
+// Options configure the loop.
+type Options struct {
+	Store    Store
+	Snapshot func() *snapshot.Snapshot
+	Leading  func() bool // only the leader promotes; nil: this replica
+	Applied  func(snapshot.Change)
+	Log      *slog.Logger
+	Every    time.Duration // 0: 5s
+	// ActiveWindow and StuckAfter are the fleet's (0: 1h each).
+	ActiveWindow, StuckAfter time.Duration
+	Now                      func() time.Time
+}
+
+// Status is why each promoting channel waits, for the console and the API.
+type Status struct {
+	Paused bool   // a person's or a token's pin pauses it
+	Target string // the version it would move to
+	Why    string // "" when it moved, or nothing to do
+}
+
+// Loop promotes.
+type Loop struct {
+	o      Options
+	status atomic.Pointer[map[string]Status]
+}
+
+// New makes the loop.
+func New(o Options) *Loop {
+	if o.Every <= 0 {
+		o.Every = 5 * time.Second
+	}
+	if o.ActiveWindow <= 0 {
+		o.ActiveWindow = time.Hour
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Loop{o: o}
+}
+
+// StatusOf is channel's promotion status as of the last round.
+func (l *Loop) StatusOf(channel string) (Status, bool) {
+	m := l.status.Load()
+	if m == nil {
+		return Status{}, false
+	}
+	s, ok := (*m)[channel]
+	return s, ok
+}
+
+// Run evaluates every Every until ctx ends.
+func (l *Loop) Run(ctx context.Context) {
+	t := time.NewTicker(l.o.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if l.o.Leading != nil && !l.o.Leading() {
+			continue
+		}
+		l.Round(ctx)
+	}
+}
+
+// Round evaluates each channel with promote: once.
+func (l *Loop) Round(ctx context.Context) {
+	snap := l.o.Snapshot()
+	if snap == nil {
+		return
+	}
+	now := l.o.Now()
+	status := map[string]Status{}
+	for _, a := range snap.Channels() {
+		if a.Channel.Promote == nil {
+			continue
+		}
+		st, err := l.one(ctx, snap, a, now)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.o.Log.Warn("promotion round failed for a channel; retrying", "channel", a.Channel.Name, "err", err)
+			}
+			st.Why = err.Error()
+		}
+		status[a.Channel.Name] = st
+	}
+	l.status.Store(&status)
+}
+
+func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time) (Status, error) {
+	p := a.Channel.Promote
+	name := a.Channel.Name
+	if a.State.Pin != "" && a.State.PinnedBy != Actor && a.State.PinnedBy != EvidenceActor {
+		return Status{Paused: true, Why: fmt.Sprintf("paused: %s pinned it; unpin it to resume promotion", a.State.PinnedBy)}, nil
+	}
+	from, err := snap.Channel(p.From)
+	if err != nil || from.Tag == nil {
+		return Status{Why: fmt.Sprintf("%s answers nothing", p.From)}, nil
+	}
+	v := from.Tag
+	if rv := from.Rollout; rv != nil && !rv.Baseline && rv.Progress(now).State != resolver.RolloutComplete {
+		return Status{Why: fmt.Sprintf("%s is rolling out: it promotes once the rollout is complete", p.From)}, nil
+	}
+	target := v.Version.String()
+	st := Status{Target: target}
+	if a.Tag != nil && a.Tag.Version.String() == target {
+		return st, nil
+	}
+	if vv, err := snap.Version(a.Channel.Source, target); err != nil || vv.Blocked || !vv.Servable {
+		st.Why = fmt.Sprintf("%s is not servable on %s", target, name)
+		return st, nil
+	}
+	rows, vers, err := l.o.Store.Evidence(ctx, p.From, now.Add(-l.o.ActiveWindow), now.Add(-l.o.StuckAfter))
+	if err != nil {
+		return st, err
+	}
+	halts, err := l.o.Store.RolloutHalts(ctx, p.From)
+	if err != nil {
+		return st, err
+	}
+	older := func(x, y string) bool {
+		vx, ok1 := snap.Reported(p.From, x)
+		vy, ok2 := snap.Reported(p.From, y)
+		return ok1 && ok2 && resolver.Compare(vx, vy) < 0
+	}
+	ev := evidence.Of(evidence.Compute(rows, vers, halts, older, time.Time{}), target)
+	if ok, why := evidence.Ready(*p, ev, now); !ok {
+		st.Why = why
+		return st, nil
+	}
+	reason := fmt.Sprintf("promoted from %s: told %d, adopted %d, stuck %d", p.From, ev.Told, ev.Adopted, ev.Stuck)
+	g := door.Governance{Approvals: a.Channel.Approvals, Windows: a.Channel.Windows}
+	freezes, err := l.o.Store.Freezes(ctx, now)
+	if err != nil {
+		return st, err
+	}
+	for i := range freezes {
+		if freezes[i].Covers(name, now) {
+			g.Freeze = &freezes[i]
+			break
+		}
+	}
+	verdict := door.Decide(door.Change{Door: door.Promotion, Channel: name}, resolver.Principal{Name: Actor}, g, now)
+	switch verdict.Outcome {
+	case door.Refuse:
+		st.Why = verdict.Err.Error()
+		return st, nil
+	case door.Pending:
+		// One pending change, not one per round.
+		pending, err := l.o.Store.Changes(ctx, resolver.ChangePending, 500)
+		if err != nil {
+			return st, err
+		}
+		for _, c := range pending {
+			if c.Channel == name && c.Version == target && c.RequestedBy == Actor {
+				st.Why = waiting(c)
+				return st, nil
+			}
+		}
+		c, err := l.o.Store.ScheduleChange(ctx, resolver.ScheduledChange{Channel: name, Action: "pin", Version: target, Reason: reason,
+			State: resolver.ChangePending, RequestedBy: Actor, RequesterIdentity: Actor, ApprovalsNeeded: verdict.Approvals,
+			ExpiresAt: now.Add(24 * time.Hour)})
+		if err != nil {
+			return st, err
+		}
+		st.Why = waiting(c)
+		return st, nil
+	}
+	cc, err := snap.PlanPin(name, target, true)
+	if err != nil {
+		st.Why = err.Error()
+		return st, nil
+	}
+	cc.Actor, cc.Reason, cc.Event = Actor, reason, resolver.EventChannelPromoted
+	if _, err := l.o.Store.Pin(ctx, cc); err != nil {
+		return st, err
+	}
+	l.o.Log.Info("channel promoted", "channel", name, "from", p.From, "version", target, "told", ev.Told, "adopted", ev.Adopted, "stuck", ev.Stuck)
+	if l.o.Applied != nil {
+		l.o.Applied(snapshot.Change{Channel: name})
+	}
+	if verdict.Outcome == door.Defer {
+		st.Why = fmt.Sprintf("pinned; held until %s (%s)", verdict.Until.UTC().Format(time.RFC3339), verdict.Rule)
+	}
+	return st, nil
+}
+
+func waiting(c resolver.ScheduledChange) string {
+	word := "approvals"
+	if c.ApprovalsNeeded == 1 {
+		word = "approval"
+	}
+	return fmt.Sprintf("change %d waits for %d %s", c.ID, c.ApprovalsNeeded, word)
+}

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/promotion"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+)
+
+// promotedChannels: v1.33 is the candidate; "stable" answers v1.33.5 by
+// its configuration and promotes itself from v1.33.
+func promotedChannels(approvals int) []catalog.Channel {
+	return append(k3sChannels(), catalog.Channel{Name: "stable-33", Source: "k3s", Stream: resolver.Testing,
+		Include: regexp.MustCompile(`v1\.33\.5.*`), Exclude: regexp.MustCompile(`^[^+]+-`), Approvals: approvals,
+		Promote: &catalog.PromotePolicy{From: "v1.33", Soak: time.Hour, MinAdopted: 3, MaxStuckRatio: 0.25}})
+}
+
+// TestPromotionWaitsForEachConditionThenHappensOnce: five SUC-style
+// clusters on v1.33 are told v1.33.6+k3s2; stable-33 waits for the soak,
+// then for three adopters, then for the stuck share to fall under 25%,
+// and then moves once, as a pin by tidemark:promotion stating the figures,
+// notified as promoted. A person's pin pauses it.
+// promotionFleet serves promotedChannels(approvals) with a fleet of five
+// clusters on v1.33 told v1.33.6+k3s2, and a promotion loop on a clock
+// the test moves.
+type promotionFleet struct {
+	env   *pgEnv
+	base  string
+	clock time.Time
+	loop  *promotion.Loop
+	round func() promotion.Status
+	poll  func(id, reported string)
+	pin   func(method, channel, body string)
+	flush func()
+}
+
+func newPromotionFleet(t *testing.T, approvals int) *promotionFleet {
+	t.Helper()
+	env := newPGEnv(t, Options{})
+	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: promotedChannels(approvals),
+		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond}, Governance: env.st, WriteRate: 1000, WriteBurst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runOnLoopback(t, srv, runOpts{})
+	pf := &promotionFleet{clock: time.Now()}
+	loop := promotion.New(promotion.Options{Store: env.st, Snapshot: func() *snapshot.Snapshot { return srv.Cur.Load().Snap },
+		Applied: srv.Notify, Now: func() time.Time { return pf.clock }, ActiveWindow: 4 * time.Hour})
+	round := func() promotion.Status {
+		t.Helper()
+		loop.Round(context.Background())
+		if err := srv.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := loop.StatusOf("stable-33")
+		return st
+	}
+	poll := func(id, reported string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
+		req.Header.Set("X-SUC-Cluster-ID", id)
+		req.Header.Set("X-SUC-Latest-Version", reported)
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	pin := func(method, channel, body string) {
+		t.Helper()
+		if res, b := send(t, method, base+"/api/v1/channels/"+channel+"/pin", env.tokens["ci-promote"], body); res.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", method, channel, res.StatusCode, b)
+		}
+	}
+	flush := func() { time.Sleep(300 * time.Millisecond) }
+	// The fleet exists before the release, then is told it.
+	pin(http.MethodPut, "v1.33", `{"version":"v1.33.5+k3s1","reason":"before"}`)
+	for i := range 5 {
+		poll(fmt.Sprintf("c-%d", i), "v1.33.5-k3s1")
+	}
+	flush()
+	pin(http.MethodDelete, "v1.33", "")
+	for i := range 5 {
+		poll(fmt.Sprintf("c-%d", i), "v1.33.5-k3s1")
+	}
+	flush()
+	pf.env, pf.base, pf.loop, pf.round, pf.poll, pf.pin, pf.flush = env, base, loop, round, poll, pin, flush
+	return pf
+}
+
+func TestPromotionWaitsForEachConditionThenHappensOnce(t *testing.T) {
+	pf := newPromotionFleet(t, 0)
+	env, base, round, poll, pin, flush := pf.env, pf.base, pf.round, pf.poll, pf.pin, pf.flush
+	if st := round(); !strings.HasPrefix(st.Why, "soak ") || st.Target != "v1.33.6+k3s2" {
+		t.Fatalf("right after the release: %+v, want the soak to wait", st)
+	}
+	pf.clock = time.Now().Add(2 * time.Hour) // the soak (1h) has passed; told over an hour ago
+	if st := round(); st.Why != "0 of 3 adopted" {
+		t.Fatalf("after the soak: %+v, want 0 of 3 adopted", st)
+	}
+	for i := range 3 {
+		poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	flush()
+	if st := round(); st.Why != "stuck 40% > 25%" {
+		t.Fatalf("three adopted, two stuck: %+v, want stuck 40%% > 25%%", st)
+	}
+	poll("c-3", "v1.33.6-k3s2")
+	flush()
+	if st := round(); st.Why != "" {
+		t.Fatalf("four adopted, one stuck: %+v, want promoted", st)
+	}
+	round() // a second round promotes nothing more
+	if ch, _ := channel(t, &httptest.Server{URL: base}, "stable-33"); str(ch.Version) != "v1.33.6+k3s2" {
+		t.Fatalf("stable-33 serves %s after promotion", str(ch.Version))
+	}
+	events, _ := env.st.History(context.Background(), "stable-33")
+	pins := 0
+	for _, e := range events {
+		if e.Action == "pin" {
+			pins++
+			if e.Actor != promotion.Actor || e.Reason != "promoted from v1.33: told 5, adopted 4, stuck 1" {
+				t.Errorf("promotion audit %+v", e)
+			}
+		}
+	}
+	if pins != 1 {
+		t.Errorf("%d promotion pins, want exactly 1", pins)
+	}
+	conn, err := pgx.Connect(context.Background(), env.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `select count(*) from outbox where type = 'dev.tidemark.channel.promoted' and channel = 'stable-33'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("promoted notifications: %d (%v), want 1", n, err)
+	}
+	// A person's pin pauses promotion.
+	pin(http.MethodPut, "stable-33", `{"version":"v1.33.5+k3s1","reason":"hold it","rollback":true}`)
+	if st := round(); !st.Paused {
+		t.Errorf("after a person's pin: %+v, want paused", st)
+	}
+}
+
+// TestPromotionPassesTheOneDoor: on a channel needing an approval the
+// promotion is one pending change, not one a round; under a freeze it is
+// pinned and held until the freeze ends.
+func TestPromotionPassesTheOneDoor(t *testing.T) {
+	pf := newPromotionFleet(t, 1)
+	pf.clock = time.Now().Add(2 * time.Hour)
+	for i := range 4 {
+		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	pf.flush()
+	first := pf.round()
+	second := pf.round()
+	if !strings.HasPrefix(first.Why, "change ") || first.Why != second.Why || !strings.Contains(first.Why, "waits for 1 approval") {
+		t.Fatalf("with approvals: %+v then %+v, want one pending change", first, second)
+	}
+	cs, err := pf.env.st.Changes(context.Background(), resolver.ChangePending, 100)
+	if err != nil || len(cs) != 1 || cs[0].RequestedBy != promotion.Actor || cs[0].Version != "v1.33.6+k3s2" {
+		t.Fatalf("pending changes %+v (%v), want one by %s", cs, err, promotion.Actor)
+	}
+	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33"); str(ch.Version) != "v1.33.5+k3s1" {
+		t.Errorf("a pending promotion moved the channel to %s", str(ch.Version))
+	}
+}
