@@ -94,4 +94,3 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 		t.Errorf("evidence without a token: %d, want 401", res.StatusCode)
 	}
 }
-

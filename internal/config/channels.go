@@ -1,10 +1,10 @@
 package config
 
 import (
-	"time"
-	"strconv"
 	"fmt"
 	"regexp"
+	"strconv"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"gopkg.in/yaml.v3"
