@@ -11,8 +11,11 @@ const (
 	// EventChannelPromoted: a channel moved itself to what its promote.from
 	// channel answers, on the fleet's evidence.
 	EventChannelPromoted = "dev.tidemark.channel.promoted"
-	EventRolloutChanged  = "dev.tidemark.rollout.changed"
-	EventVersionBlocked  = "dev.tidemark.version.blocked"
+	// EventVersionYanked: a version whose clusters got stuck was halted
+	// and held on a channel's evidence.
+	EventVersionYanked  = "dev.tidemark.version.yanked"
+	EventRolloutChanged = "dev.tidemark.rollout.changed"
+	EventVersionBlocked = "dev.tidemark.version.blocked"
 	// EventRiskChanged: a known risk of Source was declared (To is its
 	// name) or removed (From is its name).
 	EventRiskChanged = "dev.tidemark.risk.changed"

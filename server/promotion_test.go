@@ -46,10 +46,14 @@ type promotionFleet struct {
 	flush func()
 }
 
-func newPromotionFleet(t *testing.T, approvals int) *promotionFleet {
+func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Channel)) *promotionFleet {
 	t.Helper()
+	chs := promotedChannels(approvals)
+	for _, e := range edit {
+		e(chs)
+	}
 	env := newPGEnv(t, Options{})
-	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: promotedChannels(approvals),
+	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: chs,
 		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond}, Governance: env.st, WriteRate: 1000, WriteBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -176,5 +180,66 @@ func TestPromotionPassesTheOneDoor(t *testing.T) {
 	}
 	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33"); str(ch.Version) != "v1.33.5+k3s1" {
 		t.Errorf("a pending promotion moved the channel to %s", str(ch.Version))
+	}
+}
+
+// TestAYankHaltsHoldsAuditsAndNotifies: v1.33 has yank: clusters told
+// v1.33.6+k3s2 over an hour ago that still run v1.33.5 are stuck; past the
+// ratio the channel is pinned below it (no cluster moves down), the
+// version is held (no promotion takes it), audited by tidemark:evidence
+// and notified as yanked; an admin lifts the hold.
+func TestAYankHaltsHoldsAuditsAndNotifies(t *testing.T) {
+	pf := newPromotionFleet(t, 0, func(chs []catalog.Channel) {
+		for i := range chs {
+			if chs[i].Name == "v1.33" {
+				chs[i].Yank = &catalog.YankPolicy{MaxStuckRatio: 0.5, MinTold: 5}
+			}
+		}
+	})
+	pf.clock = time.Now().Add(2 * time.Hour)
+	pf.poll("c-0", "v1.33.6-k3s2") // one adopts; four are stuck: 80% > 50%
+	pf.flush()
+	st := pf.round()
+	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "v1.33"); str(ch.Version) == "v1.33.6+k3s2" {
+		t.Fatalf("a stuck version is still v1.33's answer")
+	}
+	if !strings.Contains(st.Why, "held on evidence") {
+		t.Errorf("stable-33's promotion to a yanked version: %+v, want held", st)
+	}
+	events, _ := pf.env.st.History(context.Background(), "v1.33")
+	yanked := false
+	for _, e := range events {
+		if e.Action == "yank" && e.Actor == promotion.EvidenceActor && strings.Contains(e.Reason, "told 5, adopted 1, stuck 4") {
+			yanked = true
+		}
+	}
+	if !yanked {
+		t.Errorf("no yank by %s in v1.33's history: %+v", promotion.EvidenceActor, events)
+	}
+	conn, err := pgx.Connect(context.Background(), pf.env.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `select count(*) from outbox where type = 'dev.tidemark.version.yanked'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("yanked notifications: %d (%v), want 1", n, err)
+	}
+	pf.round() // held already: nothing more
+	if err := conn.QueryRow(context.Background(), `select count(*) from outbox where type = 'dev.tidemark.version.yanked'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("a second round yanked again: %d notifications", n)
+	}
+	lift := func(tok string) int {
+		res, _ := send(t, http.MethodDelete, pf.base+"/api/v1/sources/k3s/versions/v1.33.6+k3s2/hold", tok, "")
+		return res.StatusCode
+	}
+	if code := lift(pf.env.tokens["ci-promote"]); code != http.StatusForbidden {
+		t.Errorf("a promoter lifting a hold: %d, want 403", code)
+	}
+	if code := lift(pf.env.tokens["root"]); code != http.StatusOK {
+		t.Errorf("an admin lifting a hold: %d, want 200", code)
+	}
+	if code := lift(pf.env.tokens["root"]); code != http.StatusNotFound {
+		t.Errorf("lifting a hold that is gone: %d, want 404", code)
 	}
 }

@@ -16,7 +16,7 @@ import (
 var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
-	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows", "promote",
+	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows", "promote", "yank",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -56,6 +56,31 @@ func (p *parser) channels(n *yaml.Node, cfg *Config, d defaults, redirectBase st
 				p.problems = append(p.problems, Problem{Line: firstLine[c.Name], Item: "channel \"" + c.Name + "\"",
 					Msg: fmt.Sprintf("promote.from: %q is not another channel of this file", pr.From)})
 			}
+		}
+	}
+	return out
+}
+
+// yank reads a channel's yank: {max_stuck_ratio, min_told}.
+func (p *parser) yank(n *yaml.Node, item string) *catalog.YankPolicy {
+	if isNull(deref(n)) {
+		return nil
+	}
+	f := p.mapping(n, item, "yank", []string{"max_stuck_ratio", "min_told"})
+	out := &catalog.YankPolicy{MaxStuckRatio: 0.2, MinTold: 10}
+	if i, ok := p.integer(f["min_told"], item, "yank.min_told"); ok {
+		if i < 1 {
+			p.add(deref(f["min_told"]), item, "yank.min_told: want 1 or more, got %d", i)
+		} else {
+			out.MinTold = i
+		}
+	}
+	if r := deref(f["max_stuck_ratio"]); !isNull(r) {
+		v, err := strconv.ParseFloat(r.Value, 64)
+		if err != nil || v < 0 || v > 1 {
+			p.add(r, item, "yank.max_stuck_ratio: want a ratio from 0 to 1 like 0.2, got %q", r.Value)
+		} else {
+			out.MaxStuckRatio = v
 		}
 	}
 	return out
@@ -166,6 +191,7 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 
 	c.Rollout = p.rollout(f["rollout"], item)
 	c.Promote = p.promote(f["promote"], item)
+	c.Yank = p.yank(f["yank"], item)
 	p.governance(f, item, &c)
 
 	c.Redirect = redirectBase

@@ -9,6 +9,7 @@ package promotion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type Store interface {
 	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
 	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
 	Freezes(ctx context.Context, now time.Time) ([]resolver.Freeze, error)
+	RolloutControl(ctx context.Context, channel, kind, actor, reason string) (resolver.Rollout, error)
+	HoldVersion(ctx context.Context, source, version, channel, actor, reason string) (bool, error)
+	VersionHolds(ctx context.Context, source string) (map[string]string, error)
 }
 
 // Options configure the loop.
@@ -120,6 +124,11 @@ func (l *Loop) Round(ctx context.Context) {
 	now := l.o.Now()
 	status := map[string]Status{}
 	for _, a := range snap.Channels() {
+		if a.Channel.Yank != nil {
+			if err := l.yank(ctx, snap, a, now); err != nil && ctx.Err() == nil {
+				l.o.Log.Warn("yank round failed for a channel; retrying", "channel", a.Channel.Name, "err", err)
+			}
+		}
 		if a.Channel.Promote == nil {
 			continue
 		}
@@ -158,20 +167,19 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 		st.Why = fmt.Sprintf("%s is not servable on %s", target, name)
 		return st, nil
 	}
-	rows, vers, err := l.o.Store.Evidence(ctx, p.From, now.Add(-l.o.ActiveWindow), now.Add(-l.o.StuckAfter))
+	holds, err := l.o.Store.VersionHolds(ctx, a.Channel.Source)
 	if err != nil {
 		return st, err
 	}
-	halts, err := l.o.Store.RolloutHalts(ctx, p.From)
+	if why, held := holds[target]; held {
+		st.Why = fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", target, why)
+		return st, nil
+	}
+	list, err := l.evidenceOf(ctx, snap, p.From, now)
 	if err != nil {
 		return st, err
 	}
-	older := func(x, y string) bool {
-		vx, ok1 := snap.Reported(p.From, x)
-		vy, ok2 := snap.Reported(p.From, y)
-		return ok1 && ok2 && resolver.Compare(vx, vy) < 0
-	}
-	ev := evidence.Of(evidence.Compute(rows, vers, halts, older, time.Time{}), target)
+	ev := evidence.Of(list, target)
 	if ok, why := evidence.Ready(*p, ev, now); !ok {
 		st.Why = why
 		return st, nil
@@ -231,6 +239,89 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 		st.Why = fmt.Sprintf("pinned; held until %s (%s)", verdict.Until.UTC().Format(time.RFC3339), verdict.Rule)
 	}
 	return st, nil
+}
+
+// evidenceOf is every version's evidence on channel at now.
+func (l *Loop) evidenceOf(ctx context.Context, snap *snapshot.Snapshot, channel string, now time.Time) ([]evidence.Version, error) {
+	rows, vers, err := l.o.Store.Evidence(ctx, channel, now.Add(-l.o.ActiveWindow), now.Add(-l.o.StuckAfter))
+	if err != nil {
+		return nil, err
+	}
+	halts, err := l.o.Store.RolloutHalts(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	older := func(x, y string) bool {
+		vx, ok1 := snap.Reported(channel, x)
+		vy, ok2 := snap.Reported(channel, y)
+		return ok1 && ok2 && resolver.Compare(vx, vy) < 0
+	}
+	return evidence.Compute(rows, vers, halts, older, time.Time{}), nil
+}
+
+// yank halts and holds each version channel a serves whose clusters get
+// stuck: stuck/told above the ratio with at least min_told told. A
+// rollout of it is halted (no rollback); a plain channel answering it is
+// pinned to the newest servable version below it, which moves no cluster
+// down. A safety action: the one decision never holds it.
+func (l *Loop) yank(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time) error {
+	y := a.Channel.Yank
+	name := a.Channel.Name
+	set, err := snap.ServedSet(name, nil, now)
+	if err != nil {
+		return err
+	}
+	list, err := l.evidenceOf(ctx, snap, name, now)
+	if err != nil {
+		return err
+	}
+	for _, t := range set {
+		v := t.Version.String()
+		ev := evidence.Of(list, v)
+		if ev.Told < y.MinTold || float64(ev.Stuck)/float64(ev.Told) <= y.MaxStuckRatio {
+			continue
+		}
+		if verdict := door.Decide(door.Change{Door: door.Yank, Channel: name}, resolver.Principal{Name: EvidenceActor}, door.Governance{}, now); verdict.Outcome != door.Allow {
+			continue
+		}
+		reason := fmt.Sprintf("yanked on %s: told %d, adopted %d, stuck %d", name, ev.Told, ev.Adopted, ev.Stuck)
+		if rv := a.Rollout; rv != nil && !rv.Baseline && rv.To == v && rv.Progress(now).State != resolver.RolloutComplete {
+			if _, err := l.o.Store.RolloutControl(ctx, name, resolver.RolloutHalt, EvidenceActor, reason); err != nil && !errors.Is(err, resolver.ErrState) {
+				return err
+			}
+		} else if a.Tag != nil && a.Tag.Version.String() == v {
+			vs, err := snap.Servable(name)
+			if err != nil {
+				return err
+			}
+			var below *resolver.VersionView
+			for i := range vs {
+				if resolver.Compare(vs[i].Version, t.Version) < 0 {
+					below = &vs[i]
+				}
+			}
+			if below != nil {
+				cc, err := snap.PlanPin(name, below.Version.String(), true)
+				if err == nil {
+					cc.Actor, cc.Reason = EvidenceActor, reason
+					if _, err := l.o.Store.Pin(ctx, cc); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		held, err := l.o.Store.HoldVersion(ctx, a.Channel.Source, v, name, EvidenceActor, reason)
+		if err != nil {
+			return err
+		}
+		if held {
+			l.o.Log.Warn("version yanked on evidence", "channel", name, "version", v, "told", ev.Told, "stuck", ev.Stuck)
+			if l.o.Applied != nil {
+				l.o.Applied(snapshot.Change{Channel: name})
+			}
+		}
+	}
+	return nil
 }
 
 func waiting(c resolver.ScheduledChange) string {

@@ -47,6 +47,15 @@ type Channel struct {
 	// Promote moves the channel itself to what From answers, once the
 	// fleet's evidence says so (promote:); nil: never.
 	Promote *PromotePolicy
+	// Yank halts and holds a version the channel serves whose clusters
+	// get stuck (yank:); nil: never.
+	Yank *YankPolicy
+}
+
+// YankPolicy is yank: {max_stuck_ratio, min_told}.
+type YankPolicy struct {
+	MaxStuckRatio float64
+	MinTold       int
 }
 
 // PromotePolicy is promote: {from, soak, min_adopted, max_stuck_ratio}.

@@ -27,6 +27,7 @@ func (s *API) registerWrites(e *echo.Echo) {
 	e.PUT("/api/v1/sources/:source/versions/:version/block", s.block, s.DBDeadline, promote)
 	e.DELETE("/api/v1/sources/:source/versions/:version/block", s.unblock, s.DBDeadline, promote)
 	e.POST("/api/v1/sources/:source/scan", s.scan, s.DBDeadline, s.RequireScope(core.ScopeScan))
+	e.DELETE("/api/v1/sources/:source/versions/:version/hold", s.liftHold, s.DBDeadline, s.RequireScope(core.ScopeAdmin))
 	s.Get(e, "/api/v1/channels/:name/history", s.history, s.DBDeadline)
 	s.registerRisks(e)
 }
@@ -287,4 +288,38 @@ func (s *API) checkGatesNow(ctx context.Context, source, version string) (*core.
 		return nil, err
 	}
 	return s.View()
+}
+
+// holdStore lifts evidence holds (*store.Store).
+type holdStore interface {
+	LiftHold(ctx context.Context, source, version, actor, reason string) error
+}
+
+// liftHold is DELETE .../versions/{version}/hold: an admin lifts a yank's
+// hold, so promotions may take the version again.
+func (s *API) liftHold(c echo.Context) error {
+	v, err := s.View()
+	if err != nil {
+		return err
+	}
+	source := core.PathParam(c, "source")
+	vv, err := v.Snap.Version(source, core.PathParam(c, "version"))
+	if err != nil {
+		if _, serr := v.Snap.SourceInfo(source); serr != nil {
+			return core.BadParam("source", serr)
+		}
+		return core.BadParam("version", err)
+	}
+	reason, err := core.ReasonOf(c)
+	if err != nil {
+		return err
+	}
+	hs, ok := s.Opts.Store.(holdStore)
+	if !ok {
+		return s.WriteUnavailable(c)
+	}
+	if err := hs.LiftHold(c.Request().Context(), source, vv.Version.String(), core.Actor(c), reason); err != nil {
+		return core.BadParam("version", err)
+	}
+	return c.JSON(http.StatusOK, core.VersionJSON(vv))
 }
