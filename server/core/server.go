@@ -27,6 +27,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/clientaddr"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/governor"
@@ -310,4 +311,10 @@ func (s *Server) View() (*View, error) {
 // headers are exactly GET's.
 func (s *Server) Get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 	e.Match([]string{http.MethodGet, http.MethodHead}, path, h, m...)
+}
+
+// ClientAddr is the address a request comes from: the connection's peer,
+// or, behind a trusted proxy, the rightmost untrusted X-Forwarded-For hop.
+func (s *Server) ClientAddr(r *http.Request) string {
+	return clientaddr.Of(r, s.Opts.TrustedProxies)
 }

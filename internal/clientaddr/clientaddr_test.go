@@ -1,4 +1,4 @@
-package core
+package clientaddr
 
 import (
 	"math/rand/v2"
@@ -27,7 +27,7 @@ func TestClientAddressBelievesOnlyTrustedProxies(t *testing.T) {
 			for _, h := range strings.Split(tc.xff, "|") {
 				r.Header.Add("X-Forwarded-For", h)
 			}
-			if got := clientAddrOf(r, trusted); got != tc.want {
+			if got := Of(r, trusted); got != tc.want {
 				t.Errorf("client %q, want %q", got, tc.want)
 			}
 		})
@@ -90,7 +90,7 @@ func TestClientAddressAgreesWithSplitting(t *testing.T) {
 			}
 			r.Header.Add("X-Forwarded-For", strings.Join(line, sep))
 		}
-		if got, want := clientAddrOf(r, trusted), clientAddrSplit(r, trusted); got != want {
+		if got, want := Of(r, trusted), clientAddrSplit(r, trusted); got != want {
 			t.Fatalf("request %d: peer %q, X-Forwarded-For %q: %q, want %q", n, r.RemoteAddr, r.Header.Values("X-Forwarded-For"), got, want)
 		}
 	}
@@ -105,7 +105,7 @@ func BenchmarkClientAddr(b *testing.B) {
 	r.Header.Set("X-Forwarded-For", "10.3.13.64")
 	b.ReportAllocs()
 	for b.Loop() {
-		if clientAddrOf(r, trusted) != "10.3.13.64" {
+		if Of(r, trusted) != "10.3.13.64" {
 			b.Fatal("wrong address")
 		}
 	}

@@ -1,4 +1,6 @@
-package core
+// Package clientaddr finds the address a request comes from behind
+// trusted proxies.
+package clientaddr
 
 import (
 	"net"
@@ -7,15 +9,11 @@ import (
 	"strings"
 )
 
-// ClientAddr is the address a request comes from (CONTRACT section 12): the
-// connection's peer, or, when the peer is a trusted proxy, the rightmost
-// X-Forwarded-For hop that is not one. Hops left of the first untrusted
-// one are the client's own words and are never believed.
-func (s *Server) ClientAddr(r *http.Request) string {
-	return clientAddrOf(r, s.Opts.TrustedProxies)
-}
-
-func clientAddrOf(r *http.Request, trusted []netip.Prefix) string {
+// Of is the address r comes from: the connection's peer, or, when the
+// peer is a trusted proxy, the rightmost X-Forwarded-For hop that is not
+// one. Hops left of the first untrusted one are the client's own words and
+// are never believed.
+func Of(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
