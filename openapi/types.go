@@ -28,6 +28,15 @@ type Channel struct {
 	// TUF names the channel's signed answer, with signed answers
 	// configured: its target and the revision published last.
 	TUF *ChannelTUF `json:"tuf,omitempty"`
+	// Promotion is present on a channel with promote: what it promotes
+	// from, and whether a person's or a token's pin pauses it.
+	Promotion *ChannelPromotion `json:"promotion,omitempty"`
+}
+
+// ChannelPromotion is a promoting channel's state (docs/promotion.md).
+type ChannelPromotion struct {
+	From   string `json:"from"`
+	Paused bool   `json:"paused"`
 }
 
 // ChannelTUF is a channel's signed answer (docs/tuf.md).
@@ -168,6 +177,9 @@ type Version struct {
 	Gates *Gates `json:"gates"`
 	// PreviousDigest is set when the tag was re-pointed to another image.
 	PreviousDigest *string `json:"previous_digest,omitempty"`
+	// Held is {"reason":"evidence"} while a yank holds the version: no
+	// promotion takes it until an admin lifts the hold.
+	Held *Held `json:"held,omitempty"`
 }
 
 // Gates is a version's state per release gate; a gate the source does not

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
+	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
@@ -152,10 +154,19 @@ func TestPromotionWaitsForEachConditionThenHappensOnce(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `select count(*) from outbox where type = 'dev.tidemark.channel.promoted' and channel = 'stable-33'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("promoted notifications: %d (%v), want 1", n, err)
 	}
-	// A person's pin pauses promotion.
+	if ch, _ := channel(t, &httptest.Server{URL: base}, "stable-33"); ch.Promotion == nil || ch.Promotion.Paused || ch.Promotion.From != "v1.33" {
+		t.Errorf("stable-33's promotion after its own pin: %+v, want from v1.33, not paused", ch.Promotion)
+	}
+	// A person's pin pauses promotion, and the channel object says so.
 	pin(http.MethodPut, "stable-33", `{"version":"v1.33.5+k3s1","reason":"hold it","rollback":true}`)
 	if st := round(); !st.Paused {
 		t.Errorf("after a person's pin: %+v, want paused", st)
+	}
+	if ch, _ := channel(t, &httptest.Server{URL: base}, "stable-33"); ch.Promotion == nil || !ch.Promotion.Paused {
+		t.Errorf("stable-33's promotion after a person's pin: %+v, want paused", ch.Promotion)
+	}
+	if ch, _ := channel(t, &httptest.Server{URL: base}, "v1.33"); ch.Promotion != nil {
+		t.Errorf("v1.33 promotes nothing but its object has promotion %+v", ch.Promotion)
 	}
 }
 
@@ -229,6 +240,18 @@ func TestAYankHaltsHoldsAuditsAndNotifies(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `select count(*) from outbox where type = 'dev.tidemark.version.yanked'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("a second round yanked again: %d notifications", n)
 	}
+	heldOf := func() *openapi.Held {
+		t.Helper()
+		_, body := send(t, http.MethodGet, pf.base+"/api/v1/sources/k3s/versions/v1.33.6+k3s2", "", "")
+		var v openapi.Version
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("version JSON: %v: %s", err, body)
+		}
+		return v.Held
+	}
+	if h := heldOf(); h == nil || h.Reason != "evidence" {
+		t.Errorf("the yanked version's JSON says held %+v, want reason evidence", h)
+	}
 	lift := func(tok string) int {
 		res, _ := send(t, http.MethodDelete, pf.base+"/api/v1/sources/k3s/versions/v1.33.6+k3s2/hold", tok, "")
 		return res.StatusCode
@@ -241,5 +264,8 @@ func TestAYankHaltsHoldsAuditsAndNotifies(t *testing.T) {
 	}
 	if code := lift(pf.env.tokens["root"]); code != http.StatusNotFound {
 		t.Errorf("lifting a hold that is gone: %d, want 404", code)
+	}
+	if h := heldOf(); h != nil {
+		t.Errorf("the version's JSON still says held %+v after the hold was lifted", h)
 	}
 }

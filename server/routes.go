@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/console"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/evidenceview"
 	"github.com/tidemark-dev/tidemark/server/registryview"
 	"github.com/tidemark-dev/tidemark/server/tufview"
 )
@@ -97,7 +98,8 @@ func (s *Server) routes() *echo.Echo {
 	registryview.New(rv).Register(e)
 	(&tufview.View{Store: s.Opts.TUF}).Register(func(p string, h echo.HandlerFunc) { s.Get(e, p, h) })
 
-	api.Register(e, s.Server)
-	console.Register(e, s.Server)
+	ev := evidenceview.New(s.Server)
+	api.Register(e, s.Server, ev)
+	console.Register(e, s.Server, ev)
 	return e
 }

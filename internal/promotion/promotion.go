@@ -25,8 +25,8 @@ import (
 // Actor signs promotions; EvidenceActor, yanks. A pin by anyone else
 // pauses promotion on its channel until it is unpinned.
 const (
-	Actor         = "tidemark:promotion"
-	EvidenceActor = "tidemark:evidence"
+	Actor         = evidence.PromotionActor
+	EvidenceActor = evidence.YankActor
 )
 
 // Store is what the loop needs of *store.Store.
@@ -147,7 +147,7 @@ func (l *Loop) Round(ctx context.Context) {
 func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time) (Status, error) {
 	p := a.Channel.Promote
 	name := a.Channel.Name
-	if a.State.Pin != "" && a.State.PinnedBy != Actor && a.State.PinnedBy != EvidenceActor {
+	if evidence.Paused(a.State.Pin, a.State.PinnedBy) {
 		return Status{Paused: true, Why: fmt.Sprintf("paused: %s pinned it; unpin it to resume promotion", a.State.PinnedBy)}, nil
 	}
 	from, err := snap.Channel(p.From)

@@ -92,3 +92,16 @@ func Ready(p catalog.PromotePolicy, ev Version, now time.Time) (bool, string) {
 	}
 	return true, ""
 }
+
+// The actors of the changes evidence makes: promotions and yanks.
+const (
+	PromotionActor = "tidemark:promotion"
+	YankActor      = "tidemark:evidence"
+)
+
+// Paused says whether a promoting channel's pin, set by pinnedBy, pauses
+// its promotion: a pin by a person or a token does; one by promotion or a
+// yank does not.
+func Paused(pin, pinnedBy string) bool {
+	return pin != "" && pinnedBy != PromotionActor && pinnedBy != YankActor
+}

@@ -13,17 +13,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/evidenceview"
 )
 
 // API is the JSON API's handlers, on the shared core.
 type API struct {
 	*core.Server
-	ev *evidenceCache
+	ev *evidenceview.Reader
 }
 
 // Register adds every route of the JSON API to e.
-func Register(e *echo.Echo, c *core.Server) {
-	s := &API{Server: c, ev: &evidenceCache{}}
+func Register(e *echo.Echo, c *core.Server, ev *evidenceview.Reader) {
+	s := &API{Server: c, ev: ev}
 	s.Get(e, "/api/v1/channels", s.listChannels)
 	s.Get(e, "/api/v1/channels/:name", s.getChannel)
 	s.Get(e, "/api/v1/channels/:name/releases", s.channelReleases)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -98,12 +99,31 @@ func (s *API) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vv, err := v.Snap.Version(core.PathParam(c, "source"), core.PathParam(c, "version"))
+	source := core.PathParam(c, "source")
+	vv, err := v.Snap.Version(source, core.PathParam(c, "version"))
 	if err != nil {
 		return core.ParamIf("version", resolver.ErrNotFound, err)
 	}
+	j := core.VersionJSON(vv)
+	if hs, ok := s.Opts.Store.(heldStore); ok {
+		// A yank's hold is in the database, not the snapshot; the version
+		// is still answered, without it, when the database is away.
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
+		holds, err := hs.VersionHolds(ctx, source)
+		cancel()
+		if err != nil {
+			s.Log.WarnContext(c.Request().Context(), "reading version holds failed; answering without them", "source", source, "err", err)
+		} else if _, held := holds[vv.Version.String()]; held {
+			j.Held = &openapi.Held{Reason: "evidence"}
+		}
+	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
-	return c.JSON(http.StatusOK, core.VersionJSON(vv))
+	return c.JSON(http.StatusOK, j)
+}
+
+// heldStore lists the versions a yank holds (*store.Store).
+type heldStore interface {
+	VersionHolds(ctx context.Context, source string) (map[string]string, error)
 }
 
 // resolve is the dry-run upgrade answer. Unknown query parameters are

@@ -15,18 +15,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/evidenceview"
 )
 
 // Console is the console's handlers, on the shared core.
 type Console struct {
 	*core.Server
 	uiFleet fleetCountsCache // the channel list's fleet counts, reused a few seconds
+	ev      *evidenceview.Reader
 }
 
 // Register adds the console's routes to e, and / (a browser goes to the
 // console, every other client gets the API root's links).
-func Register(e *echo.Echo, c *core.Server) {
-	s := &Console{Server: c}
+func Register(e *echo.Echo, c *core.Server, ev *evidenceview.Reader) {
+	s := &Console{Server: c, ev: ev}
 	s.Get(e, "/", s.rootOrConsole)
 	s.registerUI(e)
 	s.registerSignIn(e)

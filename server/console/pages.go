@@ -82,6 +82,9 @@ type uiChannelBody struct {
 	// FleetProblem is why the fleet could not be read; both nil when the
 	// server records no fleet.
 	FleetProblem *openapi.Problem
+	// Evidence is what the fleet says of each version told; nil when the
+	// server records no fleet.
+	Evidence *uiEvidence
 	// Rollout is the API's rollout of the channel, with the fleet's counts;
 	// nil when it never rolled out. RolloutProblem is why the counts could
 	// not be read (Rollout is then the channel object's, without them).
@@ -221,6 +224,7 @@ func (s *Console) uiChannel(c echo.Context) error {
 		b.Soak = config.ShortDuration(*ch.Soak)
 	}
 	b.Fleet, b.FleetProblem = s.channelFleet(c, v, e)
+	b.Evidence = s.channelEvidence(c, v, e)
 	b.Rollout, b.RolloutProblem = s.channelRolloutOf(c, e, b.Row.Channel)
 	if vs, err := v.Snap.Versions(ch.Source, ch.Stream, ch.ConstraintText); err == nil {
 		for _, vv := range slices.Backward(vs) {

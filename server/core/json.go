@@ -7,6 +7,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/evidence"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -42,6 +43,9 @@ func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) opena
 		j.Digest = StrOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
+	if p := a.Channel.Promote; p != nil {
+		j.Promotion = &openapi.ChannelPromotion{From: p.From, Paused: evidence.Paused(a.State.Pin, a.State.PinnedBy)}
+	}
 	if rev, ok := e.tufRevision(); ok {
 		j.TUF = &openapi.ChannelTUF{Target: signed.Path(a.Channel.Name), Revision: rev}
 	}

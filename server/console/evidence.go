@@ -1,0 +1,113 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/evidence"
+	"github.com/tidemark-dev/tidemark/server/core"
+)
+
+// Evidence in the console: each version the channel told its clusters,
+// with how many were told, adopted and are stuck, drawn as bars like the
+// fleet's (SVG, no JavaScript); and, for a channel with promote:, why it
+// is waiting. Counts only, like the fleet section: no cluster is named.
+
+// uiEvidence is the channel page's evidence section; nil when the server
+// records no fleet.
+type uiEvidence struct {
+	Rows    []uiEvidenceRow
+	Problem *openapi.Problem
+	Promote *uiPromotion
+	Yank    string // the yank policy in words, "" without one
+}
+
+type uiEvidenceRow struct {
+	evidence.Version
+	AdoptedPct, StuckPct float64 // of Told, for the bars
+	P50                  string  // median time to adopt, "" when none adopted
+}
+
+// uiPromotion is a promoting channel's state as this replica sees it.
+type uiPromotion struct {
+	From    string
+	Policy  string // "soak 3h, 20 adopted, stuck at most 5%"
+	Target  string // what From answers, "" when nothing
+	Paused  bool
+	Waiting string // why it has not moved; "" when it serves Target
+	Ready   bool   // every condition holds: the next round moves it
+}
+
+// channelEvidence is e's evidence section.
+func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *uiEvidence {
+	if s.Opts.Fleet.Store == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
+	defer cancel()
+	ch := e.Ans.Channel
+	out := &uiEvidence{}
+	if y := ch.Yank; y != nil {
+		out.Yank = fmt.Sprintf("a version it serves is halted and held once %d or more clusters were told it and more than %.0f%% of them are stuck", y.MinTold, y.MaxStuckRatio*100)
+	}
+	list, err := s.ev.Of(ctx, v, ch.Name)
+	if err != nil {
+		out.Problem = problemOf(err)
+		return out
+	}
+	for _, ev := range list {
+		r := uiEvidenceRow{Version: ev}
+		if ev.Told > 0 {
+			r.AdoptedPct = 100 * float64(ev.Adopted) / float64(ev.Told)
+			r.StuckPct = 100 * float64(ev.Stuck) / float64(ev.Told)
+		}
+		if ev.AdoptionP50 >= 0 {
+			r.P50 = config.ShortDuration(time.Duration(ev.AdoptionP50 * float64(time.Second)).Round(time.Second))
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	if ch.Promote != nil {
+		out.Promote = s.promotionOf(ctx, v, e)
+	}
+	return out
+}
+
+// promotionOf says why e's promotion waits, from the same evidence and
+// rules the promoting replica uses; holds and approvals it leaves to the
+// pending changes and the version's page.
+func (s *Console) promotionOf(ctx context.Context, v *core.View, e *core.Entry) *uiPromotion {
+	p := *e.Ans.Channel.Promote
+	pr := &uiPromotion{From: p.From, Policy: fmt.Sprintf("soak %s, %d adopted, stuck at most %.0f%%", config.ShortDuration(p.Soak), p.MinAdopted, p.MaxStuckRatio*100)}
+	st := e.Ans.State
+	if evidence.Paused(st.Pin, st.PinnedBy) {
+		pr.Paused = true
+		pr.Waiting = fmt.Sprintf("paused: %s pinned it; unpin it to resume promotion", st.PinnedBy)
+		return pr
+	}
+	from, err := v.Snap.Channel(p.From)
+	if err != nil || from.Tag == nil {
+		pr.Waiting = p.From + " answers nothing"
+		return pr
+	}
+	pr.Target = from.Tag.Version.String()
+	if t := e.Ans.Tag; t != nil && t.Version.String() == pr.Target {
+		return pr
+	}
+	if vv, err := v.Snap.Version(e.Ans.Channel.Source, pr.Target); err != nil || vv.Blocked || !vv.Servable {
+		pr.Waiting = pr.Target + " is not servable here"
+		return pr
+	}
+	list, err := s.ev.Of(ctx, v, p.From)
+	if err != nil {
+		pr.Waiting = "evidence unreadable: " + problemOf(err).Detail
+		return pr
+	}
+	ok, why := evidence.Ready(p, evidence.Of(list, pr.Target), time.Now())
+	pr.Ready, pr.Waiting = ok, why
+	return pr
+}
