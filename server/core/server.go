@@ -109,7 +109,7 @@ type Options struct {
 	// Rollouts keeps and advances staged rollouts (rollouts.go).
 	Rollouts RolloutOptions
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
-	// (clientaddr.go); none: the connection's peer is the client.
+	// (internal/clientaddr); none: the connection's peer is the client.
 	TrustedProxies []netip.Prefix
 	// TUF reads the signed answers Tidemark publishes (server/tufview);
 	// nil: /tuf/ answers 404 saying they are not configured.
