@@ -166,6 +166,12 @@ bench-far:
 bench-fleet:
 	scripts/bench-fleet
 
+# Evidence for promotion: a million fleet records over 50 channels; one
+# pass over every channel's evidence, and the channel URL's p99 beside it.
+.PHONY: bench-evidence
+bench-evidence:
+	scripts/bench-fleet -evidence
+
 # The Cincinnati graph of a 10,000-version channel (cold, warm, gzip) and a
 # channel URL with 100 known risks beside none.
 .PHONY: bench-graph

@@ -44,7 +44,15 @@ func main() {
 	flood := flag.Int("flood", 0, "flood mode: this many random cluster IDs per phase (one address, then 10,000 loopback addresses), at full speed, instead of the paced phases")
 	floodFor := flag.Duration("flood-for", 30*time.Second, "flood mode: the longest a phase may run")
 	million := flag.Duration("million", 0, "million mode: new clusters at -rate a second, each from its own forwarded address, for this long, over -records seeded ones")
+	evidenceMode := flag.Bool("evidence", false, "evidence mode: -records over 50 channels; an evidence pass's time and the channel URL's latency beside passes (make bench-evidence)")
 	flag.Parse()
+	if *evidenceMode {
+		if err := runEvidence(context.Background(), *records, *d); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serveMode == "million" {
 		if err := millionChild(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", err)
