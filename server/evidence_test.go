@@ -93,4 +93,14 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	if res, _ := send(t, http.MethodGet, base+"/api/v1/channels/v1.33/evidence", "", ""); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("evidence without a token: %d, want 401", res.StatusCode)
 	}
+	// fleet.stuck_after 3h: told two hours ago is not stuck yet.
+	patient, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: k3sChannels(),
+		Fleet: fleet.Options{Store: env.st, StuckAfter: 3 * time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getJSON(t, runOnLoopback(t, patient, runOpts{})+"/api/v1/channels/v1.33/evidence?version=v1.33.6-k3s2", reader, &ev)
+	if ev.Told != 10 || ev.Adopted != 6 || ev.Stuck != 0 {
+		t.Errorf("evidence with stuck_after 3h: %+v, want told 10, adopted 6, stuck 0", ev)
+	}
 }

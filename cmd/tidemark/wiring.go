@@ -50,7 +50,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Notifications:   dl.Status,
 		Snapshots:       snaps,
 		Fleet: fleet.Options{Store: st, Retention: cfg.Fleet.Retention, ActiveWindow: cfg.Fleet.ActiveWindow,
-			NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
+			StuckAfter: cfg.Fleet.StuckAfter, NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters},
 		TrustedProxies: cfg.TrustedProxies,
 		Connections:    connlimit.Options{Max: cfg.Limits.MaxConnections, PerAddress: cfg.Limits.MaxConnectionsPerAddress},
 		IdleTimeout:    cfg.Limits.IdleTimeout,
@@ -157,5 +157,5 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 // indexing leader runs it (leading), so two replicas never promote twice.
 func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, srv *server.Server, leading func() bool) *promotion.Loop {
 	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
-		ActiveWindow: cfg.Fleet.ActiveWindow})
+		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter})
 }

@@ -71,7 +71,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		AccessLog:   "sample",
 		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
 		Registries:   map[string]Registry{"docker.io": {RateLimit: 10}},
-		Fleet:        Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
+		Fleet:        Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, StuckAfter: DefaultStuckAfter, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
 		Limits:       Limits{MaxConnections: DefaultMaxConnections, MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress, IdleTimeout: DefaultIdleTimeout},
 		Webhooks:     Webhooks{MaxPending: indexer.DefaultMaxPending},
 		RegistryView: RegistryView{Auth: DefaultRegistryViewAuth, Blobs: DefaultRegistryViewBlobs},

@@ -83,6 +83,8 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:9: fleet.retention: want a duration like 15m, 30s or 30d, got "30 days"`}},
 		{"fleet active window longer than retention", base + "fleet:\n  retention: 1h\n  active_window: 2h\n", []string{
 			`t.yaml:10: fleet: active_window 2h0m0s is longer than retention 1h0m0s; records would be purged while active`}},
+		{"fleet stuck_after zero", base + "fleet:\n  stuck_after: 0s\n", []string{
+			`t.yaml:10: fleet.stuck_after: want a positive duration like 1h, got 0s`}},
 		{"unknown fleet key", base + "fleet:\n  retension: 1d\n", []string{
 			`t.yaml:10: fleet: unknown key "retension" (did you mean "retention"?)`}},
 		{"interval under the minimum", base + "    interval: 5s\n", []string{

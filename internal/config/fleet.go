@@ -10,6 +10,8 @@ import (
 const (
 	DefaultRetention    = 30 * 24 * time.Hour
 	DefaultActiveWindow = time.Hour
+	// DefaultStuckAfter is fleet.stuck_after unset.
+	DefaultStuckAfter = time.Hour
 	// Admission (CONTRACT section 12): a cluster ID new to a channel is
 	// recorded at most this many times a minute per client address, and
 	// while the channel holds fewer than DefaultMaxClusters.
@@ -21,6 +23,9 @@ const (
 type Fleet struct {
 	Retention    time.Duration // records last seen longer ago are purged
 	ActiveWindow time.Duration // a cluster seen within it is active
+	// StuckAfter: a cluster told a version this long ago that still
+	// reports an older one is stuck (evidence, docs/promotion.md).
+	StuckAfter time.Duration
 	// NewClustersPerMinute and MaxClusters bound what anonymous requests
 	// may add to the fleet: per client address, per channel.
 	NewClustersPerMinute int
@@ -28,12 +33,12 @@ type Fleet struct {
 }
 
 func (p *parser) fleet(n *yaml.Node) Fleet {
-	out := Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow,
+	out := Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, StuckAfter: DefaultStuckAfter,
 		NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters}
 	if isNull(deref(n)) {
 		return out
 	}
-	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "new_clusters_per_minute", "max_clusters"})
+	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "stuck_after", "new_clusters_per_minute", "max_clusters"})
 	if i, ok := p.integer(f["new_clusters_per_minute"], "", "fleet.new_clusters_per_minute"); ok {
 		if i < 1 {
 			p.add(deref(f["new_clusters_per_minute"]), "", "fleet.new_clusters_per_minute: want 1 or more, got %d", i)
@@ -60,6 +65,13 @@ func (p *parser) fleet(n *yaml.Node) Fleet {
 			p.add(deref(f["active_window"]), "", "fleet.active_window: want a positive duration like 1h, got %s", d)
 		} else {
 			out.ActiveWindow = d
+		}
+	}
+	if d, ok := p.duration(f["stuck_after"], "", "fleet.stuck_after"); ok {
+		if d <= 0 {
+			p.add(deref(f["stuck_after"]), "", "fleet.stuck_after: want a positive duration like 1h, got %s", d)
+		} else {
+			out.StuckAfter = d
 		}
 	}
 	if out.ActiveWindow > out.Retention {

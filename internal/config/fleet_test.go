@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseFleetAndStepwise(t *testing.T) {
-	yaml := base + `fleet: {retention: 7d, active_window: 30m}
+	yaml := base + `fleet: {retention: 7d, active_window: 30m, stuck_after: 2h}
 channels:
   - name: latest
     source: k3s
@@ -19,6 +19,9 @@ channels:
 	}
 	if cfg.Fleet.Retention != 7*24*time.Hour || cfg.Fleet.ActiveWindow != 30*time.Minute {
 		t.Fatalf("fleet = %+v", cfg.Fleet)
+	}
+	if cfg.Fleet.StuckAfter != 2*time.Hour {
+		t.Fatalf("fleet.stuck_after = %s, want 2h", cfg.Fleet.StuckAfter)
 	}
 	if c := cfg.Channels[0]; !c.Stepwise || c.Settle != 30*time.Minute {
 		t.Fatalf("channel = stepwise %v settle %s", c.Stepwise, c.Settle)

@@ -41,6 +41,9 @@ type Options struct {
 	Retention time.Duration
 	// ActiveWindow: a cluster seen within it is active. 0: 1h.
 	ActiveWindow time.Duration
+	// StuckAfter: a cluster told a version this long ago that still
+	// reports an older one is stuck, in evidence. 0: 1h.
+	StuckAfter time.Duration
 	// Buffer is how many sightings may wait for the flusher; beyond it they
 	// are dropped and counted. 0: 65536.
 	Buffer int

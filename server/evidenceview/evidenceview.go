@@ -24,9 +24,6 @@ const (
 	// days bounds the versions listed: those the channel answered in the
 	// last 30 days.
 	days = 30 * 24 * time.Hour
-	// stuckAfter: a cluster told a version this long ago that still
-	// reports an older one is stuck.
-	stuckAfter = time.Hour
 )
 
 // Store is what evidence reads (*store.Store).
@@ -68,7 +65,11 @@ func (r *Reader) Of(ctx context.Context, v *core.View, channel string) ([]eviden
 	if window <= 0 {
 		window = config.DefaultActiveWindow
 	}
-	rows, vers, err := es.Evidence(ctx, channel, now.Add(-window), now.Add(-stuckAfter))
+	stuck := r.s.Opts.Fleet.StuckAfter
+	if stuck <= 0 {
+		stuck = config.DefaultStuckAfter
+	}
+	rows, vers, err := es.Evidence(ctx, channel, now.Add(-window), now.Add(-stuck))
 	if err != nil {
 		return nil, err
 	}
