@@ -39,6 +39,7 @@ func promotedChannels(approvals int) []catalog.Channel {
 // the test moves.
 type promotionFleet struct {
 	env   *pgEnv
+	srv   *Server
 	base  string
 	clock time.Time
 	loop  *promotion.Loop
@@ -102,6 +103,7 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 		poll(fmt.Sprintf("c-%d", i), "v1.33.5-k3s1")
 	}
 	flush()
+	pf.srv = srv
 	pf.env, pf.base, pf.loop, pf.round, pf.poll, pf.pin, pf.flush = env, base, loop, round, poll, pin, flush
 	return pf
 }
@@ -171,8 +173,8 @@ func TestPromotionWaitsForEachConditionThenHappensOnce(t *testing.T) {
 }
 
 // TestPromotionPassesTheOneDoor: on a channel needing an approval the
-// promotion is one pending change, not one a round; under a freeze it is
-// pinned and held until the freeze ends.
+// promotion is one pending change, not one a round (a freeze:
+// promotion_hold_test.go).
 func TestPromotionPassesTheOneDoor(t *testing.T) {
 	pf := newPromotionFleet(t, 1)
 	pf.clock = time.Now().Add(2 * time.Hour)
