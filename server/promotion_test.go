@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -253,6 +254,13 @@ func TestAYankHaltsHoldsAuditsAndNotifies(t *testing.T) {
 	}
 	if h := heldOf(); h == nil || h.Reason != "evidence" {
 		t.Errorf("the yanked version's JSON says held %+v, want reason evidence", h)
+	}
+	// Someone unpins v1.33: it answers the held version again, and
+	// stable-33's page says why it does not follow.
+	pf.pin(http.MethodDelete, "v1.33", "")
+	if _, body := send(t, http.MethodGet, pf.base+"/ui/channels/stable-33", "", ""); !strings.Contains(html.UnescapeString(string(body)),
+		`<span id="promotion-why">v1.33.6+k3s2 is held on evidence (`) {
+		t.Errorf("stable-33's page does not say its candidate is held")
 	}
 	lift := func(tok string) int {
 		res, _ := send(t, http.MethodDelete, pf.base+"/api/v1/sources/k3s/versions/v1.33.6+k3s2/hold", tok, "")

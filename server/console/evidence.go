@@ -77,9 +77,9 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 	return out
 }
 
-// promotionOf says why e's promotion waits, from the same evidence and
-// rules the promoting replica uses; holds and approvals it leaves to the
-// pending changes and the version's page.
+// promotionOf says why e's promotion waits, from the same evidence, holds
+// and rules the promoting replica uses; approvals it leaves to the
+// pending changes.
 func (s *Console) promotionOf(ctx context.Context, v *core.View, e *core.Entry) *uiPromotion {
 	p := *e.Ans.Channel.Promote
 	pr := &uiPromotion{From: p.From, Policy: fmt.Sprintf("soak %s, %d adopted, stuck at most %.0f%%", config.ShortDuration(p.Soak), p.MinAdopted, p.MaxStuckRatio*100)}
@@ -101,6 +101,14 @@ func (s *Console) promotionOf(ctx context.Context, v *core.View, e *core.Entry) 
 	if vv, err := v.Snap.Version(e.Ans.Channel.Source, pr.Target); err != nil || vv.Blocked || !vv.Servable {
 		pr.Waiting = pr.Target + " is not servable here"
 		return pr
+	}
+	if hs, ok := s.Opts.Store.(interface {
+		VersionHolds(ctx context.Context, source string) (map[string]string, error)
+	}); ok {
+		if holds, err := hs.VersionHolds(ctx, e.Ans.Channel.Source); err == nil && holds[pr.Target] != "" {
+			pr.Waiting = fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", pr.Target, holds[pr.Target])
+			return pr
+		}
 	}
 	list, err := s.ev.Of(ctx, v, p.From)
 	if err != nil {
