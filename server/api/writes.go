@@ -143,6 +143,24 @@ func (s *API) unpin(c echo.Context) error {
 	return s.answerChannel(c, name, "unpinned")
 }
 
+// versionWrite reads a version write's source and version from the path
+// (a 400 naming the bad one) and its reason from the body.
+func (s *API) versionWrite(c echo.Context) (source string, vv resolver.VersionView, reason string, err error) {
+	v, err := s.View()
+	if err != nil {
+		return "", vv, "", err
+	}
+	source = core.PathParam(c, "source")
+	if vv, err = v.Snap.Version(source, core.PathParam(c, "version")); err != nil {
+		if _, serr := v.Snap.SourceInfo(source); serr != nil {
+			return "", vv, "", core.BadParam("source", serr)
+		}
+		return "", vv, "", core.BadParam("version", err)
+	}
+	reason, err = core.ReasonOf(c)
+	return source, vv, reason, err
+}
+
 func (s *API) block(c echo.Context) error   { return s.setBlock(c, true) }
 func (s *API) unblock(c echo.Context) error { return s.setBlock(c, false) }
 
@@ -150,19 +168,7 @@ func (s *API) unblock(c echo.Context) error { return s.setBlock(c, false) }
 // the block is recorded on the canonical version, so it covers every tag
 // that spells it.
 func (s *API) setBlock(c echo.Context, block bool) error {
-	v, err := s.View()
-	if err != nil {
-		return err
-	}
-	source := core.PathParam(c, "source")
-	vv, err := v.Snap.Version(source, core.PathParam(c, "version"))
-	if err != nil {
-		if _, serr := v.Snap.SourceInfo(source); serr != nil {
-			return core.BadParam("source", serr)
-		}
-		return core.BadParam("version", err)
-	}
-	reason, err := core.ReasonOf(c)
+	source, vv, reason, err := s.versionWrite(c)
 	if err != nil {
 		return err
 	}
@@ -185,7 +191,7 @@ func (s *API) setBlock(c echo.Context, block bool) error {
 	if err := s.reloadAfterWrite(ctx, snapshot.Change{Source: source}); err != nil {
 		return fmt.Errorf("%w: %s of %q changed, but this replica could not reload it yet: %w", resolver.ErrUnavailable, canonical, source, err)
 	}
-	v, err = s.View()
+	v, err := s.View()
 	if err != nil {
 		return err
 	}
@@ -298,19 +304,7 @@ type holdStore interface {
 // liftHold is DELETE .../versions/{version}/hold: an admin lifts a yank's
 // hold, so promotions may take the version again.
 func (s *API) liftHold(c echo.Context) error {
-	v, err := s.View()
-	if err != nil {
-		return err
-	}
-	source := core.PathParam(c, "source")
-	vv, err := v.Snap.Version(source, core.PathParam(c, "version"))
-	if err != nil {
-		if _, serr := v.Snap.SourceInfo(source); serr != nil {
-			return core.BadParam("source", serr)
-		}
-		return core.BadParam("version", err)
-	}
-	reason, err := core.ReasonOf(c)
+	source, vv, reason, err := s.versionWrite(c)
 	if err != nil {
 		return err
 	}
