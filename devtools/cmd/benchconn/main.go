@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -205,17 +206,17 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool) error {
 	time.Sleep(hold)
 	close(stop)
 	wg.Wait()
-	metrics := scrape(base)
+	metrics := benchkit.Scrape(base)
 	for i, f := range flooders {
 		fins[i].Close()
 		_ = f.Wait()
 	}
 
-	rss := peakRSS(cmd.Process.Pid)
+	rss := benchkit.PeakRSS(cmd.Process.Pid)
 	slices.Sort(lat)
 	p50, p99 := pct(lat, 50), pct(lat, 99)
 	fmt.Printf("%-34s %d of %d in %s (%d dial errors)\n", "flood connections opened", open, n, opened.Round(time.Millisecond), dialErrs)
-	fmt.Printf("%-34s %s\n", "refused (total, address)", metricLine(metrics, "total")+", "+metricLine(metrics, "address"))
+	fmt.Printf("%-34s %s\n", "refused (total, address)", refused(metrics, "total")+", "+refused(metrics, "address"))
 	fmt.Printf("%-34s %.1f MB\n", "replica peak RSS", float64(rss)/1e6)
 	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), failed.Load(), ms(p50), ms(p99))
 	var missed []string
@@ -275,39 +276,12 @@ func flooder(ctx context.Context, n int, hostport string) error {
 	return nil
 }
 
-func scrape(base string) string {
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		return ""
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
-}
-
-func metricLine(body, reason string) string {
-	prefix := `tidemark_connections_refused_total{reason="` + reason + `"} `
-	for _, l := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(l, prefix); ok {
-			return v
-		}
+// refused is the refused-connection count for reason, "?" when absent.
+func refused(metrics, reason string) string {
+	if v, ok := benchkit.Metric(metrics, `tidemark_connections_refused_total{reason="`+reason+`"}`); ok {
+		return v
 	}
 	return "?"
-}
-
-// peakRSS is a process's VmHWM in bytes.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func pct(xs []time.Duration, p int) time.Duration {

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 )
 
@@ -74,10 +74,10 @@ func runFlood(ctx context.Context, n int, limit time.Duration) error {
 		if err := conn.QueryRow(ctx, `select count(*) from fleet`).Scan(&after); err != nil {
 			return err
 		}
-		body := scrapeMetrics(base)
+		body := benchkit.Scrape(base)
 		dropped := -droppedSoFar
 		for _, reason := range []string{"rate", "cap", "buffer", "database"} {
-			dropped += int(metricValue(body, `tidemark_fleet_dropped_total{reason="`+reason+`"}`))
+			dropped += int(benchkit.MetricValue(body, `tidemark_fleet_dropped_total{reason="`+reason+`"}`))
 		}
 		droppedSoFar += dropped
 		slices.Sort(lat)
@@ -86,7 +86,7 @@ func runFlood(ctx context.Context, n int, limit time.Duration) error {
 			p50, worst = ms(lat[len(lat)/2]), ms(lat[len(lat)-1])
 		}
 		fmt.Printf("%-22s %10d %9.0f %9d %9d %8d %9.1fK %8dM %s / %s (%d polls)\n", ph.name, answered, float64(answered)/took.Seconds(),
-			after-before, dropped, strings.Count(body, "\ntidemark_fleet_clusters{"), float64(len(body))/1024, peakRSS(cmd.Process.Pid)>>20, p50, worst, len(lat))
+			after-before, dropped, strings.Count(body, "\ntidemark_fleet_clusters{"), float64(len(body))/1024, benchkit.PeakRSS(cmd.Process.Pid)>>20, p50, worst, len(lat))
 	}
 	return nil
 }
@@ -171,39 +171,4 @@ func poll(c *http.Client, u, id, reported string) error {
 		return fmt.Errorf("status %d", res.StatusCode)
 	}
 	return nil
-}
-
-func scrapeMetrics(base string) string {
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		return ""
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
-}
-
-func metricValue(body, series string) float64 {
-	for _, l := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
-		}
-	}
-	return 0
-}
-
-// peakRSS is a process's VmHWM in bytes.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/store"
 )
@@ -81,7 +82,7 @@ func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
 		return fmt.Errorf("purge during the load: %w", purge.err)
 	}
 	cpu := procCPU(cmd.Process.Pid) - cpu0
-	rss := peakRSS(cmd.Process.Pid)
+	rss := benchkit.PeakRSS(cmd.Process.Pid)
 	summary, _, err := timeSummaries(ctx, base, token, 20)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
 		return err
 	}
 	var drops []string
-	for _, l := range strings.Split(scrapeMetrics(base), "\n") {
+	for _, l := range strings.Split(benchkit.Scrape(base), "\n") {
 		if strings.HasPrefix(l, "tidemark_fleet_dropped_total") {
 			drops = append(drops, strings.TrimPrefix(l, "tidemark_fleet_dropped_total"))
 		}

@@ -1,0 +1,56 @@
+// Package benchkit holds what the bench drivers under devtools/cmd share:
+// reading a replica's /metrics and a process's peak memory.
+package benchkit
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Scrape is base's /metrics text; "" when it cannot be read.
+func Scrape(base string) string {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// Metric is the value of series (its name and labels, as exposed) in a
+// /metrics body, and whether it is there.
+func Metric(body, series string) (string, bool) {
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// MetricValue is Metric as a number; 0 when absent.
+func MetricValue(body, series string) float64 {
+	v, _ := Metric(body, series)
+	f, _ := strconv.ParseFloat(v, 64)
+	return f
+}
+
+// PeakRSS is process pid's VmHWM in bytes; 0 when unreadable.
+func PeakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
