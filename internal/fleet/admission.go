@@ -68,7 +68,11 @@ func (a *admission) admit(channel, cluster, addr string, now time.Time) (ok bool
 	if max(len(set), a.elsewhere[channel]) >= a.maxPerChannel {
 		return false, dropCap
 	}
-	if now.Sub(a.minute) >= time.Minute || now.Before(a.minute) {
+	// A new window after a minute, or when the clock went back by more
+	// than one. A request stamped a little before the window's start (it
+	// took its time before another took the lock) belongs to the window:
+	// starting afresh on it would let a concurrent flood past the limit.
+	if d := now.Sub(a.minute); d >= time.Minute || d <= -time.Minute {
 		clear(a.addrs)
 		a.minute = now
 	}

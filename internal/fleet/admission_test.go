@@ -41,3 +41,24 @@ func TestAdmissionAddressTableAtItsLimit(t *testing.T) {
 		t.Errorf("61st new cluster from one address in a minute: %v %q, want refused", ok, why)
 	}
 }
+
+// TestAdmissionWindowIgnoresRequestsTakenOutOfOrder: concurrent requests
+// take their time before the lock, so one may arrive a little earlier
+// than the window's start; that must not open a new window (a flood from
+// many connections got 22 of 20 through).
+func TestAdmissionWindowIgnoresRequestsTakenOutOfOrder(t *testing.T) {
+	a := newAdmission(20, 1<<30)
+	t0 := time.Now()
+	for i := range 20 {
+		if ok, _ := a.admit("c", fmt.Sprintf("x-%d", i), "192.0.2.1", t0.Add(time.Millisecond)); !ok {
+			t.Fatalf("cluster %d refused within the limit", i)
+		}
+	}
+	if ok, reason := a.admit("c", "late", "192.0.2.1", t0); ok || reason != dropRate {
+		t.Errorf("a 21st cluster stamped 1 ms before the window: admitted %v (%s), want refused as rate", ok, reason)
+	}
+	// A clock set back by more than a window does start a new one.
+	if ok, _ := a.admit("c", "after-reset", "192.0.2.1", t0.Add(-2*time.Minute)); !ok {
+		t.Errorf("after the clock went back two minutes the address is still refused")
+	}
+}
