@@ -69,20 +69,38 @@ type ClusterQuery struct {
 	After   string // the last ID of the previous page
 }
 
-// EvidenceRow is one group of a channel's active fleet records: clusters
-// told Served (first seen by the time the channel first told anyone
-// Served), reporting Reported, and whether they were told it at or before
-// the stuck cutoff (Old).
+// EvidenceRow is one group of the evidence counters kept as the fleet is
+// written: active clusters of Channel told Served (first seen there by the
+// time the channel first told anyone Served), reporting Reported, and
+// whether they were told it at or before the stuck cutoff (Old).
 type EvidenceRow struct {
-	Served, Reported string
-	Old              bool
-	Clusters         int
+	Channel, Served, Reported string
+	Old                       bool
+	Clusters                  int
 }
 
-// EvidenceVersion is what the records of one told version share: when
-// the channel first told it, and the median seconds from being told to
-// reporting it (-1 with no cluster reporting it).
-type EvidenceVersion struct {
+// EvidenceTold is when a channel first and last told a version.
+type EvidenceTold struct {
+	First, Last time.Time
+}
+
+// Evidence is what a channel's clusters say of one version it told them
+// (CONTRACT section 18): the indexing leader computes it from the
+// counters, every replica reads it.
+type Evidence struct {
+	Channel     string
+	Version     string
+	Told        int
+	Adopted     int
+	Stuck       int
+	Halts       int
 	FirstTold   time.Time
-	AdoptionP50 float64
+	LastTold    time.Time
+	AdoptionP50 float64 // seconds; -1 with no adopted cluster
+}
+
+// EvidencePoint is one point of a version's adoption over time.
+type EvidencePoint struct {
+	At                   time.Time
+	Told, Adopted, Stuck int
 }

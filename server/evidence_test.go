@@ -11,8 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
+	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestEvidenceFromAFleetOfUpgradeControllers: ten SUC-style clusters on
@@ -76,6 +78,7 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 		first_seen = first_seen - interval '3 hours' where cluster like 'c-%'`); err != nil {
 		t.Fatal(err)
 	}
+	evidencePass(t, env, srv, 0)
 	var ev openapi.Evidence
 	getJSON(t, base+"/api/v1/channels/v1.33/evidence?version=v1.33.6-k3s2", reader, &ev)
 	if ev.Version != "v1.33.6+k3s2" || ev.Told != 10 || ev.Adopted != 6 || ev.Stuck != 4 || ev.FirstTold == nil || ev.Halts != 0 {
@@ -86,7 +89,9 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	}
 	var list openapi.EvidenceList
 	getJSON(t, base+"/api/v1/channels/v1.33/evidence", reader, &list)
-	if len(list.Versions) != 1 || list.Versions[0].Told != 10 {
+	// Both versions it answered in the last 30 days: v1.33.5+k3s1 before
+	// the release (no active cluster is told it now), v1.33.6+k3s2 since.
+	if len(list.Versions) != 2 || list.Versions[0].Version != "v1.33.5+k3s1" || list.Versions[0].Told != 0 || list.Versions[1].Told != 10 {
 		b, _ := json.Marshal(list)
 		t.Errorf("evidence list %s", b)
 	}
@@ -99,8 +104,21 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evidencePass(t, env, srv, 3*time.Hour)
 	getJSON(t, runOnLoopback(t, patient, runOpts{})+"/api/v1/channels/v1.33/evidence?version=v1.33.6-k3s2", reader, &ev)
 	if ev.Told != 10 || ev.Adopted != 6 || ev.Stuck != 0 {
 		t.Errorf("evidence with stuck_after 3h: %+v, want told 10, adopted 6, stuck 0", ev)
 	}
+}
+
+// evidencePass runs the indexing leader's evidence pass once, as serve
+// does every 2 s, with fleet.stuck_after stuckAfter (0: the default).
+func evidencePass(t *testing.T, env *pgEnv, srv *Server, stuckAfter time.Duration) {
+	t.Helper()
+	loop, err := promotion.New(promotion.Options{Store: env.st, Snapshot: func() *snapshot.Snapshot { return srv.Cur.Load().Snap },
+		StuckAfter: stuckAfter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop.Round(context.Background())
 }

@@ -64,8 +64,11 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 	}
 	base := runOnLoopback(t, srv, runOpts{})
 	pf := &promotionFleet{clock: time.Now()}
-	loop := promotion.New(promotion.Options{Store: env.st, Snapshot: func() *snapshot.Snapshot { return srv.Cur.Load().Snap },
+	loop, err := promotion.New(promotion.Options{Store: env.st, Snapshot: func() *snapshot.Snapshot { return srv.Cur.Load().Snap },
 		Applied: srv.Notify, Now: func() time.Time { return pf.clock }, ActiveWindow: 4 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	round := func() promotion.Status {
 		t.Helper()
 		loop.Round(context.Background())

@@ -20,6 +20,7 @@ func TestConsoleShowsEvidenceAndWhyPromotionWaits(t *testing.T) {
 		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
 	}
 	pf.flush()
+	pf.round() // the leader's evidence pass
 	ts := &httptest.Server{URL: pf.base}
 	page := func(path string) string {
 		t.Helper()

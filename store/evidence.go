@@ -2,27 +2,29 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
-// RolloutHalts counts, per version, the halts of rollouts to it on
-// channel, by an alert or by hand; a later resume does not remove one.
-func (s *Store) RolloutHalts(ctx context.Context, channel string) (map[string]int, error) {
-	out := map[string]int{}
-	err := s.inTx(ctx, fmt.Sprintf("count halts of channel %q", channel), func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select to_version, count(*) from audit where channel = $1 and action = 'rollout-halt' group by to_version`, channel)
+// RolloutHalts counts, per channel and version, the halts of rollouts to
+// it, by an alert or by hand; a later resume does not remove one.
+func (s *Store) RolloutHalts(ctx context.Context) (map[resolver.ChannelVersion]int, error) {
+	out := map[resolver.ChannelVersion]int{}
+	err := s.inTxOpts(ctx, "count rollout halts", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select channel, to_version, count(*) from audit where action = 'rollout-halt' group by 1, 2`)
 		if err != nil {
 			return err
 		}
-		var v string
+		var k resolver.ChannelVersion
 		var n int
-		_, err = pgx.ForEachRow(rows, []any{&v, &n}, func() error {
-			out[v] = n
+		_, err = pgx.ForEachRow(rows, []any{&k.Channel, &k.Version, &n}, func() error {
+			out[k] = n
 			return nil
 		})
 		return err
 	})
 	return out, err
 }
+

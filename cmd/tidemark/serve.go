@@ -197,7 +197,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		Reconfigure: func() ([]catalog.Channel, error) { return reconfigure(cfg, log, getenv) },
 	}
 	ro.Background = append(ro.Background, dl.Run)
-	ro.Background = append(ro.Background, promotionLoop(cfg, log, st, snaps, srv, func() bool { return ix != nil && ix.Leading() }).Run)
+	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, func() bool { return ix != nil && ix.Leading() })
+	if err != nil {
+		return err
+	}
+	ro.Background = append(ro.Background, promo.Run)
 	if signing != nil {
 		ro.Background = append(ro.Background, signing.Run)
 	}

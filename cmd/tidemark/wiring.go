@@ -155,7 +155,9 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 
 // promotionLoop moves channels with promote: on the fleet's evidence; the
 // indexing leader runs it (leading), so two replicas never promote twice.
-func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, srv *server.Server, leading func() bool) *promotion.Loop {
+// It also computes every channel's evidence, which every replica reads.
+func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, srv *server.Server,
+	reg *prometheus.Registry, leading func() bool) (*promotion.Loop, error) {
 	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
-		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter})
+		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter, Metrics: reg})
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/door"
@@ -31,8 +33,10 @@ const (
 
 // Store is what the loop needs of *store.Store.
 type Store interface {
-	Evidence(ctx context.Context, channel string, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[string]resolver.EvidenceVersion, error)
-	RolloutHalts(ctx context.Context, channel string) (map[string]int, error)
+	EvidenceCounts(ctx context.Context, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[resolver.ChannelVersion]resolver.EvidenceTold, error)
+	AdoptionMedians(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]float64, error)
+	RolloutHalts(ctx context.Context) (map[resolver.ChannelVersion]int, error)
+	SaveEvidence(ctx context.Context, list []resolver.Evidence, at time.Time) error
 	Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error)
 	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
 	Changes(ctx context.Context, state string, limit int) ([]resolver.ScheduledChange, error)
@@ -49,7 +53,11 @@ type Options struct {
 	Leading  func() bool // only the leader promotes; nil: this replica
 	Applied  func(snapshot.Change)
 	Log      *slog.Logger
-	Every    time.Duration // 0: 5s
+	// Every is the period of a round: an evidence pass over every
+	// channel, then each promotion and yank decided. 0: 2s, so evidence
+	// is at most 5 s behind the requests (1 s for the recorder's flush).
+	Every   time.Duration
+	Metrics prometheus.Registerer // nil: none
 	// ActiveWindow and StuckAfter are the fleet's (0: 1h each).
 	ActiveWindow, StuckAfter time.Duration
 	Now                      func() time.Time
@@ -65,13 +73,16 @@ type Status struct {
 // Loop promotes.
 type Loop struct {
 	o      Options
+	m      *passMetrics
 	status atomic.Pointer[map[string]Status]
+	med    map[resolver.ChannelVersion]median // the pass's adoption medians; Round's goroutine only
 }
 
-// New makes the loop.
-func New(o Options) *Loop {
+// New makes the loop; an error only when its metrics are already
+// registered.
+func New(o Options) (*Loop, error) {
 	if o.Every <= 0 {
-		o.Every = 5 * time.Second
+		o.Every = 2 * time.Second
 	}
 	if o.ActiveWindow <= 0 {
 		o.ActiveWindow = time.Hour
@@ -85,7 +96,11 @@ func New(o Options) *Loop {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Loop{o: o}
+	m, err := newPassMetrics(o.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("register evidence metrics: %w", err)
+	}
+	return &Loop{o: o, m: m}, nil
 }
 
 // StatusOf is channel's promotion status as of the last round.
@@ -115,24 +130,32 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Round evaluates each channel with promote: once.
+// Round computes and saves every channel's evidence, then evaluates each
+// channel with yank: or promote: once on it.
 func (l *Loop) Round(ctx context.Context) {
 	snap := l.o.Snapshot()
 	if snap == nil {
 		return
 	}
 	now := l.o.Now()
+	by, err := l.pass(ctx, snap, now)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.o.Log.Warn("evidence pass failed; promotions and yanks wait for the next", "err", err)
+		}
+		return
+	}
 	status := map[string]Status{}
 	for _, a := range snap.Channels() {
 		if a.Channel.Yank != nil {
-			if err := l.yank(ctx, snap, a, now); err != nil && ctx.Err() == nil {
+			if err := l.yank(ctx, snap, a, now, by[a.Channel.Name]); err != nil && ctx.Err() == nil {
 				l.o.Log.Warn("yank round failed for a channel; retrying", "channel", a.Channel.Name, "err", err)
 			}
 		}
 		if a.Channel.Promote == nil {
 			continue
 		}
-		st, err := l.one(ctx, snap, a, now)
+		st, err := l.one(ctx, snap, a, now, by[a.Channel.Promote.From])
 		if err != nil {
 			if ctx.Err() == nil {
 				l.o.Log.Warn("promotion round failed for a channel; retrying", "channel", a.Channel.Name, "err", err)
@@ -144,7 +167,7 @@ func (l *Loop) Round(ctx context.Context) {
 	l.status.Store(&status)
 }
 
-func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time) (Status, error) {
+func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time, list []evidence.Version) (Status, error) {
 	p := a.Channel.Promote
 	name := a.Channel.Name
 	if evidence.Paused(a.State.Pin, a.State.PinnedBy) {
@@ -174,10 +197,6 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 	if why, held := holds[target]; held {
 		st.Why = fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", target, why)
 		return st, nil
-	}
-	list, err := l.evidenceOf(ctx, snap, p.From, now)
-	if err != nil {
-		return st, err
 	}
 	ev := evidence.Of(list, target)
 	if ok, why := evidence.Ready(*p, ev, now); !ok {
@@ -241,37 +260,15 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 	return st, nil
 }
 
-// evidenceOf is every version's evidence on channel at now.
-func (l *Loop) evidenceOf(ctx context.Context, snap *snapshot.Snapshot, channel string, now time.Time) ([]evidence.Version, error) {
-	rows, vers, err := l.o.Store.Evidence(ctx, channel, now.Add(-l.o.ActiveWindow), now.Add(-l.o.StuckAfter))
-	if err != nil {
-		return nil, err
-	}
-	halts, err := l.o.Store.RolloutHalts(ctx, channel)
-	if err != nil {
-		return nil, err
-	}
-	older := func(x, y string) bool {
-		vx, ok1 := snap.Reported(channel, x)
-		vy, ok2 := snap.Reported(channel, y)
-		return ok1 && ok2 && resolver.Compare(vx, vy) < 0
-	}
-	return evidence.Compute(rows, vers, halts, older, time.Time{}), nil
-}
-
 // yank halts and holds each version channel a serves whose clusters get
 // stuck: stuck/told above the ratio with at least min_told told. A
 // rollout of it is halted (no rollback); a plain channel answering it is
 // pinned to the newest servable version below it, which moves no cluster
 // down. A safety action: the one decision never holds it.
-func (l *Loop) yank(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time) error {
+func (l *Loop) yank(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time, list []evidence.Version) error {
 	y := a.Channel.Yank
 	name := a.Channel.Name
 	set, err := snap.ServedSet(name, nil, now)
-	if err != nil {
-		return err
-	}
-	list, err := l.evidenceOf(ctx, snap, name, now)
 	if err != nil {
 		return err
 	}

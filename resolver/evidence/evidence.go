@@ -13,33 +13,35 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
-// Version is one version's evidence on one channel.
-type Version struct {
-	Version     string
-	Told        int
-	Adopted     int
-	Stuck       int
-	FirstTold   time.Time
-	AdoptionP50 float64 // seconds; -1 with no adopted cluster
-	Halts       int
-}
+// Days bounds the versions a channel's evidence lists: those it told a
+// cluster in the last 30 days.
+const Days = 30 * 24 * time.Hour
 
-// Compute is every version's evidence from the fleet's grouped rows, the
-// versions' first-told times and adoption medians, and the halts per
-// version. older(a, b) reports whether version a is older than b (false
-// when either does not parse). Versions first told before since are left
-// out. Sorted by version string.
-func Compute(rows []resolver.EvidenceRow, vers map[string]resolver.EvidenceVersion, halts map[string]int,
-	older func(a, b string) bool, since time.Time) []Version {
-	by := map[string]*Version{}
-	for v, x := range vers {
-		if x.FirstTold.Before(since) {
+// Version is one version's evidence on one channel.
+type Version = resolver.Evidence
+
+// Compute is every channel's evidence, newest version string last: from
+// the counters' grouped rows, when each channel first and last told each
+// version, the halts and the adoption medians per (channel, version) (a
+// missing median is -1). older(channel, a, b) reports whether version a is
+// older than b on channel (false when either does not parse). Versions
+// last told before since are left out.
+func Compute(rows []resolver.EvidenceRow, told map[resolver.ChannelVersion]resolver.EvidenceTold,
+	halts map[resolver.ChannelVersion]int, p50 map[resolver.ChannelVersion]float64,
+	older func(channel, a, b string) bool, since time.Time) map[string][]Version {
+	by := map[resolver.ChannelVersion]*Version{}
+	for k, t := range told {
+		if t.Last.Before(since) {
 			continue
 		}
-		by[v] = &Version{Version: v, FirstTold: x.FirstTold, AdoptionP50: x.AdoptionP50, Halts: halts[v]}
+		med, ok := p50[k]
+		if !ok {
+			med = -1
+		}
+		by[k] = &Version{Channel: k.Channel, Version: k.Version, FirstTold: t.First, LastTold: t.Last, AdoptionP50: med, Halts: halts[k]}
 	}
 	for _, r := range rows {
-		ev := by[r.Served]
+		ev := by[resolver.ChannelVersion{Channel: r.Channel, Version: r.Served}]
 		if ev == nil {
 			continue
 		}
@@ -47,15 +49,17 @@ func Compute(rows []resolver.EvidenceRow, vers map[string]resolver.EvidenceVersi
 		switch {
 		case r.Reported == r.Served:
 			ev.Adopted += r.Clusters
-		case r.Old && older(r.Reported, r.Served):
+		case r.Old && older(r.Channel, r.Reported, r.Served):
 			ev.Stuck += r.Clusters
 		}
 	}
-	out := make([]Version, 0, len(by))
+	out := map[string][]Version{}
 	for _, ev := range by {
-		out = append(out, *ev)
+		out[ev.Channel] = append(out[ev.Channel], *ev)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for _, list := range out {
+		sort.Slice(list, func(i, j int) bool { return list[i].Version < list[j].Version })
+	}
 	return out
 }
 

@@ -18,7 +18,7 @@ func (s *API) channelEvidence(c echo.Context) error {
 		return err
 	}
 	name := e.Ans.Channel.Name
-	list, err := s.ev.Of(c.Request().Context(), v, name)
+	list, err := s.ev.Of(c.Request().Context(), name)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 	if y := ch.Yank; y != nil {
 		out.Yank = fmt.Sprintf("a version it serves is halted and held once %d or more clusters were told it and more than %.0f%% of them are stuck", y.MinTold, y.MaxStuckRatio*100)
 	}
-	list, err := s.ev.Of(ctx, v, ch.Name)
+	list, err := s.ev.Of(ctx, ch.Name)
 	if err != nil {
 		out.Problem = problemOf(err)
 		return out
@@ -110,7 +110,7 @@ func (s *Console) promotionOf(ctx context.Context, v *core.View, e *core.Entry) 
 			return pr
 		}
 	}
-	list, err := s.ev.Of(ctx, v, p.From)
+	list, err := s.ev.Of(ctx, p.From)
 	if err != nil {
 		pr.Waiting = "evidence unreadable: " + problemOf(err).Detail
 		return pr

@@ -1,8 +1,10 @@
 // Package evidenceview reads a channel's evidence for the API and the
 // console: what the fleet says of each version the channel told its
 // clusters (told, adopted, stuck, when first told, how fast adopted, and
-// halts). It reads Postgres at most every Every per channel and replica,
-// however often it is asked, and both doors share one cache.
+// halts), as the indexing leader last computed it (internal/promotion),
+// and its adoption over time. It reads Postgres at most every Every per
+// channel and replica, however often it is asked, and both doors share
+// one cache.
 package evidenceview
 
 import (
@@ -11,25 +13,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
-const (
-	// Every is how long one read of a channel's evidence is reused.
-	Every = 5 * time.Second
-	// days bounds the versions listed: those the channel answered in the
-	// last 30 days.
-	days = 30 * 24 * time.Hour
-)
+// Every is how long one read of a channel's evidence is reused: with the
+// recorder's flush (1 s) and the leader's pass (2 s), evidence is at most
+// 5 s behind the requests that produce it.
+const Every = time.Second
 
 // Store is what evidence reads (*store.Store).
 type Store interface {
-	Evidence(ctx context.Context, channel string, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[string]resolver.EvidenceVersion, error)
-	RolloutHalts(ctx context.Context, channel string) (map[string]int, error)
+	ChannelEvidence(ctx context.Context, channel string, since time.Time) ([]resolver.Evidence, error)
+	EvidenceHistory(ctx context.Context, channel string, since time.Time) (map[string][]resolver.EvidencePoint, error)
 }
 
 // Reader reads evidence through its cache.
@@ -47,9 +45,16 @@ type cached struct {
 // New is a reader for s's fleet store.
 func New(s *core.Server) *Reader { return &Reader{s: s, m: map[string]cached{}} }
 
-// Of is channel's evidence as v sees its versions, from the cache when
-// fresh; newest told first.
-func (r *Reader) Of(ctx context.Context, v *core.View, channel string) ([]evidence.Version, error) {
+func (r *Reader) store() (Store, error) {
+	es, ok := r.s.Opts.Fleet.Store.(Store)
+	if !ok {
+		return nil, fmt.Errorf("%w: this store keeps no evidence", resolver.ErrUnavailable)
+	}
+	return es, nil
+}
+
+// Of is channel's evidence, by version string, from the cache when fresh.
+func (r *Reader) Of(ctx context.Context, channel string) ([]evidence.Version, error) {
 	now := time.Now()
 	r.mu.Lock()
 	if c, ok := r.m[channel]; ok && now.Sub(c.at) < Every {
@@ -57,36 +62,29 @@ func (r *Reader) Of(ctx context.Context, v *core.View, channel string) ([]eviden
 		return c.list, nil
 	}
 	r.mu.Unlock()
-	es, ok := r.s.Opts.Fleet.Store.(Store)
-	if !ok {
-		return nil, fmt.Errorf("%w: this store keeps no evidence", resolver.ErrUnavailable)
-	}
-	window := r.s.Opts.Fleet.ActiveWindow
-	if window <= 0 {
-		window = config.DefaultActiveWindow
-	}
-	stuck := r.s.Opts.Fleet.StuckAfter
-	if stuck <= 0 {
-		stuck = config.DefaultStuckAfter
-	}
-	rows, vers, err := es.Evidence(ctx, channel, now.Add(-window), now.Add(-stuck))
+	es, err := r.store()
 	if err != nil {
 		return nil, err
 	}
-	halts, err := es.RolloutHalts(ctx, channel)
+	list, err := es.ChannelEvidence(ctx, channel, now.Add(-evidence.Days))
 	if err != nil {
 		return nil, err
 	}
-	older := func(a, b string) bool {
-		va, ok1 := v.Snap.Reported(channel, a)
-		vb, ok2 := v.Snap.Reported(channel, b)
-		return ok1 && ok2 && resolver.Compare(va, vb) < 0
-	}
-	list := evidence.Compute(rows, vers, halts, older, now.Add(-days))
 	r.mu.Lock()
 	r.m[channel] = cached{at: now, list: list}
 	r.mu.Unlock()
 	return list, nil
+}
+
+// History is channel's adoption over the last days, per version, oldest
+// point first (the console's chart; not cached: one page view reads it
+// once).
+func (r *Reader) History(ctx context.Context, channel string, days time.Duration) (map[string][]resolver.EvidencePoint, error) {
+	es, err := r.store()
+	if err != nil {
+		return nil, err
+	}
+	return es.EvidenceHistory(ctx, channel, time.Now().Add(-days))
 }
 
 // JSON is ev as the API writes it.

@@ -322,47 +322,6 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 	return out, err
 }
 
-// Evidence reads channel's evidence from the fleet: the active records
-// (seen since activeSince) grouped by what they were told and report,
-// and per told version its first told time and adoption median.
-func (s *Fleet) Evidence(ctx context.Context, channel string, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[string]resolver.EvidenceVersion, error) {
-	var rows []resolver.EvidenceRow
-	vers := map[string]resolver.EvidenceVersion{}
-	err := s.db.InTxOpts(ctx, fmt.Sprintf("evidence of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		r, err := tx.Query(ctx, `select served, min(served_since),
-				coalesce(percentile_cont(0.5) within group (order by extract(epoch from greatest(reported_since - served_since, interval '0')))
-					filter (where reported = served and served_since is not null and reported_since is not null), -1)
-			from fleet where channel = $1 and served <> '' and served_since is not null group by served`, channel)
-		if err != nil {
-			return err
-		}
-		var v string
-		var e resolver.EvidenceVersion
-		if _, err := pgx.ForEachRow(r, []any{&v, &e.FirstTold, &e.AdoptionP50}, func() error {
-			vers[v] = e
-			return nil
-		}); err != nil {
-			return err
-		}
-		r, err = tx.Query(ctx, `with first as (
-				select served, min(served_since) as told from fleet where channel = $1 and served <> '' and served_since is not null group by served)
-			select f.served, f.reported, f.served_since <= $3, count(*)
-			from fleet f join first on first.served = f.served
-			where f.channel = $1 and f.last_seen >= $2 and f.first_seen <= first.told
-			group by 1, 2, 3`, channel, activeSince, stuckBefore)
-		if err != nil {
-			return err
-		}
-		var row resolver.EvidenceRow
-		_, err = pgx.ForEachRow(r, []any{&row.Served, &row.Reported, &row.Old, &row.Clusters}, func() error {
-			rows = append(rows, row)
-			return nil
-		})
-		return err
-	})
-	return rows, vers, err
-}
-
 // FleetActiveServed lists, per channel, the versions Tidemark last
 // answered the clusters seen since activeSince (each channel's served set
 // keeps them: a registry client is never moved below them).
@@ -404,6 +363,15 @@ func (s *Fleet) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 			// Counters of versions and minutes no cluster is at any more.
 			err = s.db.InTx(ctx, "purge fleet counts", func(tx pgx.Tx) error {
 				if _, err := tx.Exec(ctx, `delete from fleet_versions where clusters = 0`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `delete from fleet_evidence where clusters = 0`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `delete from fleet_adoption where clusters = 0`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `delete from evidence_history where at < now() - interval '30 days'`); err != nil {
 					return err
 				}
 				_, err := tx.Exec(ctx, `delete from fleet_activity where clusters = 0`)

@@ -1,0 +1,151 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/store"
+	"github.com/tidemark-dev/tidemark/store/storetest"
+)
+
+// TestEvidenceCountersFollowTheFleet: the evidence counters (migration
+// 024) agree with counting the fleet itself, through first sightings,
+// new answers and reports from two replicas' batches, a direct update, and
+// a purge; a cluster first seen after its channel first told a version
+// does not count toward it; adoption medians match percentile_cont.
+func TestEvidenceCountersFollowTheFleet(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.URL(t)
+	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	t0 := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Hour)
+	rng := rand.New(rand.NewPCG(1, 2))
+	versions := []string{"v1.0.0", "v1.1.0", "v1.2.0"}
+	record := func(ss []resolver.Sighting) {
+		t.Helper()
+		if _, err := st.RecordFleet(ctx, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, activeSince, stuckBefore time.Time) {
+		t.Helper()
+		rows, _, err := st.EvidenceCounts(ctx, activeSince, stuckBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, r := range rows {
+			got[fmt.Sprintf("%s %s %s %v", r.Channel, r.Served, r.Reported, r.Old)] += r.Clusters
+		}
+		want := map[string]int{}
+		res, err := conn.Query(ctx, `select f.channel, f.served, f.reported,
+				f.reported = f.served or date_trunc('minute', f.served_since) + interval '1 minute' <= $2, count(*)
+			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.served
+			where f.served <> '' and f.served_since is not null and f.evidence and f.first_seen <= t.first_told
+				and date_trunc('minute', f.last_seen) + interval '1 minute' > $1
+			group by 1, 2, 3, 4`, activeSince, stuckBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ch, sv, rp string
+		var old bool
+		var n int
+		if _, err := pgx.ForEachRow(res, []any{&ch, &sv, &rp, &old, &n}, func() error {
+			want[fmt.Sprintf("%s %s %s %v", ch, sv, rp, old)] = n
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: evidence counters (-counted +kept):\n%s", step, d)
+		}
+	}
+	// Two channels, 400 clusters, first seen over the first hour; the
+	// channels tell v1.0.0 from the start.
+	var batch []resolver.Sighting
+	for i := range 400 {
+		batch = append(batch, resolver.Sighting{Cluster: clusterID(i), Channel: []string{"a", "b"}[i%2],
+			At: t0.Add(time.Duration(rng.IntN(3600)) * time.Second), Served: "v1.0.0", Reported: "v0.9.0"})
+	}
+	record(batch)
+	check("first sightings", t0, t0.Add(time.Hour))
+	// Rounds of polls from two replicas: answers move on, clusters adopt
+	// or stay, some go silent.
+	for round := range 6 {
+		at := t0.Add(time.Hour + time.Duration(round)*10*time.Minute)
+		var a, b []resolver.Sighting
+		for i := range 400 {
+			if rng.IntN(10) == 0 {
+				continue // silent this round
+			}
+			s := resolver.Sighting{Cluster: clusterID(i), Channel: []string{"a", "b"}[i%2],
+				At: at.Add(time.Duration(rng.IntN(600)) * time.Second), Served: versions[min(round/2, 2)]}
+			switch rng.IntN(3) {
+			case 0:
+				s.Reported = s.Served
+			case 1:
+				s.Reported = versions[max(round/2-1, 0)]
+			}
+			if rng.IntN(2) == 0 {
+				a = append(a, s)
+			} else {
+				b = append(b, s)
+			}
+		}
+		// Clusters first seen now cannot vote on what was told before.
+		a = append(a, resolver.Sighting{Cluster: fmt.Sprintf("late-%d", round), Channel: "a", At: at, Served: versions[min(round/2, 2)], Reported: versions[min(round/2, 2)]})
+		record(a)
+		record(b)
+		check(fmt.Sprintf("round %d", round), at.Add(-30*time.Minute+17*time.Second), at.Add(-25*time.Minute))
+	}
+	if _, err := conn.Exec(ctx, `update fleet set served_since = served_since - interval '3 hours' where cluster like 'c-1%'`); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(2 * time.Hour)
+	check("a direct update", now.Add(-time.Hour), now.Add(-time.Hour))
+	if _, err := st.PurgeFleet(ctx, t0.Add(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	check("purge", now.Add(-3*time.Hour), now.Add(-time.Hour))
+
+	// Adoption medians: from the histogram, as percentile_cont over the
+	// whole seconds each adopter took.
+	var keys []resolver.ChannelVersion
+	for _, ch := range []string{"a", "b"} {
+		for _, v := range versions {
+			keys = append(keys, resolver.ChannelVersion{Channel: ch, Version: v})
+		}
+	}
+	meds, err := st.AdoptionMedians(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		var want float64
+		if err := conn.QueryRow(ctx, `select coalesce(percentile_cont(0.5) within group (order by adoption_bucket(floor(extract(epoch from f.reported_since - f.served_since))::bigint)), -1)
+			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.served
+			where f.channel = $1 and f.served = $2 and f.reported = f.served and f.served_since is not null
+				and f.reported_since is not null and f.first_seen <= t.first_told`, k.Channel, k.Version).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if meds[k] != want {
+			t.Errorf("adoption median of %v: %v, percentile_cont says %v", k, meds[k], want)
+		}
+	}
+}
