@@ -27,4 +27,3 @@ func (s *Store) RolloutHalts(ctx context.Context) (map[resolver.ChannelVersion]i
 	})
 	return out, err
 }
-

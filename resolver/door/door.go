@@ -4,9 +4,10 @@ package door
 
 import (
 	"fmt"
-	"github.com/tidemark-dev/tidemark/resolver"
 	"strings"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // The one decision for every change. Every entry
