@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tidemark-dev/tidemark/server/evidenceview"
 )
 
 // TestConsoleShowsEvidenceAndWhyPromotionWaits: the candidate's page
@@ -20,7 +23,8 @@ func TestConsoleShowsEvidenceAndWhyPromotionWaits(t *testing.T) {
 		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
 	}
 	pf.flush()
-	pf.round() // the leader's evidence pass
+	pf.clock = time.Now().Add(-5 * time.Minute)
+	pf.round() // the leader's evidence pass: the first point of the chart
 	ts := &httptest.Server{URL: pf.base}
 	page := func(path string) string {
 		t.Helper()
@@ -45,6 +49,21 @@ func TestConsoleShowsEvidenceAndWhyPromotionWaits(t *testing.T) {
 		if !strings.Contains(row, w) {
 			t.Errorf("v1.33.6+k3s2's evidence row has no %q:\n%s", w, row)
 		}
+	}
+	if !strings.Contains(row, `class="adoption-chart"`) || !strings.Contains(row, `adopted 3 of 5 told, now 3 of 5; stuck 0, now 0</title>`) {
+		t.Errorf("v1.33.6+k3s2's row has no adoption chart of one point:\n%s", row)
+	}
+	// A fourth cluster adopts; the next pass, minutes later, adds a point.
+	pf.poll("c-3", "v1.33.6-k3s2")
+	pf.flush()
+	pf.clock = time.Now()
+	pf.round()
+	time.Sleep(evidenceview.Every + 100*time.Millisecond)
+	text = page("/ui/channels/v1.33")
+	row = regexp.MustCompile(`(?s)<tr data-evidence-version="v1\.33\.6\+k3s2">.*?</tr>`).FindString(text)
+	adopted := regexp.MustCompile(`<polyline class="adopted" points="([^"]*)"/>`).FindStringSubmatch(row)
+	if !strings.Contains(row, `adopted 3 of 5 told, now 4 of 5`) || adopted == nil || len(strings.Fields(adopted[1])) != 4 {
+		t.Errorf("after a fourth adopter the chart is not a step up (3 then 4 of 5):\n%s", row)
 	}
 
 	text = page("/ui/channels/stable-33")

@@ -31,6 +31,7 @@ type uiEvidenceRow struct {
 	evidence.Version
 	AdoptedPct, StuckPct float64 // of Told, for the bars
 	P50                  string  // median time to adopt, "" when none adopted
+	Chart                *uiChart
 }
 
 // uiPromotion is a promoting channel's state as this replica sees it.
@@ -60,8 +61,13 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 		out.Problem = problemOf(err)
 		return out
 	}
+	history, err := s.ev.History(ctx, ch.Name, evidence.Days)
+	if err != nil {
+		out.Problem = problemOf(err)
+	}
+	now := time.Now()
 	for _, ev := range list {
-		r := uiEvidenceRow{Version: ev}
+		r := uiEvidenceRow{Version: ev, Chart: adoptionChart(history[ev.Version], now)}
 		if ev.Told > 0 {
 			r.AdoptedPct = 100 * float64(ev.Adopted) / float64(ev.Told)
 			r.StuckPct = 100 * float64(ev.Stuck) / float64(ev.Told)
