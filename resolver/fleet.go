@@ -15,6 +15,9 @@ type Sighting struct {
 	// Since is when this replica first saw Reported in the batch being
 	// written (At for a single sighting); the store keeps the earliest.
 	Since time.Time
+	// Outside: the client is outside fleet.evidence_networks, so the
+	// record does not count as evidence.
+	Outside bool
 }
 
 // ClusterRecord is what the fleet knows of one cluster on one channel.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // TestEvidenceFromAFleetOfUpgradeControllers: ten SUC-style clusters on
@@ -121,4 +123,60 @@ func evidencePass(t *testing.T, env *pgEnv, srv *Server, stuckAfter time.Duratio
 		t.Fatal(err)
 	}
 	loop.Round(context.Background())
+}
+
+// TestEvidenceCountsOnlyReportsFromEvidenceNetworks: with
+// fleet.evidence_networks 10.0.0.0/8 (behind a trusted proxy), clusters
+// polling from 10.x count as evidence and those from elsewhere are
+// recorded but do not; a cluster's latest request decides.
+func TestEvidenceCountsOnlyReportsFromEvidenceNetworks(t *testing.T) {
+	u := storetest.URL(t)
+	st, src := fleetStoreAt(t, u)
+	base := fleetTrustServerOn(t, st, src, fleet.Options{EvidenceNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	told := func() (n int) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond) // flushed
+		// Every cluster was there before the channel first told its
+		// version, so each may vote (the rule is tested above).
+		if _, err := conn.Exec(context.Background(), `update fleet set first_seen = first_seen - interval '1 hour'`); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		rows, _, err := st.EvidenceCounts(context.Background(), now.Add(-time.Hour), now.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Channel == "stable" {
+				n += r.Clusters
+			}
+		}
+		return n
+	}
+	for i := range 3 {
+		pollAs(t, base, "stable", fmt.Sprintf("inside-%d", i), "v1.30.0+k3s1", fmt.Sprintf("10.1.1.%d", i))
+	}
+	for i := range 2 {
+		pollAs(t, base, "stable", fmt.Sprintf("outside-%d", i), "v1.30.0+k3s1", fmt.Sprintf("203.0.113.%d", i))
+	}
+	if n := told(); n != 3 {
+		t.Fatalf("told %d clusters as evidence, want the 3 inside 10.0.0.0/8", n)
+	}
+	sum, err := st.FleetSummary(context.Background(), "stable", time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recorded := sum.Clusters; recorded != 5 {
+		t.Errorf("%d clusters recorded, want all 5 (evidence networks limit evidence, not the fleet)", recorded)
+	}
+	pollAs(t, base, "stable", "outside-0", "v1.30.0+k3s1", "10.9.9.9")
+	if n := told(); n != 4 {
+		t.Errorf("after outside-0 polled from 10.9.9.9: told %d, want 4", n)
+	}
 }

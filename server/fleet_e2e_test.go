@@ -242,8 +242,14 @@ func getJSON(t *testing.T, url, token string, v any) {
 // fleetStore is a fresh database with source k3s indexing fleetTags.
 func fleetStore(t *testing.T) (*store.Store, catalog.Source) {
 	t.Helper()
+	return fleetStoreAt(t, storetest.URL(t))
+}
+
+// fleetStoreAt is fleetStore on the database at url.
+func fleetStoreAt(t *testing.T, url string) (*store.Store, catalog.Source) {
+	t.Helper()
 	ctx := context.Background()
-	st := openStore(t, storetest.URL(t))
+	st := openStore(t, url)
 	src := semverSource(t, "k3s", "docker.io/rancher/k3s-upgrade")
 	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,12 @@ import (
 func fleetTrustServer(t *testing.T, fo fleet.Options, trusted []netip.Prefix) (string, *store.Store) {
 	t.Helper()
 	st, src := fleetStore(t)
+	return fleetTrustServerOn(t, st, src, fo, trusted), st
+}
+
+// fleetTrustServerOn is fleetTrustServer on st and its source src.
+func fleetTrustServerOn(t *testing.T, st *store.Store, src catalog.Source, fo fleet.Options, trusted []netip.Prefix) string {
+	t.Helper()
 	fo.Store = st
 	if fo.FlushEvery == 0 {
 		fo.FlushEvery = 50 * time.Millisecond
@@ -35,7 +41,7 @@ func fleetTrustServer(t *testing.T, fo fleet.Options, trusted []netip.Prefix) (s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runOnLoopback(t, srv, runOpts{}), st
+	return runOnLoopback(t, srv, runOpts{})
 }
 
 func pollAs(t *testing.T, base, channel, id, reported, forwardedFor string) int {

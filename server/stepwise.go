@@ -43,12 +43,14 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	}
 	// An ID over the admission limits is answered as any request is, but
 	// neither recorded nor given a settle clock (memory stays bounded).
-	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, s.ClientAddr(r), now)
+	addr := s.ClientAddr(r)
+	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, addr, now)
 	ans, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
 	if admitted {
 		if ans != nil {
 			sighting.Served = ans.Version
 		}
+		sighting.Outside = !s.FleetRec.Counts(addr)
 		s.FleetRec.Record(sighting)
 	}
 	return ans, err

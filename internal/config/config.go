@@ -190,7 +190,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"access_log", c.AccessLog == running.AccessLog},
 		{"read_timeout", c.ReadTimeout == running.ReadTimeout},
 		{"database_timeout", c.DatabaseTimeout == running.DatabaseTimeout},
-		{"fleet", c.Fleet == running.Fleet},
+		{"fleet", reflect.DeepEqual(c.Fleet, running.Fleet)},
 		{"limits", c.Limits == running.Limits},
 		{"webhooks", c.Webhooks == running.Webhooks},
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},

@@ -85,6 +85,8 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:10: fleet: active_window 2h0m0s is longer than retention 1h0m0s; records would be purged while active`}},
 		{"fleet stuck_after zero", base + "fleet:\n  stuck_after: 0s\n", []string{
 			`t.yaml:10: fleet.stuck_after: want a positive duration like 1h, got 0s`}},
+		{"fleet evidence_networks not a network", base + "fleet:\n  evidence_networks: [10.0.0.0/8, office]\n", []string{
+			`t.yaml:10: fleet.evidence_networks[1]: want an address or CIDR prefix like 10.0.0.0/8, got "office"`}},
 		{"unknown fleet key", base + "fleet:\n  retension: 1d\n", []string{
 			`t.yaml:10: fleet: unknown key "retension" (did you mean "retention"?)`}},
 		{"interval under the minimum", base + "    interval: 5s\n", []string{

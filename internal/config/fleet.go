@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -30,6 +31,9 @@ type Fleet struct {
 	// may add to the fleet: per client address, per channel.
 	NewClustersPerMinute int
 	MaxClusters          int
+	// EvidenceNetworks limits whose reports count as evidence: clients
+	// whose address is in one of them. Empty: every client's.
+	EvidenceNetworks []netip.Prefix
 }
 
 func (p *parser) fleet(n *yaml.Node) Fleet {
@@ -38,7 +42,8 @@ func (p *parser) fleet(n *yaml.Node) Fleet {
 	if isNull(deref(n)) {
 		return out
 	}
-	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "stuck_after", "new_clusters_per_minute", "max_clusters"})
+	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "stuck_after", "new_clusters_per_minute", "max_clusters", "evidence_networks"})
+	out.EvidenceNetworks = p.prefixes(f["evidence_networks"], "fleet.evidence_networks")
 	if i, ok := p.integer(f["new_clusters_per_minute"], "", "fleet.new_clusters_per_minute"); ok {
 		if i < 1 {
 			p.add(deref(f["new_clusters_per_minute"]), "", "fleet.new_clusters_per_minute: want 1 or more, got %d", i)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseFleetAndStepwise(t *testing.T) {
-	yaml := base + `fleet: {retention: 7d, active_window: 30m, stuck_after: 2h}
+	yaml := base + `fleet: {retention: 7d, active_window: 30m, stuck_after: 2h, evidence_networks: [10.0.0.0/8, 192.168.1.7]}
 channels:
   - name: latest
     source: k3s
@@ -22,6 +22,9 @@ channels:
 	}
 	if cfg.Fleet.StuckAfter != 2*time.Hour {
 		t.Fatalf("fleet.stuck_after = %s, want 2h", cfg.Fleet.StuckAfter)
+	}
+	if n := cfg.Fleet.EvidenceNetworks; len(n) != 2 || n[0].String() != "10.0.0.0/8" || n[1].String() != "192.168.1.7/32" {
+		t.Fatalf("fleet.evidence_networks = %v, want [10.0.0.0/8 192.168.1.7/32]", n)
 	}
 	if c := cfg.Channels[0]; !c.Stepwise || c.Settle != 30*time.Minute {
 		t.Fatalf("channel = stepwise %v settle %s", c.Stepwise, c.Settle)

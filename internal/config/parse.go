@@ -294,11 +294,14 @@ func (p *parser) accessLog(n *yaml.Node) string {
 
 // trustedProxies reads `trusted_proxies:`, addresses or CIDR prefixes of
 // the proxies whose X-Forwarded-For is believed (CONTRACT section 12).
-func (p *parser) trustedProxies(n *yaml.Node) []netip.Prefix {
+func (p *parser) trustedProxies(n *yaml.Node) []netip.Prefix { return p.prefixes(n, "trusted_proxies") }
+
+// prefixes reads a list of addresses or CIDR prefixes at key.
+func (p *parser) prefixes(n *yaml.Node, key string) []netip.Prefix {
 	var out []netip.Prefix
-	for i, el := range p.list(n, "", "trusted_proxies") {
-		key := fmt.Sprintf("trusted_proxies[%d]", i)
-		s, ok := p.str(el, "", key)
+	for i, el := range p.list(n, "", key) {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		s, ok := p.str(el, "", k)
 		if !ok {
 			continue
 		}
@@ -307,7 +310,7 @@ func (p *parser) trustedProxies(n *yaml.Node) []netip.Prefix {
 		} else if a, err := netip.ParseAddr(s); err == nil {
 			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 		} else {
-			p.add(deref(el), "", "%s: want an address or CIDR prefix like 10.0.0.0/8, got %q", key, s)
+			p.add(deref(el), "", "%s: want an address or CIDR prefix like 10.0.0.0/8, got %q", k, s)
 		}
 	}
 	return out

@@ -61,6 +61,7 @@ func (p *pending) merge(q queued) bool {
 	if s.At.After(c.At) {
 		c.At = s.At
 	}
+	c.Outside = s.Outside // the latest request's address decides
 	if s.Served != "" {
 		c.Served = s.Served
 	}

@@ -7,6 +7,7 @@ package fleet
 import (
 	"context"
 	"hash/maphash"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,9 @@ type Options struct {
 	// (admission.go). 0: the config package's defaults.
 	NewClustersPerMinute int
 	MaxClusters          int
+	// EvidenceNetworks: only reports from clients in them count as
+	// evidence (fleet.evidence_networks). Empty: every client's.
+	EvidenceNetworks []netip.Prefix
 }
 
 const (
@@ -168,6 +172,25 @@ func (r *Recorder) Admitted(channel, cluster, addr string, now time.Time) bool {
 		r.dropped.WithLabelValues(reason).Inc()
 	}
 	return ok
+}
+
+// Counts says whether a report from the client at addr counts as evidence:
+// it is in fleet.evidence_networks, or none are set.
+func (r *Recorder) Counts(addr string) bool {
+	if len(r.opts.EvidenceNetworks) == 0 {
+		return true
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range r.opts.EvidenceNetworks {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Record queues s; it never blocks.
