@@ -75,6 +75,11 @@ create table evidence_history (
 
 create index audit_halts on audit (channel, to_version) where action = 'rollout-halt';
 
+-- A promotion waiting for approvals is one pending change, even when two
+-- replicas' loops both believe they lead for a moment.
+create unique index changes_one_promotion on changes (channel, version)
+	where state = 'pending' and requested_by = 'tidemark:promotion';
+
 create function adoption_bucket(s bigint) returns bigint immutable language sql as $$
 	select case when s < 100 then greatest(s, 0) else s - s % (10 ^ (length(s::text) - 2))::bigint end
 $$;
@@ -165,5 +170,6 @@ drop table channel_evidence;
 drop table fleet_adoption;
 drop table fleet_evidence;
 drop table evidence_told;
+drop index changes_one_promotion;
 drop index audit_halts;
 alter table fleet drop column evidence;

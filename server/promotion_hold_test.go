@@ -3,15 +3,20 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/internal/governor"
+	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // TestAFreezeDefersAPromotion: with every condition met, a freeze on the
@@ -64,5 +69,100 @@ func TestAHaltBlocksAPromotion(t *testing.T) {
 	}
 	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33"); str(ch.Version) != "v1.33.5+k3s1" {
 		t.Errorf("stable-33 moved to %s past a halt", str(ch.Version))
+	}
+}
+
+// TestAClosedWindowDefersAPromotion: with every condition met on a
+// channel whose only window is closed, the promotion is recorded but the
+// answer is held until the window opens.
+func TestAClosedWindowDefersAPromotion(t *testing.T) {
+	at := time.Now().Add(2 * time.Hour)
+	var w resolver.Window
+	w.Days[(at.UTC().Weekday()+3)%7] = true // a day that is neither today nor tomorrow
+	w.Start, w.End, w.Location = 60, 120, time.UTC
+	pf := newPromotionFleet(t, 0, func(chs []catalog.Channel) { chs[len(chs)-1].Windows = []resolver.Window{w} })
+	pf.clock = at
+	for i := range 4 {
+		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	pf.flush()
+	governor.Tick(context.Background(), pf.srv.governorOpts()) // outside the window: the answer is held
+	st := pf.round()
+	if !strings.HasPrefix(st.Why, "pinned; held until ") || !strings.HasSuffix(st.Why, "(window)") {
+		t.Fatalf("a promotion outside the window: %+v, want pinned and held until the window opens", st)
+	}
+	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33"); str(ch.Version) != "v1.33.5+k3s1" {
+		t.Errorf("stable-33 moved to %s outside its window", str(ch.Version))
+	}
+}
+
+// TestTwoReplicasPromoteOnce: two promotion loops that both believe they
+// lead (the advisory lock changing hands) race on a ready channel: one
+// pin, one notification; with approvals, one pending change.
+func TestTwoReplicasPromoteOnce(t *testing.T) {
+	for _, approvals := range []int{0, 1} {
+		t.Run(fmt.Sprintf("approvals=%d", approvals), func(t *testing.T) {
+			pf := newPromotionFleet(t, approvals)
+			pf.clock = time.Now().Add(2 * time.Hour)
+			for i := range 4 {
+				pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+			}
+			pf.flush()
+			other, err := promotion.New(promotion.Options{Store: pf.env.st, Snapshot: func() *snapshot.Snapshot { return pf.srv.Cur.Load().Snap },
+				Now: func() time.Time { return pf.clock }, ActiveWindow: 4 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				var wg sync.WaitGroup
+				for _, l := range []*promotion.Loop{pf.loop, other} {
+					wg.Go(func() { l.Round(context.Background()) })
+				}
+				wg.Wait()
+			}
+			events, _ := pf.env.st.History(context.Background(), "stable-33")
+			pins := 0
+			for _, e := range events {
+				if e.Action == "pin" && e.Actor == promotion.Actor {
+					pins++
+				}
+			}
+			cs, err := pf.env.st.Changes(context.Background(), resolver.ChangePending, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 1 - approvals; pins != want || len(cs) != approvals {
+				t.Errorf("two racing loops: %d promotion pins and %d pending changes, want %d and %d", pins, len(cs), want, approvals)
+			}
+		})
+	}
+}
+
+// TestAPromotionNeverOverwritesAPinMadeSinceItsRound: a loop whose
+// snapshot predates a person's pin (replicas hear of changes a moment
+// later) finds the channel changed and leaves the person's pin alone.
+func TestAPromotionNeverOverwritesAPinMadeSinceItsRound(t *testing.T) {
+	pf := newPromotionFleet(t, 0)
+	pf.clock = time.Now().Add(2 * time.Hour)
+	for i := range 4 {
+		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	pf.flush()
+	stale := pf.srv.Cur.Load().Snap
+	pf.pin(http.MethodPut, "stable-33", `{"version":"v1.33.5+k3s1","reason":"hold it","rollback":true}`)
+	late, err := promotion.New(promotion.Options{Store: pf.env.st, Snapshot: func() *snapshot.Snapshot { return stale },
+		Now: func() time.Time { return pf.clock }, ActiveWindow: 4 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Round(context.Background())
+	if st, _ := late.StatusOf("stable-33"); !strings.HasPrefix(st.Why, "the channel changed since this round read it") {
+		t.Errorf("a round on a stale snapshot: %+v, want it to find the channel changed", st)
+	}
+	if err := pf.srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33"); str(ch.Version) != "v1.33.5+k3s1" || ch.Promotion == nil || !ch.Promotion.Paused {
+		t.Errorf("after a stale round stable-33 serves %s, promotion %+v: want the person's pin, paused", str(ch.Version), ch.Promotion)
 	}
 }

@@ -235,6 +235,12 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 		c, err := l.o.Store.ScheduleChange(ctx, resolver.ScheduledChange{Channel: name, Action: "pin", Version: target, Reason: reason,
 			State: resolver.ChangePending, RequestedBy: Actor, RequesterIdentity: Actor, ApprovalsNeeded: verdict.Approvals,
 			ExpiresAt: now.Add(24 * time.Hour)})
+		if errors.Is(err, resolver.ErrConflict) {
+			// Another replica's loop asked a moment ago (migration 024
+			// keeps one pending promotion per channel and version).
+			st.Why = "a pending change for it was just requested"
+			return st, nil
+		}
 		if err != nil {
 			return st, err
 		}
@@ -247,7 +253,14 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 		return st, nil
 	}
 	cc.Actor, cc.Reason, cc.Event = Actor, reason, resolver.EventChannelPromoted
-	if _, err := l.o.Store.Pin(ctx, cc); err != nil {
+	// Only from the state this round read: a second loop (two replicas
+	// believing they lead for a moment) or a person's pin since then
+	// makes it a conflict, so a promotion happens once.
+	cc.IfRevision = a.State.Revision
+	if _, err := l.o.Store.Pin(ctx, cc); errors.Is(err, resolver.ErrConflict) {
+		st.Why = "the channel changed since this round read it; the next round decides"
+		return st, nil
+	} else if err != nil {
 		return st, err
 	}
 	l.o.Log.Info("channel promoted", "channel", name, "from", p.From, "version", target, "told", ev.Told, "adopted", ev.Adopted, "stuck", ev.Stuck)
@@ -301,7 +314,8 @@ func (l *Loop) yank(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Cha
 				cc, err := snap.PlanPin(name, below.Version.String(), true)
 				if err == nil {
 					cc.Actor, cc.Reason = EvidenceActor, reason
-					if _, err := l.o.Store.Pin(ctx, cc); err != nil {
+					cc.IfRevision = a.State.Revision // once, as a promotion
+					if _, err := l.o.Store.Pin(ctx, cc); err != nil && !errors.Is(err, resolver.ErrConflict) {
 						return err
 					}
 				}
