@@ -52,6 +52,10 @@ func TestPushIsServedWithoutAScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	token, err := st.CreateToken(ctx, "registry", []string{"scan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := st.CreateToken(ctx, "dash", []string{"read"})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +193,29 @@ channels:
 			t.Fatalf("no notification of latest moving to %s within 10s", want[1])
 		}
 	}
+
+	// A cluster's poll is in the channel's evidence within 5 s: recorded,
+	// counted by the triggers, computed by this (leading) replica's pass.
+	req, _ := http.NewRequest(http.MethodGet, channelURL, nil)
+	req.Header.Set("X-SUC-Cluster-ID", "edge-1")
+	req.Header.Set("X-SUC-Latest-Version", "v1.33.5-k3s1")
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	took = waitUntil("the poll is in latest's evidence", 5*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/channels/latest/evidence?version=v1.33.5-k3s1", nil)
+		req.Header.Set("Authorization", "Bearer "+reader)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var ev struct{ Told, Adopted int }
+		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&ev) == nil && ev.Told == 1 && ev.Adopted == 1
+	})
+	t.Logf("poll -> evidence in %v", took)
 }
 
 // deleteManifest deletes repo's manifest digest from the registry, as
