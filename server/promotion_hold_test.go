@@ -166,3 +166,24 @@ func TestAPromotionNeverOverwritesAPinMadeSinceItsRound(t *testing.T) {
 		t.Errorf("after a stale round stable-33 serves %s, promotion %+v: want the person's pin, paused", str(ch.Version), ch.Promotion)
 	}
 }
+
+// TestAPromotionOnARolloutChannelStartsARollout: the move is a change
+// like a person's pin, so a promoting channel with rollout: rolls out to
+// the promoted version rather than moving every cluster at once.
+func TestAPromotionOnARolloutChannelStartsARollout(t *testing.T) {
+	pf := newPromotionFleet(t, 0, func(chs []catalog.Channel) {
+		chs[len(chs)-1].Rollout = &resolver.RolloutPolicy{Steps: []int{10, 100}, Interval: time.Hour}
+	})
+	pf.clock = time.Now().Add(2 * time.Hour)
+	for i := range 4 {
+		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	pf.flush()
+	if st := pf.round(); st.Why != "" {
+		t.Fatalf("ready to promote: %+v", st)
+	}
+	ch, _ := channel(t, &httptest.Server{URL: pf.base}, "stable-33")
+	if ro := ch.Rollout; ro == nil || ro.To != "v1.33.6+k3s2" || ro.From != "v1.33.5+k3s1" || ro.State != "running" || ro.Percent != 10 {
+		t.Errorf("stable-33 after a promotion: rollout %+v, want running from v1.33.5+k3s1 to v1.33.6+k3s2 at 10%%", ro)
+	}
+}
