@@ -149,3 +149,42 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidenceHistoryIsBounded: a version whose figures moved every
+// minute for 30 days reads back as at most 240 points, oldest first,
+// ending with the newest.
+func TestEvidenceHistoryIsBounded(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.URL(t)
+	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `insert into evidence_history (channel, version, at, told, adopted, stuck)
+		select 'stable', 'v1.0.0', now() - interval '30 days' + g * interval '1 minute', 100, least(g, 100), 0
+		from generate_series(0, 43199) g`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.EvidenceHistory(ctx, "stable", time.Now().Add(-31*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := h["v1.0.0"]
+	if len(pts) < 200 || len(pts) > 241 {
+		t.Fatalf("%d points, want about 240", len(pts))
+	}
+	for i := 1; i < len(pts); i++ {
+		if !pts[i].At.After(pts[i-1].At) {
+			t.Fatalf("point %d at %v is not after %v", i, pts[i].At, pts[i-1].At)
+		}
+	}
+	if last := pts[len(pts)-1]; time.Since(last.At) > 2*time.Minute || last.Adopted != 100 {
+		t.Errorf("the last point %+v is not the newest", last)
+	}
+}

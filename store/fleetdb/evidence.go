@@ -189,13 +189,25 @@ func (s *Fleet) ChannelEvidence(ctx context.Context, channel string, since time.
 	return out, err
 }
 
+// historyPoints bounds the points EvidenceHistory returns per version: a
+// version whose figures moved every minute for 30 days has 43,200.
+const historyPoints = 240
+
 // EvidenceHistory is channel's adoption history since since, per version,
-// oldest point first.
+// oldest point first: at most historyPoints of them, the last of each of
+// as many equal spans from the version's first point to now.
 func (s *Fleet) EvidenceHistory(ctx context.Context, channel string, since time.Time) (map[string][]resolver.EvidencePoint, error) {
 	out := map[string][]resolver.EvidencePoint{}
 	err := s.db.InTxOpts(ctx, fmt.Sprintf("read adoption history of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select version, at, told, adopted, stuck from evidence_history
-			where channel = $1 and at >= $2 order by version, at`, channel, since)
+		rows, err := tx.Query(ctx, `with first as (
+				select version, min(at) as at from evidence_history where channel = $1 and at >= $2 group by version)
+			select version, at, told, adopted, stuck from (
+				select distinct on (h.version, date_bin(greatest((now() - f.at) / $3, interval '1 second'), h.at, f.at))
+					h.version, h.at, h.told, h.adopted, h.stuck
+				from evidence_history h join first f on f.version = h.version
+				where h.channel = $1 and h.at >= $2
+				order by h.version, date_bin(greatest((now() - f.at) / $3, interval '1 second'), h.at, f.at), h.at desc) p
+			order by version, at`, channel, since, historyPoints)
 		if err != nil {
 			return err
 		}
