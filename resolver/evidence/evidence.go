@@ -86,7 +86,7 @@ func Ready(p catalog.PromotePolicy, ev Version, now time.Time) (bool, string) {
 		return false, fmt.Sprintf("a rollout of %s on %s was halted", ev.Version, p.From)
 	}
 	if left := ev.FirstTold.Add(p.Soak).Sub(now); left > 0 {
-		return false, fmt.Sprintf("soak %s left", left.Round(time.Minute))
+		return false, "soak " + minutes(left) + " left"
 	}
 	if ev.Adopted < p.MinAdopted {
 		return false, fmt.Sprintf("%d of %d adopted", ev.Adopted, p.MinAdopted)
@@ -108,4 +108,13 @@ const (
 // yank does not.
 func Paused(pin, pinnedBy string) bool {
 	return pin != "" && pinnedBy != PromotionActor && pinnedBy != YankActor
+}
+
+// minutes is d as a person reads a wait: "3h05m", "42m", at least "1m".
+func minutes(d time.Duration) string {
+	m := max(int((d+time.Minute-1)/time.Minute), 1)
+	if m < 60 {
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%dh%02dm", m/60, m%60)
 }
