@@ -24,11 +24,7 @@ import (
 // freeze ends, as for a person's scheduled change.
 func TestAFreezeDefersAPromotion(t *testing.T) {
 	pf := newPromotionFleet(t, 0)
-	pf.clock = time.Now().Add(2 * time.Hour)
-	for i := range 4 {
-		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-	}
-	pf.flush()
+	pf.adopted(4)
 	until := time.Now().Add(3 * time.Hour)
 	if _, err := pf.env.st.CreateFreeze(context.Background(), resolver.Freeze{Channels: []string{"stable-33"},
 		From: time.Now().Add(-time.Hour), Until: until, Reason: "release weekend", CreatedBy: "test"}); err != nil {
@@ -50,11 +46,7 @@ func TestAFreezeDefersAPromotion(t *testing.T) {
 // every channel from promoting it, whatever the other figures say.
 func TestAHaltBlocksAPromotion(t *testing.T) {
 	pf := newPromotionFleet(t, 0)
-	pf.clock = time.Now().Add(2 * time.Hour)
-	for i := range 5 {
-		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-	}
-	pf.flush()
+	pf.adopted(5)
 	conn, err := pgx.Connect(context.Background(), pf.env.url)
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +95,7 @@ func TestTwoReplicasPromoteOnce(t *testing.T) {
 	for _, approvals := range []int{0, 1} {
 		t.Run(fmt.Sprintf("approvals=%d", approvals), func(t *testing.T) {
 			pf := newPromotionFleet(t, approvals)
-			pf.clock = time.Now().Add(2 * time.Hour)
-			for i := range 4 {
-				pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-			}
-			pf.flush()
+			pf.adopted(4)
 			other, err := promotion.New(promotion.Options{Store: pf.env.st, Snapshot: func() *snapshot.Snapshot { return pf.srv.Cur.Load().Snap },
 				Now: func() time.Time { return pf.clock }, ActiveWindow: 4 * time.Hour})
 			if err != nil {
@@ -143,11 +131,7 @@ func TestTwoReplicasPromoteOnce(t *testing.T) {
 // later) finds the channel changed and leaves the person's pin alone.
 func TestAPromotionNeverOverwritesAPinMadeSinceItsRound(t *testing.T) {
 	pf := newPromotionFleet(t, 0)
-	pf.clock = time.Now().Add(2 * time.Hour)
-	for i := range 4 {
-		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-	}
-	pf.flush()
+	pf.adopted(4)
 	stale := pf.srv.Cur.Load().Snap
 	pf.pin(http.MethodPut, "stable-33", `{"version":"v1.33.5+k3s1","reason":"hold it","rollback":true}`)
 	late, err := promotion.New(promotion.Options{Store: pf.env.st, Snapshot: func() *snapshot.Snapshot { return stale },
@@ -174,11 +158,7 @@ func TestAPromotionOnARolloutChannelStartsARollout(t *testing.T) {
 	pf := newPromotionFleet(t, 0, func(chs []catalog.Channel) {
 		chs[len(chs)-1].Rollout = &resolver.RolloutPolicy{Steps: []int{10, 100}, Interval: time.Hour}
 	})
-	pf.clock = time.Now().Add(2 * time.Hour)
-	for i := range 4 {
-		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-	}
-	pf.flush()
+	pf.adopted(4)
 	if st := pf.round(); st.Why != "" {
 		t.Fatalf("ready to promote: %+v", st)
 	}

@@ -30,11 +30,6 @@ func promotedChannels(approvals int) []catalog.Channel {
 		Promote: &catalog.PromotePolicy{From: "v1.33", Soak: time.Hour, MinAdopted: 3, MaxStuckRatio: 0.25}})
 }
 
-// TestPromotionWaitsForEachConditionThenHappensOnce: five SUC-style
-// clusters on v1.33 are told v1.33.6+k3s2; stable-33 waits for the soak,
-// then for three adopters, then for the stuck share to fall under 25%,
-// and then moves once, as a pin by tidemark:promotion stating the figures,
-// notified as promoted. A person's pin pauses it.
 // promotionFleet serves promotedChannels(approvals) with a fleet of five
 // clusters on v1.33 told v1.33.6+k3s2, and a promotion loop on a clock
 // the test moves.
@@ -48,6 +43,17 @@ type promotionFleet struct {
 	poll  func(id, reported string)
 	pin   func(method, channel, body string)
 	flush func()
+}
+
+// adopted moves the promotion clock two hours on (the soak has passed, the
+// fleet was told an hour ago and more) with the first n clusters
+// reporting the candidate, flushed.
+func (pf *promotionFleet) adopted(n int) {
+	pf.clock = time.Now().Add(2 * time.Hour)
+	for i := range n {
+		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
+	}
+	pf.flush()
 }
 
 func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Channel)) *promotionFleet {
@@ -112,6 +118,11 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 	return pf
 }
 
+// TestPromotionWaitsForEachConditionThenHappensOnce: five SUC-style
+// clusters on v1.33 are told v1.33.6+k3s2; stable-33 waits for the soak,
+// then for three adopters, then for the stuck share to fall under 25%,
+// and then moves once, as a pin by tidemark:promotion stating the figures,
+// notified as promoted. A person's pin pauses it.
 func TestPromotionWaitsForEachConditionThenHappensOnce(t *testing.T) {
 	pf := newPromotionFleet(t, 0)
 	env, base, round, poll, pin, flush := pf.env, pf.base, pf.round, pf.poll, pf.pin, pf.flush
@@ -181,11 +192,7 @@ func TestPromotionWaitsForEachConditionThenHappensOnce(t *testing.T) {
 // promotion_hold_test.go).
 func TestPromotionPassesTheOneDoor(t *testing.T) {
 	pf := newPromotionFleet(t, 1)
-	pf.clock = time.Now().Add(2 * time.Hour)
-	for i := range 4 {
-		pf.poll(fmt.Sprintf("c-%d", i), "v1.33.6-k3s2")
-	}
-	pf.flush()
+	pf.adopted(4)
 	first := pf.round()
 	second := pf.round()
 	if !strings.HasPrefix(first.Why, "change ") || first.Why != second.Why || !strings.Contains(first.Why, "waits for 1 approval") {

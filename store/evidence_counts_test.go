@@ -23,17 +23,7 @@ import (
 // does not count toward it; adoption medians match percentile_cont.
 func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.URL(t)
-	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	st, conn := storeAndConn(t)
 	t0 := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Hour)
 	rng := rand.New(rand.NewPCG(1, 2))
 	versions := []string{"v1.0.0", "v1.1.0", "v1.2.0"}
@@ -155,17 +145,7 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 // ending with the newest.
 func TestEvidenceHistoryIsBounded(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.URL(t)
-	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	st, conn := storeAndConn(t)
 	if _, err := conn.Exec(ctx, `insert into evidence_history (channel, version, at, told, adopted, stuck)
 		select 'stable', 'v1.0.0', now() - interval '30 days' + g * interval '1 minute', 100, least(g, 100), 0
 		from generate_series(0, 43199) g`); err != nil {
@@ -187,4 +167,24 @@ func TestEvidenceHistoryIsBounded(t *testing.T) {
 	if last := pts[len(pts)-1]; time.Since(last.At) > 2*time.Minute || last.Adopted != 100 {
 		t.Errorf("the last point %+v is not the newest", last)
 	}
+}
+
+// storeAndConn is a store on a fresh database and a connection to it, for
+// checking the store against SQL of the test's own; both close at the
+// test's end.
+func storeAndConn(t *testing.T) (*store.Store, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	u := storetest.URL(t)
+	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return st, conn
 }

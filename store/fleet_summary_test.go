@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/store"
-	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 // TestFleetSummaryCountsFollowTheFleet: the kept counts (migration 008)
@@ -22,17 +19,7 @@ import (
 // a purge.
 func TestFleetSummaryCountsFollowTheFleet(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.URL(t)
-	st, err := store.Open(ctx, u, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	st, conn := storeAndConn(t)
 	// A window starting mid-minute, so that minute is counted in part.
 	since := time.Now().UTC().Truncate(time.Minute).Add(-30*time.Minute + 20*time.Second)
 	record := func(ss ...resolver.Sighting) {
