@@ -1,6 +1,9 @@
 package server
 
 import (
+	"os"
+	"regexp"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +11,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/jackc/pgx/v5"
 
@@ -86,8 +91,27 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	if ev.Version != "v1.33.6+k3s2" || ev.Told != 10 || ev.Adopted != 6 || ev.Stuck != 4 || ev.FirstTold == nil || ev.Halts != 0 {
 		t.Fatalf("evidence %+v, want told 10, adopted 6, stuck 4 (the late cluster does not count)", ev)
 	}
-	if ev.AdoptionP50Seconds == nil || *ev.AdoptionP50Seconds < 0 {
-		t.Errorf("adoption p50 %v, want a number", ev.AdoptionP50Seconds)
+	// The six adopters were told two hours before they reported it (the
+	// update above moved when they were told).
+	if ev.AdoptionP50Seconds == nil || *ev.AdoptionP50Seconds != 7200 {
+		t.Errorf("adoption p50 %v, want 7200", ev.AdoptionP50Seconds)
+	}
+	// docs/fleet.md shows this answer; all but first_told must match.
+	doc, err := os.ReadFile("../docs/fleet.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := regexp.MustCompile("(?s)```json\n(" + regexp.QuoteMeta(`{"version":"v1.33.6+k3s2","told"`) + ".*?)```").FindSubmatch(doc)
+	if example == nil {
+		t.Fatal("docs/fleet.md has no evidence example")
+	}
+	var want openapi.Evidence
+	if err := json.Unmarshal(example[1], &want); err != nil {
+		t.Fatalf("docs/fleet.md's evidence example: %v", err)
+	}
+	want.FirstTold = ev.FirstTold
+	if d := cmp.Diff(want, ev); d != "" {
+		t.Errorf("docs/fleet.md's evidence example differs from the answer (-doc +answer):\n%s", d)
 	}
 	var list openapi.EvidenceList
 	getJSON(t, base+"/api/v1/channels/v1.33/evidence", reader, &list)
