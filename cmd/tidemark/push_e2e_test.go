@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,6 +218,19 @@ channels:
 		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&ev) == nil && ev.Told == 1 && ev.Adopted == 1
 	})
 	t.Logf("poll -> evidence in %v", took)
+	// The CLI shows the same figures.
+	var out, errs bytes.Buffer
+	cliEnv := map[string]string{"TIDEMARK_SERVER": "http://" + addr, "TIDEMARK_TOKEN": reader}
+	if code := Main(ctx, []string{"evidence", "latest"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
+		!regexp.MustCompile(`(?m)^VERSION\s+TOLD\s+ADOPTED\s+STUCK\s+FIRST TOLD\s+ADOPTION P50\s+HALTS\n(.*\n)*v1\.33\.5\+k3s1\s+1\s+1\s+0\s+\d{4}-\S+Z\s+\d+s\s+0$`).MatchString(out.String()) {
+		t.Errorf("tidemark evidence latest: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	checkDocExample(t, "../../docs/cli.md", "$ tidemark evidence latest", out.String())
+	out.Reset()
+	if code := Main(ctx, []string{"evidence", "latest", "--version", "v1.33.5-k3s1", "-o", "json"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
+		!strings.Contains(out.String(), `"told": 1`) {
+		t.Errorf("tidemark evidence latest --version -o json: exit %d\n%s%s", code, out.String(), errs.String())
+	}
 }
 
 // deleteManifest deletes repo's manifest digest from the registry, as

@@ -69,6 +69,7 @@ func Commands(e *Env) []*cobra.Command {
 		newDecideCmd(e, "cancel"),
 		newFreezeCmd(e),
 		newHistoryCmd(e),
+		newEvidenceCmd(e),
 		newRolloutCmd(e),
 		newSourcesCmd(e),
 		newVersionsCmd(e),
