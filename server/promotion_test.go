@@ -84,8 +84,10 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 		st, _ := loop.StatusOf("stable-33")
 		return st
 	}
+	polled := map[string]time.Time{} // since the last flush: cluster -> when it asked
 	poll := func(id, reported string) {
 		t.Helper()
+		polled[id] = time.Now()
 		req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
 		req.Header.Set("X-SUC-Cluster-ID", id)
 		req.Header.Set("X-SUC-Latest-Version", reported)
@@ -101,7 +103,25 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 			t.Fatalf("%s %s: %d %s", method, channel, res.StatusCode, b)
 		}
 	}
-	flush := func() { time.Sleep(300 * time.Millisecond) }
+	// flush waits until every poll since the last is in Postgres (the
+	// recorder writes every 50 ms; a busy machine can take longer).
+	flush := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for id, at := range polled {
+			for {
+				recs, err := env.st.FleetCluster(context.Background(), id)
+				if err == nil && len(recs) > 0 && !recs[0].LastSeen.Before(at) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("cluster %s's poll at %v is not recorded within 10s (%v %v)", id, at, recs, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		clear(polled)
+	}
 	// The fleet exists before the release, then is told it.
 	pin(http.MethodPut, "v1.33", `{"version":"v1.33.5+k3s1","reason":"before"}`)
 	for i := range 5 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/tidemark-dev/tidemark/server/evidenceview"
 )
 
@@ -65,6 +66,20 @@ func TestConsoleShowsEvidenceAndWhyPromotionWaits(t *testing.T) {
 	if !strings.Contains(row, `adopted 3 of 5 told, now 4 of 5`) || adopted == nil || len(strings.Fields(adopted[1])) != 4 {
 		t.Errorf("after a fourth adopter the chart is not a step up (3 then 4 of 5):\n%s", row)
 	}
+
+	// In a browser the chart has a size, its lines their styles, and at
+	// phone width the section does not scroll sideways (screenshot:
+	// docs/screenshots/evidence-*.png).
+	b := newBrowser(t)
+	b.do(t, "open v1.33's page", chromedp.Navigate(pf.base+"/ui/channels/v1.33"))
+	chart := `document.querySelector('tr[data-evidence-version="v1.33.6+k3s2"] svg.adoption-chart')`
+	if w := b.eval(t, `String(Math.round(`+chart+`.getBoundingClientRect().width))`); w == "0" {
+		t.Errorf("the adoption chart renders %s px wide", w)
+	}
+	if s := b.eval(t, `getComputedStyle(`+chart+`.querySelector("polyline.stuck")).strokeDasharray`); !strings.Contains(s, "4") {
+		t.Errorf("the stuck line's dash %q: not styled", s)
+	}
+	b.screenshot(t, "evidence", "#evidence")
 
 	text = page("/ui/channels/stable-33")
 	why := regexp.MustCompile(`<span id="promotion-why">([^<]*)</span>`).FindStringSubmatch(text)
