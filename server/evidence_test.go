@@ -41,8 +41,10 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := runOnLoopback(t, srv, runOpts{})
+	polled := map[string]time.Time{}
 	poll := func(id, reported string) {
 		t.Helper()
+		polled[id] = time.Now()
 		req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
 		req.Header.Set("X-SUC-Cluster-ID", id)
 		req.Header.Set("X-SUC-Latest-Version", reported)
@@ -63,18 +65,18 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	for i := range 10 {
 		poll(fmt.Sprintf("c-%02d", i), "v1.33.5-k3s1")
 	}
-	time.Sleep(300 * time.Millisecond) // flushed
+	awaitRecorded(t, env.st, polled)
 	// The release: the channel now tells everyone v1.33.6+k3s2.
 	pin(http.MethodDelete, "")
 	for i := range 10 {
 		poll(fmt.Sprintf("c-%02d", i), "v1.33.5-k3s1")
 	}
-	time.Sleep(300 * time.Millisecond)
+	awaitRecorded(t, env.st, polled)
 	for i := range 6 {
 		poll(fmt.Sprintf("c-%02d", i), "v1.33.6-k3s2")
 	}
 	poll("late", "v1.33.5-k3s1") // first seen after the channel first told v1.33.6+k3s2
-	time.Sleep(300 * time.Millisecond)
+	awaitRecorded(t, env.st, polled)
 	// The four that stayed were told an hour and more ago.
 	conn, err := pgx.Connect(context.Background(), env.url)
 	if err != nil {
@@ -163,9 +165,10 @@ func TestEvidenceCountsOnlyReportsFromEvidenceNetworks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
+	polled := map[string]time.Time{}
 	told := func() (n int) {
 		t.Helper()
-		time.Sleep(300 * time.Millisecond) // flushed
+		awaitRecorded(t, st, polled)
 		// Every cluster was there before the channel first told its
 		// version, so each may vote (the rule is tested above).
 		if _, err := conn.Exec(context.Background(), `update fleet set first_seen = first_seen - interval '1 hour'`); err != nil {
@@ -183,11 +186,15 @@ func TestEvidenceCountsOnlyReportsFromEvidenceNetworks(t *testing.T) {
 		}
 		return n
 	}
+	poll := func(id, from string) {
+		polled[id] = time.Now()
+		pollAs(t, base, "stable", id, "v1.30.0+k3s1", from)
+	}
 	for i := range 3 {
-		pollAs(t, base, "stable", fmt.Sprintf("inside-%d", i), "v1.30.0+k3s1", fmt.Sprintf("10.1.1.%d", i))
+		poll(fmt.Sprintf("inside-%d", i), fmt.Sprintf("10.1.1.%d", i))
 	}
 	for i := range 2 {
-		pollAs(t, base, "stable", fmt.Sprintf("outside-%d", i), "v1.30.0+k3s1", fmt.Sprintf("203.0.113.%d", i))
+		poll(fmt.Sprintf("outside-%d", i), fmt.Sprintf("203.0.113.%d", i))
 	}
 	if n := told(); n != 3 {
 		t.Fatalf("told %d clusters as evidence, want the 3 inside 10.0.0.0/8", n)
@@ -199,7 +206,7 @@ func TestEvidenceCountsOnlyReportsFromEvidenceNetworks(t *testing.T) {
 	if recorded := sum.Clusters; recorded != 5 {
 		t.Errorf("%d clusters recorded, want all 5 (evidence networks limit evidence, not the fleet)", recorded)
 	}
-	pollAs(t, base, "stable", "outside-0", "v1.30.0+k3s1", "10.9.9.9")
+	poll("outside-0", "10.9.9.9")
 	if n := told(); n != 4 {
 		t.Errorf("after outside-0 polled from 10.9.9.9: told %d, want 4", n)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/store"
 )
 
 // promotedChannels: v1.33 is the candidate; "stable" answers v1.33.5 by
@@ -107,20 +108,7 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 	// recorder writes every 50 ms; a busy machine can take longer).
 	flush := func() {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for id, at := range polled {
-			for {
-				recs, err := env.st.FleetCluster(context.Background(), id)
-				if err == nil && len(recs) > 0 && !recs[0].LastSeen.Before(at) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("cluster %s's poll at %v is not recorded within 10s (%v %v)", id, at, recs, err)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		clear(polled)
+		awaitRecorded(t, env.st, polled)
 	}
 	// The fleet exists before the release, then is told it.
 	pin(http.MethodPut, "v1.33", `{"version":"v1.33.5+k3s1","reason":"before"}`)
@@ -308,4 +296,26 @@ func TestAYankHaltsHoldsAuditsAndNotifies(t *testing.T) {
 	if h := heldOf(); h != nil {
 		t.Errorf("the version's JSON still says held %+v after the hold was lifted", h)
 	}
+}
+
+// awaitRecorded waits until each cluster in polled (ID -> when it asked,
+// on a single channel each) has a fleet record seen since, then empties
+// polled: the recorder writes in batches, and a busy machine can take
+// longer than its period.
+func awaitRecorded(t *testing.T, st *store.Store, polled map[string]time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for id, at := range polled {
+		for {
+			recs, err := st.FleetCluster(context.Background(), id)
+			if err == nil && len(recs) > 0 && !recs[0].LastSeen.Before(at) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster %s's poll at %v is not recorded within 10s (%v %v)", id, at, recs, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	clear(polled)
 }
