@@ -42,11 +42,14 @@ type PushEvent struct {
 // push is visible to readers (distribution sends its event before the
 // client's last request returns), so a missing tag is asked for again,
 // doubling from pushRetryStart up to pushRetryMax (so that a tag that shows
-// up late is seen within pushRetryMax of it), for pushWindow in all.
+// up late is seen within pushRetryMax of it), for pushWindow in all. The
+// window was 1.5 s until a loaded test machine's registry took longer to
+// show a tag it had announced: 5 s matches how soon a push must be
+// served, and a tag never shown costs at most ~200 HEADs.
 var (
 	pushRetryStart = 2 * time.Millisecond
 	pushRetryMax   = 25 * time.Millisecond
-	pushWindow     = 1500 * time.Millisecond
+	pushWindow     = 5 * time.Second
 	// pushTransportTTL is how long an authenticated transport is reused for
 	// pushes of one source; a rejected token is renewed by ggcr anyway.
 	pushTransportTTL = 10 * time.Minute
