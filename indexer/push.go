@@ -42,13 +42,16 @@ type PushEvent struct {
 // push is visible to readers (distribution sends its event before the
 // client's last request returns), so a missing tag is asked for again,
 // doubling from pushRetryStart up to pushRetryMax (so that a tag that shows
-// up late is seen within pushRetryMax of it), for pushWindow in all. The
-// window was 1.5 s until a loaded test machine's registry took longer to
-// show a tag it had announced: 5 s matches how soon a push must be
-// served, and a tag never shown costs at most ~200 HEADs.
+// up late is seen within pushRetryMax of it) for pushFast, then up to
+// pushRetrySlow, for pushWindow in all. The window was 1.5 s until a loaded
+// test machine's registry took longer to show a tag it had announced: 5 s
+// matches how soon a push must be served, and a tag never shown costs
+// ~70 HEADs (60 in the first 1.5 s).
 var (
 	pushRetryStart = 2 * time.Millisecond
 	pushRetryMax   = 25 * time.Millisecond
+	pushRetrySlow  = 500 * time.Millisecond
+	pushFast       = 1500 * time.Millisecond
 	pushWindow     = 5 * time.Second
 	// pushTransportTTL is how long an authenticated transport is reused for
 	// pushes of one source; a rejected token is renewed by ggcr anyway.

@@ -27,7 +27,8 @@ var (
 // confirmOnce HEADs the tag's manifest once: its digest, errTagMissing
 // once the registry has said 404 for pushWindow (for a delete: at once,
 // retried only while the tag is still there), or errTryAgain with it.due
-// set, doubling from pushRetryStart up to pushRetryMax.
+// set, doubling from pushRetryStart up to pushRetryMax, and past pushFast
+// up to pushRetrySlow.
 func (ix *Indexer) confirmOnce(ctx context.Context, src *source, it *pushItem) (string, error) {
 	if ix.push == nil {
 		return "", fmt.Errorf("%w: the indexer has no store for pushed tags", resolver.ErrUnavailable)
@@ -64,7 +65,11 @@ func (ix *Indexer) confirmOnce(ctx context.Context, src *source, it *pushItem) (
 		return desc.Digest.String(), nil
 	}
 	it.due = time.Now().Add(it.wait)
-	it.wait = min(2*it.wait, pushRetryMax)
+	limit := pushRetryMax
+	if now.After(it.deadline.Add(pushFast - pushWindow)) {
+		limit = pushRetrySlow // past the first pushFast: a slow registry
+	}
+	it.wait = min(2*it.wait, limit)
 	return "", errTryAgain
 }
 

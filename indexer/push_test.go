@@ -146,6 +146,9 @@ func TestPushRetriesUntilTheTagIsVisible(t *testing.T) {
 // the background; a real push that arrives behind them is indexed within
 // a second, and the queue refuses past max_pending (issue 24 item 9).
 func TestAFloodOfAbsentTagsDelaysNoRealPush(t *testing.T) {
+	oldWindow := pushWindow
+	pushWindow = pushFast // the flood drains within waitIdle's 5 s
+	t.Cleanup(func() { pushWindow = oldWindow })
 	reg := newTestRegistry(t)
 	st, ix := newStoreIndexer(t, reg)
 	var heads, inFlight, peak atomic.Int64
