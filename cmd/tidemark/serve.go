@@ -190,11 +190,18 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		// Changes made through other replicas (pins, blocks, their scans)
 		// arrive as notifications. The first comes once it listens, so a
 		// change made since the Reload above is picked up rather than lost.
-		Changes:     st.ListenChanges,
-		Ping:        st.Ping,
-		PingEvery:   dbCheckEvery,
-		Hangup:      hup,
-		Reconfigure: func() ([]catalog.Channel, error) { return reconfigure(cfg, log, getenv) },
+		Changes:   st.ListenChanges,
+		Ping:      st.Ping,
+		PingEvery: dbCheckEvery,
+		Hangup:    hup,
+		Reconfigure: func() ([]catalog.Channel, error) {
+			next, err := reconfigure(cfg, log, getenv)
+			if err != nil {
+				return nil, err
+			}
+			reloadOnlineKey(next, signing, log)
+			return next.Channels, nil
+		},
 	}
 	ro.Background = append(ro.Background, dl.Run)
 	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, func() bool { return ix != nil && ix.Leading() })

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,6 +147,35 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 			c.must("tuf", "rotate-online", "--root-key", filepath.Join(dir, "root2.pem"), "--online-key", filepath.Join(dir, "online2.pem"))
 			if res, _ := http.Get(base + "/tuf/metadata/3.root.json"); res.StatusCode != http.StatusNotFound {
 				t.Errorf("a pending root is served: %d", res.StatusCode)
+			}
+			// The file names the new key; a SIGHUP applies it without a
+			// restart: root 3 is served and the client verifies with it.
+			next := e2eConfig + "tuf:\n  online_key_file: " + filepath.Join(dir, "online2.pem") + "\n"
+			if err := os.WriteFile(c.env["TIDEMARK_CONFIG"], []byte(next), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				res, err := http.Get(base + "/tuf/metadata/3.root.json")
+				if err == nil {
+					res.Body.Close()
+					if res.StatusCode == http.StatusOK {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("3.root.json not served within 5s of SIGHUP:\n%s", c.logs.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if b := fetch(); b.Answer == nil || b.Answer.Version != "v1.33.5+k3s1" {
+				t.Errorf("after rotate-online and SIGHUP: %+v", b)
+			}
+			if logs := c.logs.String(); strings.Contains(logs, "only a restart applies") {
+				t.Errorf("a new online key was reported as needing a restart:\n%s", logs)
 			}
 			return
 		}

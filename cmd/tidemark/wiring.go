@@ -16,7 +16,6 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/tufpub"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
@@ -80,7 +79,7 @@ func rolloutLoops(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *
 // schedules, credentials and parsers; changing them takes a restart, and the
 // log says so rather than half-applying them. A file with problems changes
 // nothing.
-func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) ([]catalog.Channel, error) {
+func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) string) (*config.Config, error) {
 	next, err := config.Load(running.File, getenv)
 	if err != nil {
 		log.Error("configuration reload failed; keeping the running configuration", "err", err)
@@ -97,7 +96,23 @@ func reconfigure(running *config.Config, log *slog.Logger, getenv func(string) s
 			"config", next.File, "settings", strings.Join(keys, ","))
 	}
 	log.Info("configuration reloaded", "config", next.File, "channels", len(next.Channels))
-	return next.Channels, nil
+	return next, nil
+}
+
+// reloadOnlineKey reads next's tuf.online_key_file into the signing loop
+// (SIGHUP after tidemark tuf rotate-online); a key that does not load
+// leaves the running one.
+func reloadOnlineKey(next *config.Config, signing *tufpub.Loop, log *slog.Logger) {
+	if signing == nil || next.TUF == nil {
+		return
+	}
+	key, err := tufpub.LoadKeyFile(next.TUF.OnlineKeyFile)
+	if err != nil {
+		log.Error("tuf: online_key_file did not load on SIGHUP; keeping the running key", "file", next.TUF.OnlineKeyFile, "err", err)
+		return
+	}
+	signing.SetOnline(key)
+	log.Info("tuf: online key reloaded", "file", next.TUF.OnlineKeyFile)
 }
 
 // registryView is the registry view's configuration: the file's

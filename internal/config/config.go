@@ -196,7 +196,7 @@ func (c *Config) RestartChanges(running *Config) []string {
 		{"notify", reflect.DeepEqual(c.Notify, running.Notify)},
 		{"registry_view", c.RegistryView == running.RegistryView},
 		{"oidc", reflect.DeepEqual(c.OIDC, running.OIDC)},
-		{"tuf", reflect.DeepEqual(c.TUF, running.TUF)},
+		{"tuf", sameTUF(c.TUF, running.TUF)},
 	} {
 		if !k.same {
 			out = append(out, k.key)
@@ -293,4 +293,15 @@ func ShortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// sameTUF: the tuf: blocks differ only in online_key_file, which SIGHUP
+// applies (after tidemark tuf rotate-online), or not at all.
+func sameTUF(a, b *TUF) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.OnlineKeyFile, y.OnlineKeyFile = "", ""
+	return x == y
 }

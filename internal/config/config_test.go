@@ -413,6 +413,32 @@ notify:
 	}
 }
 
+// TestANewOnlineKeyNeedsNoRestart: after tidemark tuf rotate-online the
+// file names a new online key, which SIGHUP applies; a new expiry still
+// needs a restart.
+func TestANewOnlineKeyNeedsNoRestart(t *testing.T) {
+	const running = "sources:\n  - {name: a, image: docker.io/a/b, scheme: juju}\ntuf: {online_key_file: /etc/tidemark/online.pem}\n"
+	old, err := Parse("t.yaml", []byte(running), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		next string
+		want []string
+	}{
+		{strings.Replace(running, "online.pem", "online-2.pem", 1), nil},
+		{strings.Replace(running, "online.pem}", "online.pem, expires: {timestamp: 2h}}", 1), []string{"tuf"}},
+	} {
+		next, err := Parse("t.yaml", []byte(tt.next), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := next.RestartChanges(old); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: RestartChanges = %v, want %v", tt.next, got, tt.want)
+		}
+	}
+}
+
 func TestRestartChangesNamesWhatOnlyARestartApplies(t *testing.T) {
 	const running = `listen: ":8080"
 read_timeout: 30s
@@ -436,6 +462,7 @@ channels:
 		{"listen and a timeout", strings.Replace(strings.Replace(running, ":8080", ":9090", 1), "30s", "45s", 1), []string{"listen", "read_timeout"}},
 		{"an endpoint's URL", strings.Replace(running, "hooks.example.com/a", "hooks.example.com/b", 1), []string{"notify"}},
 		{"fleet and access log added", running + "fleet: {retention: 7d}\naccess_log: all\n", []string{"access_log", "fleet"}},
+		{"tuf added", running + "tuf: {online_key_file: /etc/tidemark/online.pem}\n", []string{"tuf"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			next, err := Parse("t.yaml", []byte(tt.next), nil)

@@ -1,6 +1,7 @@
 package tufpub
 
 import (
+	"crypto/ed25519"
 	"context"
 	"log/slog"
 	"sync/atomic"
@@ -70,6 +71,13 @@ func (l *Loop) Changed(_, _ *snapshot.Snapshot) {
 	case l.kick <- struct{}{}:
 	default:
 	}
+}
+
+// SetOnline signs with k from the next publication on, which it asks for
+// now (a pending root naming k is then served).
+func (l *Loop) SetOnline(k ed25519.PrivateKey) {
+	l.Publisher.SetOnline(k)
+	l.Changed(nil, nil)
 }
 
 // Revision is channel's published revision, as of this replica's last

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -75,10 +76,27 @@ type Store interface {
 // Publisher signs new metadata with the online key when an answer changes
 // or a role is past half its life.
 type Publisher struct {
-	Store   Store
+	Store Store
+	// Online is the key it signs with; SetOnline replaces it while it runs
+	// (SIGHUP after tidemark tuf rotate-online).
 	Online  ed25519.PrivateKey
 	Expires Expires
 	Now     func() time.Time
+	mu      sync.Mutex // guards Online once publishing
+}
+
+// SetOnline makes k the online key from the next publication on: with a
+// pending root naming it, that root is served and every role re-signed.
+func (p *Publisher) SetOnline(k ed25519.PrivateKey) {
+	p.mu.Lock()
+	p.Online = k
+	p.mu.Unlock()
+}
+
+func (p *Publisher) online() ed25519.PrivateKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Online
 }
 
 // Publish makes answers (one per channel) the published ones: a channel
@@ -115,7 +133,8 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 	if !ok {
 		return nil, fmt.Errorf("no TUF root: run tidemark tuf init (after tidemark migrate)")
 	}
-	keyID, err := onlineKeyID(p.Online)
+	key := p.online()
+	keyID, err := onlineKeyID(key)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +181,7 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 	if !needTimestamp {
 		return nil, nil
 	}
-	s, err := signer(p.Online)
+	s, err := signer(key)
 	if err != nil {
 		return nil, err
 	}
