@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,6 +65,29 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 		}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s: evidence counters (-counted +kept):\n%s", step, d)
+		}
+		// The served set's versions from fleet_served, exact at the
+		// window's first (partial) minute.
+		served, err := st.FleetActiveServed(ctx, activeSince)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantServed := map[string][]string{}
+		res, err = conn.Query(ctx, `select distinct channel, served from fleet where last_seen >= $1 and served <> '' order by 1, 2`, activeSince)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pgx.ForEachRow(res, []any{&ch, &sv}, func() error {
+			wantServed[ch] = append(wantServed[ch], sv)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, vs := range served {
+			slices.Sort(vs)
+		}
+		if d := cmp.Diff(wantServed, served); d != "" {
+			t.Errorf("%s: versions served to active clusters (-fleet +kept):\n%s", step, d)
 		}
 	}
 	// Two channels, 400 clusters, first seen over the first hour; the

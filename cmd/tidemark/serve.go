@@ -145,6 +145,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if srv, err = server.New(opts); err != nil {
 		return err
 	}
+	if rec := srv.Fleet(); signing != nil && rec != nil {
+		// The fleet's part of a served set changes without a snapshot.
+		rec.OnServedChange(func() { signing.Changed(nil, nil) })
+	}
 	snaps.Subscribe(dl.SnapshotChanged)
 	// The indexing leader records the rollouts indexing starts; ix is set
 	// below, before the loops start asking.

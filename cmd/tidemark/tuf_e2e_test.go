@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -176,6 +177,29 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 			}
 			if logs := c.logs.String(); strings.Contains(logs, "only a restart applies") {
 				t.Errorf("a new online key was reported as needing a restart:\n%s", logs)
+			}
+			// A cluster on v1.33.6+k3s2 asks: held there (the pin is older
+			// and not a rollback), so the served set gains v1.33.6+k3s2 from
+			// the fleet record alone, no snapshot change: signed within 5 s.
+			req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
+			req.Header.Set("X-SUC-Cluster-ID", "edge-7")
+			req.Header.Set("X-SUC-Latest-Version", "v1.33.6-k3s2")
+			res, err = (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			asked := time.Now()
+			for {
+				b := fetch()
+				if slices.ContainsFunc(b.Served, func(v signed.Version) bool { return v.Version == "v1.33.6+k3s2" }) {
+					t.Logf("a fleet record's served-set change was signed %s after the request", time.Since(asked).Round(time.Millisecond))
+					break
+				}
+				if time.Since(asked) > 5*time.Second {
+					t.Fatalf("5 s after a cluster was held on v1.33.6+k3s2 the signed served set is %+v", b.Served)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 			return
 		}

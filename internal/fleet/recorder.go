@@ -68,6 +68,10 @@ const (
 	maxPending    = 1 << 17
 	fleetPurgeGap = 10 * time.Minute
 	fleetGaugeGap = 30 * time.Second // at most; active_window/2 when shorter
+	// servedGap is how often the versions served to active clusters are
+	// read again (a few rows of fleet_served): with the recorder's flush,
+	// a served set follows the fleet records within 5 s.
+	servedGap = 2 * time.Second
 	fleetWriteMax = 5 * time.Second  // one flush's deadline
 )
 
@@ -97,7 +101,8 @@ type Recorder struct {
 	last *answered
 	// served is, per channel, the versions answered to active clusters
 	// (any replica's), refreshed with the gauge; nil until the first.
-	served atomic.Pointer[activeServed]
+	served   atomic.Pointer[activeServed]
+	onServed atomic.Pointer[func()] // called when a refresh changed some channel's list
 }
 
 func New(opts Options, reg *prometheus.Registry, indexed func(channel, version string) bool) (*Recorder, error) {
@@ -353,6 +358,8 @@ func (r *Recorder) Maintain(ctx context.Context, log func(msg string, args ...an
 	// window (20 s) is not outlived by its own gauge.
 	gauge := time.NewTicker(min(fleetGaugeGap, r.opts.ActiveWindow/2))
 	defer gauge.Stop()
+	served := time.NewTicker(servedGap)
+	defer served.Stop()
 	purge := time.NewTicker(fleetPurgeGap)
 	defer purge.Stop()
 	r.learn(ctx, log)
@@ -361,6 +368,8 @@ func (r *Recorder) Maintain(ctx context.Context, log func(msg string, args ...an
 		select {
 		case <-ctx.Done():
 			return
+		case <-served.C:
+			r.refreshServed(ctx, log)
 		case <-gauge.C:
 			r.refreshGauge(ctx, log)
 			r.sweep(time.Now())

@@ -10,7 +10,8 @@ import (
 // Each channel's served set (resolver/snapshot) keeps the versions its
 // active clusters were last answered: the doors that list a channel's
 // versions (the registry view, the Renovate feed, the graph) read them
-// from here, refreshed from Postgres with the gauge.
+// from here, refreshed from Postgres every servedGap (fleet_served keeps
+// them per minute as the records are written).
 
 // activeServed is one refresh's versions served to active clusters.
 type activeServed struct {
@@ -61,4 +62,11 @@ func (r *Recorder) refreshServed(ctx context.Context, log func(msg string, args 
 		next.gen = 1
 	}
 	r.served.Store(next)
+	if fn := r.onServed.Load(); fn != nil {
+		(*fn)()
+	}
 }
+
+// OnServedChange calls fn after each refresh that changed some channel's
+// versions served to active clusters (the signed answers publish them).
+func (r *Recorder) OnServedChange(fn func()) { r.onServed.Store(&fn) }

@@ -327,23 +327,28 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 
 // FleetActiveServed lists, per channel, the versions Tidemark last
 // answered the clusters seen since activeSince (each channel's served set
-// keeps them: a registry client is never moved below them).
+// keeps them: a registry client is never moved below them). It reads the
+// per-minute counts kept as the fleet is written (fleet_served, migration
+// 024): whole minutes after the window's first from them, that minute
+// itself from fleet (fleet_channel_seen), so the list is exact.
 func (s *Fleet) FleetActiveServed(ctx context.Context, activeSince time.Time) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := s.db.InTxOpts(ctx, "list versions served to active clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select distinct channel, served from fleet where last_seen >= $1 and served <> ''`, activeSince)
+	err := s.db.InTxOpts(ctx, "list versions served to active clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `with m as (
+				select distinct seen = date_trunc('minute', $1::timestamptz) as first, channel, served from fleet_served
+				where seen >= date_trunc('minute', $1::timestamptz) and clusters > 0)
+			select distinct channel, served from m
+			where not first or exists (select 1 from fleet f where f.channel = m.channel and f.last_seen >= $1
+				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute' and f.served = m.served)`, activeSince)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var ch, v string
-			if err := rows.Scan(&ch, &v); err != nil {
-				return err
-			}
+		var ch, v string
+		_, err = pgx.ForEachRow(rows, []any{&ch, &v}, func() error {
 			out[ch] = append(out[ch], v)
-		}
-		return rows.Err()
+			return nil
+		})
+		return err
 	})
 	return out, err
 }
@@ -369,6 +374,9 @@ func (s *Fleet) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 					return err
 				}
 				if _, err := tx.Exec(ctx, `delete from fleet_evidence where clusters = 0`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `delete from fleet_served where clusters = 0`); err != nil {
 					return err
 				}
 				if _, err := tx.Exec(ctx, `delete from fleet_adoption where clusters = 0`); err != nil {
