@@ -71,8 +71,8 @@ const (
 	// servedGap is how often the versions served to active clusters are
 	// read again (a few rows of fleet_served): with the recorder's flush,
 	// a served set follows the fleet records within 5 s.
-	servedGap = 2 * time.Second
-	fleetWriteMax = 5 * time.Second  // one flush's deadline
+	servedGap     = 2 * time.Second
+	fleetWriteMax = 5 * time.Second // one flush's deadline
 )
 
 // Recorder takes sightings off the request path: a request appends to a

@@ -1,8 +1,8 @@
 package tufpub
 
 import (
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"sync/atomic"
 	"time"
