@@ -208,10 +208,14 @@ bench-connections:
 	go run ./devtools/cmd/benchconn -conns 20000 -hold 10s
 
 # Signed answers at scale: 1,000 channels, 100 pins in bursts; publication
-# latency, the bytes of each TUF file against go-tuf's default limits.
+# latency, the bytes of each TUF file against go-tuf's default limits; then
+# push to served over 1,000 channels without and with signed answers (what
+# signing adds to it).
 .PHONY: bench-tuf
 bench-tuf:
 	scripts/with-pg go run ./devtools/cmd/benchtuf -channels 1000 -pins 100
+	scripts/bench-push -channels 1000 -pushes 300
+	scripts/bench-push -channels 1000 -pushes 300 -tuf
 
 # A flood of random cluster IDs (one address, then 10,000 loopback
 # addresses) against the default admission limits: what is admitted, the

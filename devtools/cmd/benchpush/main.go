@@ -30,14 +30,16 @@ func main() {
 	n := flag.Int("pushes", 200, "pushes to time")
 	bin := flag.String("tidemark", "tmp/tidemark", "the tidemark binary")
 	verbose := flag.Bool("v", false, "tidemark's logs on stderr")
+	channels := flag.Int("channels", 1, "channels following the source (latest and c-2..c-N)")
+	tuf := flag.Bool("tuf", false, "serve signed answers (tuf init, then tuf: in the config): every push is also published as TUF metadata")
 	flag.Parse()
-	if err := run(context.Background(), *n, *bin, *verbose); err != nil {
+	if err := run(context.Background(), *n, *bin, *verbose, *channels, *tuf); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpush:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n int, bin string, verbose bool) error {
+func run(ctx context.Context, n int, bin string, verbose bool, channels int, tuf bool) error {
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
 		return fmt.Errorf("set DATABASE_URL or run via scripts/bench-push")
@@ -83,9 +85,24 @@ func run(ctx context.Context, n int, bin string, verbose bool) error {
 
 	cfg := fmt.Sprintf("sources:\n  - name: k3s\n    image: %s/%s\n    scheme: semver\n    build: 'k3s(\\d+)'\n    insecure: true\n    interval: 1h\n"+
 		"channels:\n  - name: latest\n    source: k3s\n", reg.Host, repo)
+	for i := 2; i <= channels; i++ {
+		cfg += fmt.Sprintf("  - name: c-%d\n    source: k3s\n", i)
+	}
 	cfgPath := filepath.Join(dir, "tidemark.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
+	}
+	if tuf {
+		online := filepath.Join(dir, "online.pem")
+		init := exec.CommandContext(ctx, bin, "tuf", "init", "--root-key", filepath.Join(dir, "root.pem"), "--online-key", online)
+		init.Env = append(os.Environ(), "TIDEMARK_CONFIG="+cfgPath)
+		if out, err := init.CombinedOutput(); err != nil {
+			return fmt.Errorf("tidemark tuf init: %w\n%s", err, out)
+		}
+		cfg += "tuf:\n  online_key_file: " + online + "\n"
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			return err
+		}
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -111,8 +128,8 @@ func run(ctx context.Context, n int, bin string, verbose bool) error {
 		"/api/v1/webhooks/distribution, Postgres from DATABASE_URL, %d CPUs, loopback.\n"+
 		"Each push is a manifest PUT of a new version tag (blobs already present); the time runs\n"+
 		"from remote.Write returning to GET /v1-release/channels/latest answering its tag\n"+
-		"(polled every 0.5 ms). Pushes are sequential.\n\n",
-		bin, addr, distreg.Binary, reg.Host, runtime.NumCPU())
+		"(polled every 0.5 ms). Pushes are sequential. %d channels follow the source; signed answers (TUF) %s.\n\n",
+		bin, addr, distreg.Binary, reg.Host, runtime.NumCPU(), channels, map[bool]string{true: "on: each push is also published", false: "off"}[tuf])
 
 	lat := make([]time.Duration, 0, n)
 	for i := 1; i <= n; i++ {
