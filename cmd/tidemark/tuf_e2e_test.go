@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,6 +138,10 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 			if ch.TUF.Target != "channels/v1.33.json" || ch.TUF.Revision != a.Revision {
 				t.Errorf("channel object tuf %+v, want channels/v1.33.json at revision %d", ch.TUF, a.Revision)
 			}
+			// tuf-js, npm's TUF client, verifies the same target.
+			if js := tufjsFetch(t, base, root, "channels/v1.33.json"); js.Answer == nil || js.Answer.Version != "v1.33.5+k3s1" || js.Revision != a.Revision {
+				t.Errorf("tuf-js: %+v, want v1.33.5+k3s1 at revision %d as go-tuf", js, a.Revision)
+			}
 			// A new root key: the client follows to root 2 and still verifies.
 			c.must("tuf", "rotate-root", "--root-key", rootKey, "--new-root-key", filepath.Join(dir, "root2.pem"))
 			if b := fetch(); b.Answer == nil || b.Answer.Version != "v1.33.5+k3s1" {
@@ -208,4 +214,34 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// tufjsFetch verifies target through tuf-js (npm; scripts/test-deps
+// installs it into bin/tufjs) trusting root, and returns its answer.
+func tufjsFetch(t *testing.T, base string, root []byte, target string) signed.Answer {
+	t.Helper()
+	mods, err := filepath.Abs("../../bin/tufjs/node_modules")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(mods, "tuf-js"))
+	}
+	if err != nil {
+		t.Fatalf("tuf-js is not installed (run scripts/test-deps; make test does): %v", err)
+	}
+	meta := t.TempDir()
+	if err := os.WriteFile(filepath.Join(meta, "root.json"), root, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "testdata/tufjs-fetch.cjs", base+"/tuf/metadata", base+"/tuf/targets", meta, t.TempDir(), target)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+mods)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tuf-js: %v\n%s", err, stderr.String())
+	}
+	var a signed.Answer
+	if err := json.Unmarshal(out, &a); err != nil {
+		t.Fatalf("tuf-js printed %q: %v", out, err)
+	}
+	return a
 }
