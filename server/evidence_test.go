@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store/storetest"
@@ -122,6 +123,25 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 	if len(list.Versions) != 2 || list.Versions[0].Version != "v1.33.5+k3s1" || list.Versions[0].Told != 0 || list.Versions[1].Told != 10 {
 		b, _ := json.Marshal(list)
 		t.Errorf("evidence list %s", b)
+	}
+	// A told version whose tag is deleted from the registry is no longer
+	// listed: only versions the source indexes are.
+	var tags []resolver.Tag
+	for _, name := range k3sTags() {
+		if name != "v1.33.5-k3s1" {
+			tags = append(tags, env.src.Classify(name))
+		}
+	}
+	if _, err := env.st.ApplyScan(context.Background(), resolver.ScanResult{Source: "k3s", Complete: true, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	getJSON(t, base+"/api/v1/channels/v1.33/evidence", reader, &list)
+	if len(list.Versions) != 1 || list.Versions[0].Version != "v1.33.6+k3s2" {
+		b, _ := json.Marshal(list)
+		t.Errorf("evidence list after v1.33.5-k3s1 was deleted: %s, want v1.33.6+k3s2 alone", b)
 	}
 	if res, _ := send(t, http.MethodGet, base+"/api/v1/channels/v1.33/evidence", "", ""); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("evidence without a token: %d, want 401", res.StatusCode)

@@ -35,6 +35,7 @@ func (s *API) channelEvidence(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, openapi.Evidence{Version: rv.String()})
 	}
+	list = evidenceview.Indexed(v, e.Ans.Channel.Source, list)
 	out := make([]openapi.Evidence, 0, len(list))
 	for _, ev := range list {
 		out = append(out, evidenceview.JSON(ev))

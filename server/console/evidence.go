@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/evidenceview"
 )
 
 // Evidence in the console: each version the channel told its clusters,
@@ -66,7 +67,7 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 		out.Problem = problemOf(err)
 	}
 	now := time.Now()
-	for _, ev := range list {
+	for _, ev := range evidenceview.Indexed(v, ch.Source, list) {
 		r := uiEvidenceRow{Version: ev, Chart: adoptionChart(history[ev.Version], now)}
 		if ev.Told > 0 {
 			r.AdoptedPct = 100 * float64(ev.Adopted) / float64(ev.Told)

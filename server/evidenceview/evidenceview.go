@@ -76,6 +76,18 @@ func (r *Reader) Of(ctx context.Context, channel string) ([]evidence.Version, er
 	return list, nil
 }
 
+// Indexed is list without the versions source no longer indexes (a tag
+// deleted since it was told): what the API and the console list.
+func Indexed(v *core.View, source string, list []evidence.Version) []evidence.Version {
+	out := make([]evidence.Version, 0, len(list))
+	for _, ev := range list {
+		if _, err := v.Snap.Version(source, ev.Version); err == nil {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // History is channel's adoption over the last days, per version, oldest
 // point first (the console's chart; not cached: one page view reads it
 // once).
