@@ -198,6 +198,11 @@ func TestAFloodOfAbsentTagsDelaysNoRealPush(t *testing.T) {
 // max_pending tags queued, one more tag is refused; a newer event of a
 // queued tag still replaces it.
 func TestAFullPushQueueRefuses(t *testing.T) {
+	// Set before the first HEADs, which fix their deadlines: once released
+	// the absent tags are given up at once, not after the default window.
+	oldWindow := pushWindow
+	pushWindow = 10 * time.Millisecond
+	t.Cleanup(func() { pushWindow = oldWindow })
 	reg := newTestRegistry(t)
 	_, ix := newStoreIndexer(t, reg)
 	ix.maxPending = 10
@@ -228,9 +233,6 @@ func TestAFullPushQueueRefuses(t *testing.T) {
 	if !errors.Is(err, ErrPushQueueFull) || !strings.Contains(err.Error(), "app") {
 		t.Errorf("event past max_pending: %v, want ErrPushQueueFull naming the source", err)
 	}
-	oldWindow := pushWindow
-	pushWindow = 10 * time.Millisecond
-	t.Cleanup(func() { pushWindow = oldWindow })
 	close(release)
 	waitIdle(t, ix)
 }
