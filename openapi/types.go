@@ -37,6 +37,9 @@ type Channel struct {
 type ChannelPromotion struct {
 	From   string `json:"from"`
 	Paused bool   `json:"paused"`
+	// Waiting says why it does not move now (null when it answers what
+	// its from channel answers, or every condition holds).
+	Waiting *string `json:"waiting"`
 }
 
 // ChannelTUF is a channel's signed answer (docs/tuf.md).
@@ -311,6 +314,7 @@ type FleetCluster struct {
 	Reported      *string    `json:"reported"`
 	ReportedSince *time.Time `json:"reported_since"`
 	Served        *string    `json:"served"`
+	Directed      *string    `json:"directed"`
 	FirstSeen     time.Time  `json:"first_seen"`
 	LastSeen      time.Time  `json:"last_seen"`
 }

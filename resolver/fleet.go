@@ -9,8 +9,14 @@ import (
 type Sighting struct {
 	Cluster  string
 	Channel  string
-	Reported string    // canonical version the cluster reports; "" when it reports none
-	Served   string    // canonical version answered; "" when none (a 404)
+	Reported string // canonical version the cluster reports; "" when it reports none
+	Served   string // canonical version answered; "" when none (a 404)
+	// Directed is Served when the channel's rule chose it (a directed
+	// answer), "" when the answer was a stay: the cluster's own reported
+	// version echoed back so that it is not moved down, held, or sent
+	// somewhere unservable. Only directed answers widen a channel's served
+	// set or count as evidence; a stay is a claim about the cluster alone.
+	Directed string
 	At       time.Time // when the request came
 	// Since is when this replica first saw Reported in the batch being
 	// written (At for a single sighting); the store keeps the earliest.
@@ -27,6 +33,7 @@ type ClusterRecord struct {
 	Reported      string    // "" when it never reported a version
 	ReportedSince time.Time // when any replica first saw Reported; zero when none
 	Served        string    // "" when never answered with a version
+	Directed      string    // the last directed answer; "" when only stays
 	FirstSeen     time.Time
 	LastSeen      time.Time
 }
@@ -80,6 +87,13 @@ type EvidenceRow struct {
 	Channel, Served, Reported string
 	Old                       bool
 	Clusters                  int
+}
+
+// ToldMark is when Version became Channel's answer to a request that
+// reports nothing.
+type ToldMark struct {
+	Channel, Version string
+	At               time.Time
 }
 
 // EvidenceTold is when a channel first and last told a version.

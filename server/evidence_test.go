@@ -84,7 +84,7 @@ func TestEvidenceFromAFleetOfUpgradeControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), `update fleet set served_since = served_since - interval '2 hours',
+	if _, err := conn.Exec(context.Background(), `update fleet set directed_since = directed_since - interval '2 hours',
 		first_seen = first_seen - interval '3 hours' where cluster like 'c-%'`); err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,13 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	// neither recorded nor given a settle clock (memory stays bounded).
 	addr := s.ClientAddr(r)
 	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, addr, now)
-	ans, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
+	ans, directed, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
 	if admitted {
 		if ans != nil {
 			sighting.Served = ans.Version
+			if directed {
+				sighting.Directed = ans.Version
+			}
 		}
 		sighting.Outside = !s.FleetRec.Counts(addr)
 		s.FleetRec.Record(sighting)
@@ -57,36 +60,38 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 }
 
 // answerFor turns the domain's decision for this cluster
-// (Snapshot.ClusterAnswer) into the entry to send. The settle clock is this
-// replica's fleet record of the cluster; one not admitted has none and is
-// held.
-func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, error) {
+// (Snapshot.ClusterAnswer) into the entry to send, and says whether the
+// channel's rule chose it (directed) or it is a stay. The settle clock is
+// this replica's fleet record of the cluster; one not admitted has none
+// and is held.
+func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, bool, error) {
 	ch := &e.Ans.Channel
 	if e.Ans.Tag == nil {
-		return nil, noAnswer(e.Ans)
+		return nil, false, noAnswer(e.Ans)
 	}
-	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
+	active, _ := s.FleetRec.ActiveServed(ch.Name)
+	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now, Active: active}
 	if ok && snapshot.Settles(ch, id) {
 		if q.Unsettled = !admitted; admitted {
 			q.Since = s.FleetRec.Since(ctx, ch.Name, id, reported.String(), now)
 		}
 	}
-	tag, held, err := v.Snap.ClusterAnswer(ch.Name, q)
+	d, err := v.Snap.ClusterAnswer(ch.Name, q)
 	if errors.Is(err, snapshot.ErrNoReportedVersion) {
-		return nil, &core.ProblemAnswer{Err: fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
+		return nil, false, &core.ProblemAnswer{Err: fmt.Errorf("%w: channel %q is stepwise: it answers each cluster with its next step from the version it runs, "+
 			"and this request reports none; add ?current=<version> to the channel URL (the Plan's spec.channel), "+
 			"or use system-upgrade-controller, which sends X-SUC-Latest-Version after its first answer", resolver.ErrNotFound, ch.Name)}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if held != "" {
-		s.Metrics.HeldAnswer(ch.Name, held)
-		he := *e.EntryFor(&tag, s.Opts.ExternalURL)
-		he.Held = held
-		return &he, nil
+	if d.Held != "" {
+		s.Metrics.HeldAnswer(ch.Name, d.Held)
+		he := *e.EntryFor(&d.Tag, s.Opts.ExternalURL)
+		he.Held = d.Held
+		return &he, false, nil
 	}
-	return e.EntryFor(&tag, s.Opts.ExternalURL), nil
+	return e.EntryFor(&d.Tag, s.Opts.ExternalURL), d.Directed, nil
 }
 
 // reportsVersion says whether r reports the version its cluster runs: a

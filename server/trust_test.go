@@ -365,9 +365,10 @@ func TestChannelReleasesListOnlyWhatTheChannelMayServe(t *testing.T) {
 }
 
 // TestAClusterOnABlockedVersion: a cluster reporting a blocked version is
-// never answered it while a servable version above it is one its channel
-// allows (it gets the newest such); with none it stays where it is (it is
-// never sent down), and its JSON says it is held on a blocked version.
+// steered only to a servable version above it that its channel serves
+// (up to the newest of its served set: never above the channel); with
+// none it stays where it is (it is never sent down), and its JSON says it
+// is held on a blocked version.
 func TestAClusterOnABlockedVersion(t *testing.T) {
 	env := newPGEnv(t, Options{})
 	ask := func(reported, accept string) (*http.Response, []byte) {
@@ -394,8 +395,17 @@ func TestAClusterOnABlockedVersion(t *testing.T) {
 			t.Fatalf("%s: %d %s", w.path, res.StatusCode, body)
 		}
 	}
+	if res, _ := ask("v1.33.6-k3s1", ""); !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.6+k3s1") {
+		t.Errorf("a cluster on blocked v1.33.6+k3s1, its channel pinned at v1.33.5: %d %s, want its own (v1.33.6+k3s2 is above the channel)", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", `{"version":"v1.33.6-k3s2","reason":"newer"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("pin: %d %s", res.StatusCode, body)
+	}
 	if res, _ := ask("v1.33.6-k3s1", ""); !strings.HasSuffix(res.Header.Get("Location"), "/v1.33.6+k3s2") {
-		t.Errorf("a cluster on blocked v1.33.6+k3s1: %d %s, want the newest servable above it, v1.33.6+k3s2", res.StatusCode, res.Header.Get("Location"))
+		t.Errorf("a cluster on blocked v1.33.6+k3s1, its channel at v1.33.6+k3s2: %d %s, want v1.33.6+k3s2", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/channels/v1.33/pin", "ci-promote", `{"version":"v1.33.5-k3s1","reason":"older"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("pin: %d %s", res.StatusCode, body)
 	}
 	if res, body := do(t, env, env.ts, http.MethodPut, "/api/v1/sources/k3s/versions/v1.33.6-k3s2/block", "ci-promote", `{"reason":"CVE"}`); res.StatusCode != http.StatusOK {
 		t.Fatalf("block: %d %s", res.StatusCode, body)

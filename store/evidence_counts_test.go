@@ -17,11 +17,13 @@ import (
 	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
-// TestEvidenceCountersFollowTheFleet: the evidence counters (migration
-// 024) agree with counting the fleet itself, through first sightings,
-// new answers and reports from two replicas' batches, a direct update, and
-// a purge; a cluster first seen after its channel first told a version
-// does not count toward it; adoption medians match percentile_cont.
+// TestEvidenceCountersFollowTheFleet: the evidence counters (migrations
+// 024, 025) agree exactly with counting the fleet itself (active to the
+// second, stuck to the second), through first sightings, directed answers,
+// stays and reports from two replicas' batches, a direct update, and a
+// purge; a stay never changes what a cluster was directed; a cluster first
+// seen after its channel first told a version does not count toward it;
+// adoption medians match percentile_cont.
 func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 	ctx := context.Background()
 	st, conn := storeAndConn(t)
@@ -42,14 +44,14 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 		}
 		got := map[string]int{}
 		for _, r := range rows {
-			got[fmt.Sprintf("%s %s %s %v", r.Channel, r.Served, r.Reported, r.Old)] += r.Clusters
+			got[fmt.Sprintf("%s %s %s %v", r.Channel, r.Served, r.Reported, r.Old || r.Reported == r.Served)] += r.Clusters
 		}
 		want := map[string]int{}
-		res, err := conn.Query(ctx, `select f.channel, f.served, f.reported,
-				f.reported = f.served or date_trunc('minute', f.served_since) + interval '1 minute' <= $2, count(*)
-			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.served
-			where f.served <> '' and f.served_since is not null and f.evidence and f.first_seen <= t.first_told
-				and date_trunc('minute', f.last_seen) + interval '1 minute' > $1
+		res, err := conn.Query(ctx, `select f.channel, f.directed, f.reported,
+				f.reported = f.directed or f.directed_since < $2, count(*)
+			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.directed
+			where f.directed is not null and f.directed_since is not null and f.evidence and f.first_seen <= t.first_told
+				and f.last_seen >= $1
 			group by 1, 2, 3, 4`, activeSince, stuckBefore)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +75,8 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantServed := map[string][]string{}
-		res, err = conn.Query(ctx, `select distinct channel, served from fleet where last_seen >= $1 and served <> '' order by 1, 2`, activeSince)
+		res, err = conn.Query(ctx, `select distinct channel, directed from fleet
+			where last_seen >= $1 and directed is not null and evidence order by 1, 2`, activeSince)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +98,7 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 	var batch []resolver.Sighting
 	for i := range 400 {
 		batch = append(batch, resolver.Sighting{Cluster: clusterID(i), Channel: []string{"a", "b"}[i%2],
-			At: t0.Add(time.Duration(rng.IntN(3600)) * time.Second), Served: "v1.0.0", Reported: "v0.9.0"})
+			At: t0.Add(time.Duration(rng.IntN(3600)) * time.Second), Served: "v1.0.0", Directed: "v1.0.0", Reported: "v0.9.0"})
 	}
 	record(batch)
 	check("first sightings", t0, t0.Add(time.Hour))
@@ -116,6 +119,13 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 			case 1:
 				s.Reported = versions[max(round/2-1, 0)]
 			}
+			if rng.IntN(5) == 0 {
+				// A stay: it reports a version of its own, and is answered
+				// it back; what it was directed stays as it was.
+				s.Reported, s.Served = "v9.9.9", "v9.9.9"
+			} else {
+				s.Directed = s.Served
+			}
 			if rng.IntN(2) == 0 {
 				a = append(a, s)
 			} else {
@@ -123,12 +133,13 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 			}
 		}
 		// Clusters first seen now cannot vote on what was told before.
-		a = append(a, resolver.Sighting{Cluster: fmt.Sprintf("late-%d", round), Channel: "a", At: at, Served: versions[min(round/2, 2)], Reported: versions[min(round/2, 2)]})
+		v := versions[min(round/2, 2)]
+		a = append(a, resolver.Sighting{Cluster: fmt.Sprintf("late-%d", round), Channel: "a", At: at, Served: v, Directed: v, Reported: v})
 		record(a)
 		record(b)
 		check(fmt.Sprintf("round %d", round), at.Add(-30*time.Minute+17*time.Second), at.Add(-25*time.Minute))
 	}
-	if _, err := conn.Exec(ctx, `update fleet set served_since = served_since - interval '3 hours' where cluster like 'c-1%'`); err != nil {
+	if _, err := conn.Exec(ctx, `update fleet set directed_since = directed_since - interval '3 hours' where cluster like 'c-1%'`); err != nil {
 		t.Fatal(err)
 	}
 	now := t0.Add(2 * time.Hour)
@@ -152,10 +163,10 @@ func TestEvidenceCountersFollowTheFleet(t *testing.T) {
 	}
 	for _, k := range keys {
 		var want float64
-		if err := conn.QueryRow(ctx, `select coalesce(percentile_cont(0.5) within group (order by adoption_bucket(floor(extract(epoch from f.reported_since - f.served_since))::bigint)), -1)
-			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.served
-			where f.channel = $1 and f.served = $2 and f.reported = f.served and f.served_since is not null
-				and f.reported_since is not null and f.first_seen <= t.first_told`, k.Channel, k.Version).Scan(&want); err != nil {
+		if err := conn.QueryRow(ctx, `select coalesce(percentile_cont(0.5) within group (order by adoption_bucket(floor(extract(epoch from f.reported_since - f.directed_since))::bigint)), -1)
+			from fleet f join evidence_told t on t.channel = f.channel and t.version = f.directed
+			where f.channel = $1 and f.directed = $2 and f.reported = f.directed and f.directed_since is not null
+				and f.reported_since is not null and f.evidence and f.first_seen <= t.first_told`, k.Channel, k.Version).Scan(&want); err != nil {
 			t.Fatal(err)
 		}
 		if meds[k] != want {

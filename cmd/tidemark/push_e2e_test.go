@@ -159,6 +159,21 @@ channels:
 		t.Errorf("tidemark_store_scans_per_commit_count %v after the start-up scan, want >= 1", n)
 	}
 
+	// A cluster polls as system-upgrade-controller does: seen on latest
+	// before the push, so it may vote on what the push brings.
+	poll := func(reported string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, channelURL, nil)
+		req.Header.Set("X-SUC-Cluster-ID", "edge-1")
+		req.Header.Set("X-SUC-Latest-Version", reported)
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	poll("v1.33.5-k3s1")
+
 	pushed, err := distreg.Push(ctx, reg.Host, "rancher/k3s-upgrade", []string{"v1.33.6-k3s1"}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +184,37 @@ channels:
 	t.Logf("push -> served in %v", took)
 	if after := lastScan(t, addr); !after.Equal(scanBefore) {
 		t.Errorf("a scan ran (last scan started %v, was %v); the push alone should serve the tag", after, scanBefore)
+	}
+
+	// The cluster is told the pushed version and adopts it: in latest's
+	// evidence within 5 s (recorded, counted by the triggers, computed by
+	// this leading replica's pass).
+	poll("v1.33.5-k3s1")
+	poll("v1.33.6-k3s1")
+	took = waitUntil("the poll is in latest's evidence", 5*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/channels/latest/evidence?version=v1.33.6-k3s1", nil)
+		req.Header.Set("Authorization", "Bearer "+reader)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var ev struct{ Told, Adopted int }
+		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&ev) == nil && ev.Told == 1 && ev.Adopted == 1
+	})
+	t.Logf("poll -> evidence in %v", took)
+	// The CLI shows the same figures.
+	var out, errs bytes.Buffer
+	cliEnv := map[string]string{"TIDEMARK_SERVER": "http://" + addr, "TIDEMARK_TOKEN": reader}
+	if code := Main(ctx, []string{"evidence", "latest"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
+		!regexp.MustCompile(`(?m)^VERSION\s+TOLD\s+ADOPTED\s+STUCK\s+FIRST TOLD\s+ADOPTION P50\s+HALTS\n(.*\n)*v1\.33\.6\+k3s1\s+1\s+1\s+0\s+\d{4}-\S+Z\s+\d+s\s+0$`).MatchString(out.String()) {
+		t.Errorf("tidemark evidence latest: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+	checkDocExample(t, "../../docs/cli.md", "$ tidemark evidence latest", out.String())
+	out.Reset()
+	if code := Main(ctx, []string{"evidence", "latest", "--version", "v1.33.6-k3s1", "-o", "json"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
+		!strings.Contains(out.String(), `"told": 1`) {
+		t.Errorf("tidemark evidence latest --version -o json: exit %d\n%s%s", code, out.String(), errs.String())
 	}
 
 	// The distribution registry deletes by digest, and its delete event
@@ -196,41 +242,6 @@ channels:
 		}
 	}
 
-	// A cluster's poll is in the channel's evidence within 5 s: recorded,
-	// counted by the triggers, computed by this (leading) replica's pass.
-	req, _ := http.NewRequest(http.MethodGet, channelURL, nil)
-	req.Header.Set("X-SUC-Cluster-ID", "edge-1")
-	req.Header.Set("X-SUC-Latest-Version", "v1.33.5-k3s1")
-	res, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	took = waitUntil("the poll is in latest's evidence", 5*time.Second, func() bool {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/channels/latest/evidence?version=v1.33.5-k3s1", nil)
-		req.Header.Set("Authorization", "Bearer "+reader)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		var ev struct{ Told, Adopted int }
-		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&ev) == nil && ev.Told == 1 && ev.Adopted == 1
-	})
-	t.Logf("poll -> evidence in %v", took)
-	// The CLI shows the same figures.
-	var out, errs bytes.Buffer
-	cliEnv := map[string]string{"TIDEMARK_SERVER": "http://" + addr, "TIDEMARK_TOKEN": reader}
-	if code := Main(ctx, []string{"evidence", "latest"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
-		!regexp.MustCompile(`(?m)^VERSION\s+TOLD\s+ADOPTED\s+STUCK\s+FIRST TOLD\s+ADOPTION P50\s+HALTS\n(.*\n)*v1\.33\.5\+k3s1\s+1\s+1\s+0\s+\d{4}-\S+Z\s+\d+s\s+0$`).MatchString(out.String()) {
-		t.Errorf("tidemark evidence latest: exit %d\n%s%s", code, out.String(), errs.String())
-	}
-	checkDocExample(t, "../../docs/cli.md", "$ tidemark evidence latest", out.String())
-	out.Reset()
-	if code := Main(ctx, []string{"evidence", "latest", "--version", "v1.33.5-k3s1", "-o", "json"}, strings.NewReader(""), &out, &errs, func(k string) string { return cliEnv[k] }); code != 0 ||
-		!strings.Contains(out.String(), `"told": 1`) {
-		t.Errorf("tidemark evidence latest --version -o json: exit %d\n%s%s", code, out.String(), errs.String())
-	}
 }
 
 // deleteManifest deletes repo's manifest digest from the registry, as

@@ -110,6 +110,20 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 		_ = json.NewDecoder(res.Body).Decode(&ch)
 		return ch.TUF.Revision
 	}
+	// A cluster is directed to v1.33.6+k3s2 before the pin below.
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	askAs := func(id, reported string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
+		req.Header.Set("X-SUC-Cluster-ID", id)
+		req.Header.Set("X-SUC-Latest-Version", reported)
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	askAs("edge-7", "v1.33.5-k3s1")
 	bot.must("promote", "v1.33", "v1.33.5+k3s1", "--reason", "signed")
 	pinned := time.Now()
 	for revision() <= first.Revision && time.Since(pinned) < 5*time.Second {
@@ -184,17 +198,11 @@ func TestSignedAnswersThroughServe(t *testing.T) {
 			if logs := c.logs.String(); strings.Contains(logs, "only a restart applies") {
 				t.Errorf("a new online key was reported as needing a restart:\n%s", logs)
 			}
-			// A cluster on v1.33.6+k3s2 asks: held there (the pin is older
-			// and not a rollback), so the served set gains v1.33.6+k3s2 from
-			// the fleet record alone, no snapshot change: signed within 5 s.
-			req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/v1.33", nil)
-			req.Header.Set("X-SUC-Cluster-ID", "edge-7")
-			req.Header.Set("X-SUC-Latest-Version", "v1.33.6-k3s2")
-			res, err = (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
+			// edge-7, directed to v1.33.6+k3s2 before the pin, runs it now
+			// and is held there (the pin is older and not a rollback): the
+			// served set keeps v1.33.6+k3s2 from the fleet record alone (its
+			// last directed answer), no snapshot change: signed within 5 s.
+			askAs("edge-7", "v1.33.6-k3s2")
 			asked := time.Now()
 			for {
 				b := fetch()

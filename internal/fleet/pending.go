@@ -65,6 +65,9 @@ func (p *pending) merge(q queued) bool {
 	if s.Served != "" {
 		c.Served = s.Served
 	}
+	if s.Directed != "" {
+		c.Directed = s.Directed
+	}
 	if s.Reported != "" && s.Reported != c.Reported {
 		c.Reported, c.Since = s.Reported, s.At
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
+	"github.com/tidemark-dev/tidemark/resolver/promote"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -36,6 +37,7 @@ type Store interface {
 	EvidenceCounts(ctx context.Context, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[resolver.ChannelVersion]resolver.EvidenceTold, error)
 	AdoptionMedians(ctx context.Context, keys []resolver.ChannelVersion) (map[resolver.ChannelVersion]float64, error)
 	RolloutHalts(ctx context.Context) (map[resolver.ChannelVersion]int, error)
+	MarkTold(ctx context.Context, marks []resolver.ToldMark, now time.Time) error
 	SaveEvidence(ctx context.Context, list []resolver.Evidence, at time.Time) error
 	Pin(ctx context.Context, c resolver.ChannelChange) (catalog.ChannelState, error)
 	ScheduleChange(ctx context.Context, c resolver.ScheduledChange) (resolver.ScheduledChange, error)
@@ -130,14 +132,18 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Round computes and saves every channel's evidence, then evaluates each
-// channel with yank: or promote: once on it.
+// Round records when each channel's answer became what it is, computes
+// and saves every channel's evidence, then evaluates each channel with
+// yank: or promote: once on it.
 func (l *Loop) Round(ctx context.Context) {
 	snap := l.o.Snapshot()
 	if snap == nil {
 		return
 	}
 	now := l.o.Now()
+	if err := l.o.Store.MarkTold(ctx, promote.ToldMarks(snap, now), now); err != nil && ctx.Err() == nil {
+		l.o.Log.Warn("recording what channels answer failed; evidence keeps the earlier times", "err", err)
+	}
 	by, err := l.pass(ctx, snap, now)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -170,24 +176,9 @@ func (l *Loop) Round(ctx context.Context) {
 func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.ChannelAnswer, now time.Time, list []evidence.Version) (Status, error) {
 	p := a.Channel.Promote
 	name := a.Channel.Name
-	if evidence.Paused(a.State.Pin, a.State.PinnedBy) {
-		return Status{Paused: true, Why: fmt.Sprintf("paused: %s pinned it; unpin it to resume promotion", a.State.PinnedBy)}, nil
-	}
-	from, err := snap.Channel(p.From)
-	if err != nil || from.Tag == nil {
-		return Status{Why: fmt.Sprintf("%s answers nothing", p.From)}, nil
-	}
-	v := from.Tag
-	if rv := from.Rollout; rv != nil && !rv.Baseline && rv.Progress(now).State != resolver.RolloutComplete {
-		return Status{Why: fmt.Sprintf("%s is rolling out: it promotes once the rollout is complete", p.From)}, nil
-	}
-	target := v.Version.String()
-	st := Status{Target: target}
-	if a.Tag != nil && a.Tag.Version.String() == target {
-		return st, nil
-	}
-	if vv, err := snap.Version(a.Channel.Source, target); err != nil || vv.Blocked || !vv.Servable {
-		st.Why = fmt.Sprintf("%s is not servable on %s", target, name)
+	target, why := promote.Target(snap, name, now)
+	st := Status{Target: target, Why: why, Paused: evidence.Paused(a.State.Pin, a.State.PinnedBy)}
+	if target == "" || why != "" || promote.Current(snap, name, target) {
 		return st, nil
 	}
 	holds, err := l.o.Store.VersionHolds(ctx, a.Channel.Source)

@@ -21,6 +21,9 @@ type Asker struct {
 	// a settle and a request with an ID (Settles).
 	Since     time.Time
 	Unsettled bool
+	// Active is the served set's fleet part (Recorder.ActiveServed): a
+	// blocked cluster is steered no higher than the newest of the set.
+	Active []string
 }
 
 // Settles reports whether channel c holds an asker with id for a settle:
@@ -41,6 +44,17 @@ const HeldBlocked = "downgrade-blocked"
 // reports no version: it has no step to give.
 var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", resolver.ErrNotFound)
 
+// Decision is the one decision's answer to a cluster.
+type Decision struct {
+	Tag  resolver.Tag
+	Held string // why the cluster stays where it is; "" when not held
+	// Directed: the channel's rule chose Tag (also when it equals the
+	// reported version). False for a stay: the reported version echoed
+	// back so that the cluster is not moved down, held, or sent somewhere
+	// unservable; a stay never widens what others are served or counts.
+	Directed bool
+}
+
 // ClusterAnswer is the one decision of which version a channel answers
 // the cluster q describes; every surface that answers a cluster asks it.
 // A rollout decides where the cluster goes (RolloutView.Dest); on a
@@ -49,34 +63,60 @@ var ErrNoReportedVersion = fmt.Errorf("%w: no reported version", resolver.ErrNot
 // A cluster is never sent down: one reporting a version newer than the
 // channel's answer gets its own version back, held names why
 // (HeldDowngrade), unless the channel's pin was made as a rollback or its
-// rollout was halted as one.
+// rollout was halted as one. Nor above the channel: one on a blocked
+// version is steered only up to the newest version of the channel's
+// served set (on a stepwise channel, its destination), else it stays
+// (HeldBlocked).
 // ErrNotFound for an unknown channel or one with nothing eligible;
 // ErrNoReportedVersion for a stepwise channel asked without a version.
-func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t resolver.Tag, held string, err error) {
-	t, err = s.clusterAnswer(channel, q)
+func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Decision, error) {
+	t, dest, directed, err := s.clusterAnswer(channel, q)
 	if err != nil || !q.HasReported {
-		return t, "", err
-	}
-	switch c := resolver.Compare(q.Reported, t.Version); {
-	case c < 0:
-		return s.avoidRisks(channel, q, t)
-	case c == 0:
-		return t, "", nil
+		return Decision{Tag: t, Directed: err == nil}, err
 	}
 	a := &s.answers[s.byChannel[channel]]
-	if a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now) {
-		return t, "", nil
+	c := resolver.Compare(q.Reported, t.Version)
+	switch {
+	case c < 0:
+		return s.avoidRisks(channel, q, t)
+	case c == 0 && directed:
+		return Decision{Tag: t, Directed: true}, nil
+	case c > 0 && (a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now)):
+		return Decision{Tag: t, Directed: true}, nil
 	}
+	// A stay: the cluster runs a version newer than its answer, or a
+	// stepwise channel has no step for it (yet).
 	if idx := s.bySource[a.Channel.Source]; idx != nil {
 		if i := idx.byVersion(q.Reported); i >= 0 && idx.versions[i].Blocked {
-			// Never named: the newest servable version above it instead.
-			if up, ok := s.firstAbove(channel, q, nil, q.Reported.Minor+1); ok {
-				return up, "", nil
+			// Never named: the newest servable version above it, up to
+			// the channel's ceiling, instead.
+			top := s.ceiling(channel, q, dest)
+			if up, ok := s.firstAbove(channel, q, &top, q.Reported.Minor+1); ok {
+				return Decision{Tag: up, Directed: true}, nil
 			}
-			return s.versionTag(a.Channel.Source, q.Reported), HeldBlocked, nil
+			return Decision{Tag: s.versionTag(a.Channel.Source, q.Reported), Held: HeldBlocked}, nil
 		}
 	}
-	return s.versionTag(a.Channel.Source, q.Reported), HeldDowngrade, nil
+	if resolver.Compare(q.Reported, dest.Version) <= 0 {
+		// A stepwise cluster settling, or with no step up: it stays.
+		return Decision{Tag: t}, nil
+	}
+	return Decision{Tag: s.versionTag(a.Channel.Source, q.Reported), Held: HeldDowngrade}, nil
+}
+
+// ceiling is the newest version channel may steer the asker to: the
+// newest of its served set (the asker's own record is one of many the
+// fleet part is made of, and only its directed answers count there), or
+// on a stepwise channel the destination its steps lead to.
+func (s *Snapshot) ceiling(channel string, q Asker, dest resolver.Tag) resolver.Version {
+	if s.answers[s.byChannel[channel]].Channel.Stepwise {
+		return dest.Version
+	}
+	set, err := s.ServedSet(channel, q.Active, q.Now)
+	if err != nil || len(set) == 0 {
+		return dest.Version
+	}
+	return set[len(set)-1].Version
 }
 
 // HeldRisk is why a cluster is answered its own version: every version
@@ -86,16 +126,16 @@ const HeldRisk = "risk"
 // avoidRisks is ClusterAnswer's answer t for a cluster reporting an older
 // version, moved off an edge a known risk covers for it (firstAbove, up to
 // t); with none, the cluster stays (HeldRisk).
-func (s *Snapshot) avoidRisks(channel string, q Asker, t resolver.Tag) (resolver.Tag, string, error) {
+func (s *Snapshot) avoidRisks(channel string, q Asker, t resolver.Tag) (Decision, error) {
 	a := &s.answers[s.byChannel[channel]]
 	idx := s.bySource[a.Channel.Source]
 	if idx == nil || len(idx.risks) == 0 || !idx.risky(q.Reported, t.Version, q.ID) {
-		return t, "", nil
+		return Decision{Tag: t, Directed: true}, nil
 	}
 	if up, ok := s.firstAbove(channel, q, &t.Version, t.Version.Minor); ok {
-		return up, "", nil
+		return Decision{Tag: up, Directed: true}, nil
 	}
-	return s.versionTag(a.Channel.Source, q.Reported), HeldRisk, nil
+	return Decision{Tag: s.versionTag(a.Channel.Source, q.Reported), Held: HeldRisk}, nil
 }
 
 // firstAbove is the newest version above the reported one, up to top (nil:
@@ -155,40 +195,45 @@ func (s *Snapshot) versionTag(source string, v resolver.Version) resolver.Tag {
 	return resolver.Tag{Name: v.String(), Version: v, Valid: true}
 }
 
-func (s *Snapshot) clusterAnswer(channel string, q Asker) (resolver.Tag, error) {
+// clusterAnswer is the channel's rule for q: the tag, where the rule
+// leads the cluster (dest: the channel's answer or its rollout's step),
+// and whether the rule chose the tag (false when a stepwise cluster
+// settling or without a step up is answered its own version).
+func (s *Snapshot) clusterAnswer(channel string, q Asker) (t, dest resolver.Tag, directed bool, err error) {
 	i, ok := s.byChannel[channel]
 	if !ok {
-		return resolver.Tag{}, fmt.Errorf("%w: channel %q", resolver.ErrNotFound, channel)
+		return t, dest, false, fmt.Errorf("%w: channel %q", resolver.ErrNotFound, channel)
 	}
 	a := &s.answers[i]
 	if a.Tag == nil {
-		return resolver.Tag{}, fmt.Errorf("%w: channel %q: %s", resolver.ErrNotFound, channel, a.Why)
+		return t, dest, false, fmt.Errorf("%w: channel %q: %s", resolver.ErrNotFound, channel, a.Why)
 	}
-	dest := a.Tag
+	d := a.Tag
 	// A held channel (a window closed, a freeze) keeps answering what it
 	// answered when the hold began: a rollout that was under way keeps
 	// its clusters where it had them (the governor pauses it), and one
 	// that began during the hold sends nobody anywhere until it lifts.
 	if ro := a.Rollout; ro != nil && (a.State.Hold == nil || ro.StartedAt.Before(a.State.Hold.Since)) {
-		if d := ro.Dest(q.ID, q.Now); d != nil {
-			dest = d
+		if rd := ro.Dest(q.ID, q.Now); rd != nil {
+			d = rd
 		}
 	}
 	ch := &a.Channel
 	if !ch.Stepwise {
-		return *dest, nil
+		return *d, *d, true, nil
 	}
 	if !q.HasReported {
-		return resolver.Tag{}, fmt.Errorf("%w: channel %q is stepwise", ErrNoReportedVersion, channel)
+		return t, *d, false, fmt.Errorf("%w: channel %q is stepwise", ErrNoReportedVersion, channel)
 	}
 	// Settle holds a cluster at its version until it has reported it for
 	// ch.Settle. A request without a cluster ID has no history to settle
 	// on (a person asking with ?current=) and gets the step at once.
 	if Settles(ch, q.ID) && (q.Unsettled || q.Now.Sub(q.Since) < ch.Settle) {
-		return s.versionTag(ch.Source, q.Reported), nil
+		return s.versionTag(ch.Source, q.Reported), *d, false, nil
 	}
-	if step := s.nextStepToward(i, q.Reported, dest); step != nil {
-		return *step, nil
+	if step := s.nextStepToward(i, q.Reported, d); step != nil {
+		return *step, *d, true, nil
 	}
-	return s.versionTag(ch.Source, q.Reported), nil
+	// At its destination the rule chose it; anywhere else it stays.
+	return s.versionTag(ch.Source, q.Reported), *d, resolver.Compare(q.Reported, d.Version) == 0, nil
 }

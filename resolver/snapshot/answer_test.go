@@ -42,7 +42,8 @@ func TestClusterAnswerDecidesForEverySurface(t *testing.T) {
 		{"an unknown channel is not found", "nope", Asker{}, "", resolver.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := s.ClusterAnswer(tc.channel, tc.q)
+			d, err := s.ClusterAnswer(tc.channel, tc.q)
+			got := d.Tag
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Errorf("err %v, want %v", err, tc.err)
@@ -83,7 +84,8 @@ func TestAHeldClusterGetsItsOwnTag(t *testing.T) {
 		} else if err == nil {
 			want = vv.Tag
 		}
-		got, _, err := s.ClusterAnswer("latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Unsettled: true})
+		d, err := s.ClusterAnswer("latest", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime, Unsettled: true})
+		got := d.Tag
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("reporting %s: answered %+v (%v), want %+v", tc.reported, got, err, want)
 		}
@@ -113,7 +115,8 @@ func TestClusterAnswerNeverSendsAClusterDown(t *testing.T) {
 			if !ok || a.Tag == nil {
 				t.Fatalf("fixture: reported %v, answer %v", ok, a.Tag)
 			}
-			got, held, err := s.ClusterAnswer("stable", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime})
+			d, err := s.ClusterAnswer("stable", Asker{ID: "c1", Reported: reported, HasReported: true, Now: testTime})
+			got, held := d.Tag, d.Held
 			want := a.Tag.Version.String()
 			if tc.held != "" {
 				want = reported.String()

@@ -161,7 +161,7 @@ func BenchmarkClusterAnswer(b *testing.B) {
 			for b.Loop() {
 				i++
 				q := Asker{ID: "cluster", Reported: reported[i%len(reported)], HasReported: true, Now: testTime, Since: testTime.Add(-c.since)}
-				if _, _, err := s.ClusterAnswer(c.channel, q); err != nil {
+				if _, err := s.ClusterAnswer(c.channel, q); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -64,13 +64,15 @@ func TestClusterAnswerAvoidsRisks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := Asker{ID: tc.id, Reported: reported(t, s, tc.from), HasReported: true, Now: testTime}
-			got, held, err := s.ClusterAnswer(tc.channel, q)
+			d, err := s.ClusterAnswer(tc.channel, q)
+			got, held := d.Tag, d.Held
 			if err != nil || got.Version.String() != tc.want || held != tc.held {
 				t.Errorf("answer %s held %q (%v), want %s held %q", got.Version, held, err, tc.want, tc.held)
 			}
 		})
 	}
-	got, held, err := s.ClusterAnswer("stable", Asker{ID: "c1", Now: testTime})
+	d, err := s.ClusterAnswer("stable", Asker{ID: "c1", Now: testTime})
+	got, held := d.Tag, d.Held
 	if err != nil || got.Version.String() != "v1.34.2+k3s1" || held != "" {
 		t.Errorf("no reported version: %s held %q (%v), want the channel's v1.34.2+k3s1", got.Version, held, err)
 	}
@@ -84,7 +86,8 @@ func TestRisksNeverSendDownOrSkip(t *testing.T) {
 	for _, from := range riskTags {
 		r := reported(t, s, from)
 		for _, ch := range []string{"stable", "steps"} {
-			got, _, err := s.ClusterAnswer(ch, Asker{ID: "c", Reported: r, HasReported: true, Now: testTime})
+			d, err := s.ClusterAnswer(ch, Asker{ID: "c", Reported: r, HasReported: true, Now: testTime})
+			got := d.Tag
 			if err != nil {
 				t.Fatalf("%s from %s: %v", ch, from, err)
 			}
@@ -94,7 +97,8 @@ func TestRisksNeverSendDownOrSkip(t *testing.T) {
 		}
 	}
 	s = riskSnapshot(t, catalog.Risk{Name: "Minor34", From: "*", To: "~1.34"})
-	got, _, _ := s.ClusterAnswer("steps", Asker{ID: "c", Reported: reported(t, s, "v1.32.9+k3s1"), HasReported: true, Now: testTime})
+	d, _ := s.ClusterAnswer("steps", Asker{ID: "c", Reported: reported(t, s, "v1.32.9+k3s1"), HasReported: true, Now: testTime})
+	got := d.Tag
 	if got.Version.Minor != 33 {
 		t.Errorf("stepwise from 1.32.9: %s, want a 1.33 version", got.Version)
 	}

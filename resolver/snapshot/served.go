@@ -90,3 +90,4 @@ func (s *Snapshot) ServableWithin(channel string, active []string, now time.Time
 	}
 	return out, nil
 }
+

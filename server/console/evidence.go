@@ -90,39 +90,7 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 func (s *Console) promotionOf(ctx context.Context, v *core.View, e *core.Entry) *uiPromotion {
 	p := *e.Ans.Channel.Promote
 	pr := &uiPromotion{From: p.From, Policy: fmt.Sprintf("soak %s, %d adopted, stuck at most %.0f%%", config.ShortDuration(p.Soak), p.MinAdopted, p.MaxStuckRatio*100)}
-	st := e.Ans.State
-	if evidence.Paused(st.Pin, st.PinnedBy) {
-		pr.Paused = true
-		pr.Waiting = fmt.Sprintf("paused: %s pinned it; unpin it to resume promotion", st.PinnedBy)
-		return pr
-	}
-	from, err := v.Snap.Channel(p.From)
-	if err != nil || from.Tag == nil {
-		pr.Waiting = p.From + " answers nothing"
-		return pr
-	}
-	pr.Target = from.Tag.Version.String()
-	if t := e.Ans.Tag; t != nil && t.Version.String() == pr.Target {
-		return pr
-	}
-	if vv, err := v.Snap.Version(e.Ans.Channel.Source, pr.Target); err != nil || vv.Blocked || !vv.Servable {
-		pr.Waiting = pr.Target + " is not servable here"
-		return pr
-	}
-	if hs, ok := s.Opts.Store.(interface {
-		VersionHolds(ctx context.Context, source string) (map[string]string, error)
-	}); ok {
-		if holds, err := hs.VersionHolds(ctx, e.Ans.Channel.Source); err == nil && holds[pr.Target] != "" {
-			pr.Waiting = fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", pr.Target, holds[pr.Target])
-			return pr
-		}
-	}
-	list, err := s.ev.Of(ctx, p.From)
-	if err != nil {
-		pr.Waiting = "evidence unreadable: " + problemOf(err).Detail
-		return pr
-	}
-	ok, why := evidence.Ready(p, evidence.Of(list, pr.Target), time.Now())
-	pr.Ready, pr.Waiting = ok, why
+	pr.Paused = evidence.Paused(e.Ans.State.Pin, e.Ans.State.PinnedBy)
+	pr.Target, pr.Waiting, pr.Ready = s.ev.Promotion(ctx, v, e)
 	return pr
 }

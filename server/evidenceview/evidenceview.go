@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
+	"github.com/tidemark-dev/tidemark/resolver/promote"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -111,4 +112,34 @@ func JSON(ev evidence.Version) openapi.Evidence {
 		j.AdoptionP50Seconds = &p
 	}
 	return j
+}
+
+// Promotion is e's promotion as this replica sees it: the version its
+// from channel answers (target, "" when none to move to), why it waits
+// ("" when every condition holds or it already answers target), and
+// whether the leader's next round moves it. The same rules, holds and
+// evidence as the leader's loop; approvals and windows it leaves to the
+// pending changes.
+func (r *Reader) Promotion(ctx context.Context, v *core.View, e *core.Entry) (target, why string, ready bool) {
+	p := e.Ans.Channel.Promote
+	if p == nil {
+		return "", "", false
+	}
+	target, why = promote.Target(v.Snap, e.Ans.Channel.Name, time.Now())
+	if target == "" || why != "" || promote.Current(v.Snap, e.Ans.Channel.Name, target) {
+		return target, why, false
+	}
+	if hs, ok := r.s.Opts.Fleet.Store.(interface {
+		VersionHolds(ctx context.Context, source string) (map[string]string, error)
+	}); ok {
+		if holds, err := hs.VersionHolds(ctx, e.Ans.Channel.Source); err == nil && holds[target] != "" {
+			return target, fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", target, holds[target]), false
+		}
+	}
+	list, err := r.Of(ctx, p.From)
+	if err != nil {
+		return target, "evidence unreadable: " + err.Error(), false
+	}
+	ready, why = evidence.Ready(*p, evidence.Of(list, target), time.Now())
+	return target, why, ready
 }

@@ -12,19 +12,31 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
 )
 
-// EvidenceCounts reads every channel's evidence counters (migration 024):
-// the clusters active since activeSince, grouped by channel, what they were
-// told and what they report, and whether they were told at or before
-// stuckBefore; and when each channel first and last told each version.
-// Counters are kept by whole minutes: a minute counts as active when any
-// of it is in the window, and as told before the cutoff when all of it is.
+// EvidenceCounts reads every channel's evidence counters (migrations 024
+// and 025): the clusters active since activeSince, grouped by channel,
+// the version last directed to them and what they report, and whether
+// they were first directed it before stuckBefore; and when each
+// channel first and last told each version. The counters keep last seen
+// by whole minutes and first directed by whole seconds: minutes wholly in
+// the window come from them, the window's first minute from fleet itself
+// (fleet_channel_seen, a channel at a time), so a cluster that falls
+// silent leaves the figures the second it leaves the window, and one
+// counts as stuck at most a second late.
 func (s *Fleet) EvidenceCounts(ctx context.Context, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[resolver.ChannelVersion]resolver.EvidenceTold, error) {
 	var rows []resolver.EvidenceRow
 	told := map[resolver.ChannelVersion]resolver.EvidenceTold{}
 	err := s.db.InTxOpts(ctx, "read evidence counters", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		r, err := tx.Query(ctx, `select channel, served, reported, told + interval '1 minute' <= $2, sum(clusters)
-			from fleet_evidence where seen > $1::timestamptz - interval '1 minute'
-			group by 1, 2, 3, 4 having sum(clusters) > 0`, activeSince, stuckBefore)
+		r, err := tx.Query(ctx, `select channel, served, reported, told + interval '1 second' <= $2, sum(clusters)
+			from fleet_evidence where seen > date_trunc('minute', $1::timestamptz)
+			group by 1, 2, 3, 4 having sum(clusters) > 0
+			union all
+			select f.channel, f.directed, f.reported, f.directed_since < $2, count(*)
+			from (select distinct channel from evidence_told) c
+			join lateral (select * from fleet f where f.channel = c.channel and f.last_seen >= $1
+				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute') f on true
+			join evidence_told t on t.channel = f.channel and t.version = f.directed
+			where f.directed_since is not null and f.evidence and f.first_seen <= t.first_told
+			group by 1, 2, 3, 4`, activeSince, stuckBefore)
 		if err != nil {
 			return err
 		}
@@ -48,6 +60,30 @@ func (s *Fleet) EvidenceCounts(ctx context.Context, activeSince, stuckBefore tim
 		return err
 	})
 	return rows, told, err
+}
+
+// MarkTold records when each channel's answer to a request reporting
+// nothing became the version it names (a pin, an unpin, a newly indexed
+// version, a rollout's start), unless a directed answer set it first:
+// a version's first told is set once, and never from a report. Its last
+// told moves on, at most once a minute.
+func (s *Fleet) MarkTold(ctx context.Context, marks []resolver.ToldMark, now time.Time) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	var channel, version []string
+	var at []time.Time
+	for _, m := range marks {
+		channel, version, at = append(channel, m.Channel), append(version, m.Version), append(at, m.At)
+	}
+	return s.db.InTx(ctx, fmt.Sprintf("mark %d versions told", len(marks)), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `insert into evidence_told as t (channel, version, first_told, last_told)
+			select k.channel, k.version, k.at, $4 from unnest($1::text[], $2::text[], $3::timestamptz[]) as k(channel, version, at)
+			order by 1, 2
+			on conflict (channel, version) do update set last_told = excluded.last_told
+				where t.last_told < excluded.last_told - interval '1 minute'`, channel, version, at, now)
+		return err
+	})
 }
 
 // AdoptionMedians is, for each key, the median seconds from first told to

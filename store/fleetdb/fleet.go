@@ -33,13 +33,17 @@ const fleetChunk = 5000
 // columns). reported_since is kept while the reported version stays the
 // same, taking the earliest any replica saw, so replicas agree on it to
 // their clocks' skew; it starts again when the version changes. An empty
-// reported or served (none this time) keeps what was known.
+// reported or served (none this time) keeps what was known; so does an
+// empty directed (a stay): directed is the last answer the channel's rule
+// chose, which a stay never changes.
 const fleetUpsert = `
-insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since, evidence)
+insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since,
+	directed, directed_since, evidence)
 select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
-	case when u.served = '' then null else u.at end, u.evidence
-from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[])
-	as u(channel, cluster, at, reported, since, served, evidence)
+	case when u.served = '' then null else u.at end, nullif(u.directed, ''),
+	case when u.directed = '' then null else u.at end, u.evidence
+from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[])
+	as u(channel, cluster, at, reported, since, served, evidence, directed)
 on conflict (channel, cluster) do update set
 	evidence = excluded.evidence,
 	first_seen = least(f.first_seen, excluded.first_seen),
@@ -53,7 +57,12 @@ on conflict (channel, cluster) do update set
 	served_since = case
 		when excluded.served = '' then f.served_since
 		when excluded.served = f.served then least(coalesce(f.served_since, excluded.served_since), excluded.served_since)
-		else excluded.served_since end
+		else excluded.served_since end,
+	directed = coalesce(excluded.directed, f.directed),
+	directed_since = case
+		when excluded.directed is null then f.directed_since
+		when excluded.directed = f.directed then least(coalesce(f.directed_since, excluded.directed_since), excluded.directed_since)
+		else excluded.directed_since end
 returning f.channel, f.cluster, f.reported, f.reported_since`
 
 // RecordFleet writes sightings, at most one per (channel, cluster) (the
@@ -72,9 +81,9 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 		chunk := rows[:n]
 		rows = rows[n:]
 		cols := struct {
-			channel, cluster, reported, served []string
-			at, since                          []time.Time
-			evidence                           []bool
+			channel, cluster, reported, served, directed []string
+			at, since                                    []time.Time
+			evidence                                     []bool
 		}{}
 		for _, r := range chunk {
 			since := r.Since
@@ -85,11 +94,12 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			cols.cluster = append(cols.cluster, r.Cluster)
 			cols.reported = append(cols.reported, r.Reported)
 			cols.served = append(cols.served, r.Served)
+			cols.directed = append(cols.directed, r.Directed)
 			cols.at = append(cols.at, r.At)
 			cols.since = append(cols.since, since)
 			cols.evidence = append(cols.evidence, !r.Outside)
 		}
-		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence)
+		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence, cols.directed)
 		if err != nil && !errors.Is(err, resolver.ErrUnavailable) && ctx.Err() == nil {
 			// The database refused the data, not the connection: one bad
 			// record must not drop the others, so each goes on its own.
@@ -97,7 +107,7 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			var first error
 			for i := range chunk {
 				one, err := s.recordChunk(ctx, cols.channel[i:i+1], cols.cluster[i:i+1], cols.reported[i:i+1],
-					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1])
+					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1], cols.directed[i:i+1])
 				recs = append(recs, one...)
 				if err != nil {
 					bad++
@@ -117,11 +127,11 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 	return out, nil
 }
 
-func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool, directed []string) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
 	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
 		out = out[:0]
-		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence)
+		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence, directed)
 		if err != nil {
 			return err
 		}
@@ -145,12 +155,12 @@ func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, ser
 	return out, nil
 }
 
-const fleetColumns = `channel, cluster, reported, reported_since, served, first_seen, last_seen`
+const fleetColumns = `channel, cluster, reported, reported_since, served, coalesce(directed, ''), first_seen, last_seen`
 
 func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 	var c resolver.ClusterRecord
 	var since *time.Time
-	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.FirstSeen, &c.LastSeen)
+	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.Directed, &c.FirstSeen, &c.LastSeen)
 	if since != nil {
 		c.ReportedSince = *since
 	}
@@ -326,8 +336,9 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 }
 
 // FleetActiveServed lists, per channel, the versions Tidemark last
-// answered the clusters seen since activeSince (each channel's served set
-// keeps them: a registry client is never moved below them). It reads the
+// directed the clusters seen since activeSince whose reports count (each
+// channel's served set keeps them: a registry client is never moved below
+// them; a stay, which only echoes a report, never adds one). It reads the
 // per-minute counts kept as the fleet is written (fleet_served, migration
 // 024): whole minutes after the window's first from them, that minute
 // itself from fleet (fleet_channel_seen), so the list is exact.
@@ -339,7 +350,7 @@ func (s *Fleet) FleetActiveServed(ctx context.Context, activeSince time.Time) (m
 				where seen >= date_trunc('minute', $1::timestamptz) and clusters > 0)
 			select distinct channel, served from m
 			where not first or exists (select 1 from fleet f where f.channel = m.channel and f.last_seen >= $1
-				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute' and f.served = m.served)`, activeSince)
+				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute' and f.directed = m.served and f.evidence)`, activeSince)
 		if err != nil {
 			return err
 		}

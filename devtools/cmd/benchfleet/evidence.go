@@ -120,11 +120,12 @@ func seedEvidence(ctx context.Context, db string, records int) (time.Duration, e
 	start := time.Now()
 	for lo := 1; lo <= records; lo += 50_000 {
 		hi := min(lo+50_000-1, records)
-		_, err = conn.Exec(ctx, `insert into fleet (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since)
+		_, err = conn.Exec(ctx, `insert into fleet (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since, directed, directed_since)
 			select case when g % $3 = 0 then 'stable' else 'ch-' || (g % $3) end, 'cluster-' || g,
 				now() - interval '30 days', now() - (g % 1800) * interval '1 second',
 				case when g % 10 < 7 then 'v1.' || (g % 20) || '.0' else 'v1.' || greatest(g % 20 - 1, 0) || '.0' end,
 				now() - (g % 20) * interval '1 hour' + interval '10 minutes',
+				'v1.' || (g % 20) || '.0', now() - (g % 20 + 1) * interval '1 hour',
 				'v1.' || (g % 20) || '.0', now() - (g % 20 + 1) * interval '1 hour'
 			from generate_series($1::int, $2::int) g`, lo, hi, evidenceChannels)
 		if err != nil {
@@ -212,7 +213,7 @@ func recordCost(ctx context.Context, st *store.Store, db string, records int) (w
 				g := 1 + (round*100_000+b*5000+i)%records
 				v := fmt.Sprintf("v1.%d.0", g%20)
 				batch = append(batch, resolver.Sighting{Cluster: fmt.Sprintf("cluster-%d", g), Channel: evidenceChannel(g),
-					Served: v, Reported: v, At: at})
+					Served: v, Directed: v, Reported: v, At: at})
 			}
 			start := time.Now()
 			if _, err := st.RecordFleet(ctx, batch); err != nil {
