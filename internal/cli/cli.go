@@ -70,6 +70,7 @@ func Commands(e *Env) []*cobra.Command {
 		newFreezeCmd(e),
 		newHistoryCmd(e),
 		newEvidenceCmd(e),
+		newHoldCmd(e),
 		newRolloutCmd(e),
 		newSourcesCmd(e),
 		newVersionsCmd(e),
