@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,6 +102,11 @@ type Listener struct {
 	// idle holds the connections with no request in flight, the one idle
 	// longest first (a list threaded through the conns themselves).
 	idle idleList
+	// peak is the most connections open since the last collection after a
+	// flood; afterFlood runs when a flood of floodSize or more has ended.
+	peak       int
+	floodSize  int
+	afterFlood func()
 }
 
 // Wrap bounds ln's connections; m may be nil (nothing is counted).
@@ -114,7 +120,8 @@ func Wrap(ln net.Listener, opts Options, m *Metrics) *Listener {
 	if opts.PerNetwork == 0 {
 		opts.PerNetwork = DefaultPerNetwork
 	}
-	return &Listener{Listener: ln, opts: opts, m: m, byAdr: map[netip.Addr]int{}, byNet: map[netip.Prefix]int{}}
+	return &Listener{Listener: ln, opts: opts, m: m, byAdr: map[netip.Addr]int{}, byNet: map[netip.Prefix]int{},
+		floodSize: floodSize, afterFlood: collect}
 }
 
 // Accept returns the next connection within the limits; those past a
@@ -210,6 +217,7 @@ func (l *Listener) take(nc *conn) (reason string, victim *conn) {
 		l.byNet[nc.network]++
 	}
 	l.open++
+	l.peak = max(l.peak, l.open)
 	if l.m != nil {
 		l.m.Open.Inc()
 	}
@@ -238,6 +246,28 @@ func (l *Listener) releaseLocked(c *conn) {
 		l.m.Open.Dec()
 	}
 	l.countIdle()
+	if l.peak >= l.floodSize && l.open <= l.peak/10 {
+		l.peak = l.open
+		go l.afterFlood()
+	}
+}
+
+// floodSize is how many connections open at once make a flood: more than
+// a replica's clients hold in normal operation. A flood has ended when
+// nine in ten of them have closed.
+const floodSize = 1000
+
+// collect collects what thousands of closed connections leave: each
+// held a goroutine stack and net/http's read and write buffers (about
+// 16 KB live); when they close, the stacks wait in the runtime's stack
+// pool and the buffers in net/http's sync.Pools until a collection, and
+// the heap goal the flood set means none comes for minutes (the forced
+// one runs every 2 minutes) — so the replica would keep the flood's
+// memory. Two collections empty the pools (a pool's items survive one);
+// the runtime's background scavenger then returns the pages.
+func collect() {
+	runtime.GC()
+	runtime.GC()
 }
 
 // decr counts one fewer for k, dropping k at zero so that the map holds

@@ -261,3 +261,55 @@ func TestAnIdleConnectionYieldsOnlyWhenMarkedIdle(t *testing.T) {
 		t.Fatalf("open %d, idle %d after closing all; want 0", l.Open(), l.Idle())
 	}
 }
+
+// TestTheEndOfAFloodIsCollected: once a flood (floodSize connections or
+// more) is nine tenths closed, the listener has the runtime collect what
+// the closed connections left, once; connections coming and going below
+// that size never do.
+func TestTheEndOfAFloodIsCollected(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	l := Wrap(inner, Options{}, nil)
+	collected := make(chan struct{}, 4)
+	l.floodSize, l.afterFlood = 10, func() { collected <- struct{}{} }
+	open := func(n int) []net.Conn {
+		var cs []net.Conn
+		for range n {
+			dialFrom(t, "127.0.0.2", inner.Addr().String())
+			c, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	for _, c := range open(9) { // below a flood
+		c.Close()
+	}
+	cs := open(20)
+	for _, c := range cs[:17] {
+		c.Close()
+	}
+	select {
+	case <-collected:
+		t.Fatal("collected with 3 of 20 still open")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cs[17].Close() // 2 of 20 left: the flood has ended
+	select {
+	case <-collected:
+	case <-time.After(2 * time.Second):
+		t.Fatal("not collected after the flood ended")
+	}
+	cs[18].Close()
+	cs[19].Close()
+	select {
+	case <-collected:
+		t.Fatal("collected twice for one flood")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
