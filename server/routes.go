@@ -30,9 +30,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	limits := s.Opts.Connections
 	limits.Exempt = append(limits.Exempt, s.Opts.TrustedProxies...)
-	ln = connlimit.Wrap(ln, limits, s.conns)
+	cl := connlimit.Wrap(ln, limits, s.conns)
+	ln = cl
 	hs := &http.Server{
 		Handler:           s.echo,
+		ConnState:         cl.ConnState, // which connections may yield at the limit
 		ReadHeaderTimeout: min(core.MaxHeaderWait, s.Opts.ReadTimeout),
 		ReadTimeout:       s.Opts.ReadTimeout,
 		WriteTimeout:      s.Opts.WriteTimeout,

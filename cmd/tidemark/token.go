@@ -182,6 +182,9 @@ func withStore(ctx context.Context, e *cli.Env, cf *configFlags, fn func(*store.
 		return err
 	}
 	defer st.Close()
+	if err := st.CheckMigrated(ctx); err != nil {
+		return err
+	}
 	return fn(st)
 }
 

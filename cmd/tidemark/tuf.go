@@ -23,7 +23,7 @@ func newTUFCmd(e *cli.Env) *cobra.Command {
 			"root in the database serve uses: --config FILE or TIDEMARK_CONFIG, or\n" +
 			"DATABASE_URL alone. Keep the root key offline: serve never reads it.",
 	}
-	cmd.AddCommand(newTUFInitCmd(e), newTUFRotateRootCmd(e), newTUFRotateOnlineCmd(e))
+	cmd.AddCommand(newTUFInitCmd(e), newTUFRotateRootCmd(e), newTUFRotateOnlineCmd(e), newTUFDiscardPendingCmd(e))
 	return cli.CommandGroup(cmd)
 }
 
@@ -89,13 +89,9 @@ func newTUFRotateRootCmd(e *cli.Env) *cobra.Command {
 				return errors.New("tuf rotate-root needs --root-key OLD and --new-root-key NEW")
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
-				old, err := tufpub.LoadKeyFile(rootKey)
+				old, cur, err := tufpub.StartRotation(cmd.Context(), st, rootKey)
 				if err != nil {
-					return fmt.Errorf("tuf rotate-root: --root-key: %w", err)
-				}
-				cur, err := st.TUFMeta(cmd.Context(), "root", 0)
-				if err != nil {
-					return fmt.Errorf("tuf rotate-root: %w (run tidemark tuf init first)", err)
+					return fmt.Errorf("tuf rotate-root: %w", err)
 				}
 				next, err := keyOrNew(newRootKey)
 				if err != nil {
@@ -132,13 +128,9 @@ func newTUFRotateOnlineCmd(e *cli.Env) *cobra.Command {
 				return errors.New("tuf rotate-online needs --root-key FILE and --online-key NEW")
 			}
 			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
-				rk, err := tufpub.LoadKeyFile(rootKey)
+				rk, cur, err := tufpub.StartRotation(cmd.Context(), st, rootKey)
 				if err != nil {
-					return fmt.Errorf("tuf rotate-online: --root-key: %w", err)
-				}
-				cur, err := st.TUFMeta(cmd.Context(), "root", 0)
-				if err != nil {
-					return fmt.Errorf("tuf rotate-online: %w (run tidemark tuf init first)", err)
+					return fmt.Errorf("tuf rotate-online: %w", err)
 				}
 				ok, err := tufpub.NewKeyFile(onlineKey)
 				if err != nil {
@@ -151,8 +143,8 @@ func newTUFRotateOnlineCmd(e *cli.Env) *cobra.Command {
 				if err := st.AddTUFRoot(cmd.Context(), root, true); err != nil {
 					return fmt.Errorf("tuf rotate-online: %w", err)
 				}
-				fmt.Fprintf(e.Stderr, "tuf rotate-online: root version %d stored, pending: run serve with tuf: {online_key_file: %s} (restart serve) to publish it\n",
-					root.Version, onlineKey)
+				fmt.Fprintf(e.Stderr, "tuf rotate-online: root version %d stored, pending: run serve with tuf: {online_key_file: %s} (restart serve or SIGHUP) to publish it, or drop it with tidemark tuf discard-pending --root-key %s\n",
+					root.Version, onlineKey, rootKey)
 				return nil
 			})
 		},
@@ -160,5 +152,32 @@ func newTUFRotateOnlineCmd(e *cli.Env) *cobra.Command {
 	cf.registerPath(cmd)
 	cmd.Flags().StringVar(&rootKey, "root-key", "", "the current root key")
 	cmd.Flags().StringVar(&onlineKey, "online-key", "", "file to create for the new online key")
+	return cmd
+}
+
+func newTUFDiscardPendingCmd(e *cli.Env) *cobra.Command {
+	var cf configFlags
+	var rootKey string
+	cmd := &cobra.Command{
+		Use:   "discard-pending --root-key FILE",
+		Short: "Drop the root rotate-online signed, while no replica has published it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rootKey == "" {
+				return errors.New("tuf discard-pending needs --root-key FILE (the key the served root names)")
+			}
+			return withStore(cmd.Context(), e, &cf, func(st *store.Store) error {
+				version, online, err := tufpub.DiscardPending(cmd.Context(), st, rootKey)
+				if err != nil {
+					return fmt.Errorf("tuf discard-pending: %w", err)
+				}
+				fmt.Fprintf(e.Stderr, "tuf discard-pending: root version %d dropped; serve keeps its online key, and the key the dropped root named (ID %.16s…) signs nothing: delete its file\n",
+					version, online)
+				return nil
+			})
+		},
+	}
+	cf.registerPath(cmd)
+	cmd.Flags().StringVar(&rootKey, "root-key", "", "the root key the served root names")
 	return cmd
 }

@@ -52,7 +52,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 			StuckAfter: cfg.Fleet.StuckAfter, NewClustersPerMinute: cfg.Fleet.NewClustersPerMinute, MaxClusters: cfg.Fleet.MaxClusters,
 			EvidenceNetworks: cfg.Fleet.EvidenceNetworks},
 		TrustedProxies: cfg.TrustedProxies,
-		Connections:    connlimit.Options{Max: cfg.Limits.MaxConnections, PerAddress: cfg.Limits.MaxConnectionsPerAddress},
+		Connections:    connlimit.Options{Max: cfg.Limits.MaxConnections, PerAddress: cfg.Limits.MaxConnectionsPerAddress, PerNetwork: cfg.Limits.MaxConnectionsPerNetwork},
 		IdleTimeout:    cfg.Limits.IdleTimeout,
 		ClusterAPI:     cfg.ClusterAPISources(),
 		RegistryView:   registryView(cfg),

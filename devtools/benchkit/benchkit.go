@@ -40,14 +40,21 @@ func MetricValue(body, series string) float64 {
 	return f
 }
 
-// PeakRSS is process pid's VmHWM in bytes; 0 when unreadable.
-func PeakRSS(pid int) int64 {
+// PeakRSS is the highest resident set size pid has had (VmHWM), in bytes;
+// 0 when /proc cannot say.
+func PeakRSS(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// RSS is pid's resident set size now (VmRSS), in bytes; 0 when /proc
+// cannot say.
+func RSS(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}

@@ -72,7 +72,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		ReadTimeout: 30 * time.Second, DatabaseTimeout: 5 * time.Second,
 		Registries:   map[string]Registry{"docker.io": {RateLimit: 10}},
 		Fleet:        Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, StuckAfter: DefaultStuckAfter, NewClustersPerMinute: DefaultNewClustersPerMinute, MaxClusters: DefaultMaxClusters},
-		Limits:       Limits{MaxConnections: DefaultMaxConnections, MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress, IdleTimeout: DefaultIdleTimeout},
+		Limits:       Limits{MaxConnections: DefaultMaxConnections, MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress, MaxConnectionsPerNetwork: DefaultMaxConnectionsPerNetwork, IdleTimeout: DefaultIdleTimeout},
 		Webhooks:     Webhooks{MaxPending: indexer.DefaultMaxPending},
 		RegistryView: RegistryView{Auth: DefaultRegistryViewAuth, Blobs: DefaultRegistryViewBlobs},
 		Sources: []Source{{

@@ -314,6 +314,9 @@ func (s *API) listFreezes(c echo.Context) error {
 }
 
 func (s *API) cancelFreeze(c echo.Context) error {
+	if err := core.IgnoreBody(c); err != nil {
+		return err
+	}
 	g, err := s.GovernanceStore()
 	if err != nil {
 		return err

@@ -237,6 +237,9 @@ func (s *API) reloadAfterWrite(ctx context.Context, c snapshot.Change) error {
 }
 
 func (s *API) scan(c echo.Context) error {
+	if err := core.IgnoreBody(c); err != nil {
+		return err
+	}
 	source, err := s.SourceParam(c)
 	if err != nil {
 		return err

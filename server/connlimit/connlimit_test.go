@@ -3,6 +3,7 @@ package connlimit
 import (
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"testing"
 	"time"
@@ -179,5 +180,136 @@ func TestCloseTwiceGivesOneSlotBack(t *testing.T) {
 	sc.Close()
 	if w.Open() != 0 {
 		t.Fatalf("open = %d after closing one connection twice, want 0", w.Open())
+	}
+}
+
+func TestANetworkIsAV4Slash24OrAV6Slash64(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"203.0.113.7", "203.0.113.0/24"},
+		{"203.0.113.255", "203.0.113.0/24"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+	} {
+		if got := network(netip.MustParseAddr(tc.addr)); got.String() != tc.want {
+			t.Errorf("network(%s) = %s, want %s", tc.addr, got, tc.want)
+		}
+	}
+	// An IPv4 peer on a dual-stack listener arrives mapped; peer unmaps it.
+	mapped := netip.MustParseAddr("::ffff:203.0.113.7").Unmap()
+	if got := network(mapped); got.String() != "203.0.113.0/24" {
+		t.Errorf("a mapped IPv4 peer's network = %s", got)
+	}
+}
+
+// TestAnIdleConnectionYieldsOnlyWhenMarkedIdle: without the HTTP
+// server's word (ConnState), a connection is never taken for idle; once
+// idle, the one idle longest is closed for a new one, and its slot is
+// given back once however it is closed afterwards.
+func TestAnIdleConnectionYieldsOnlyWhenMarkedIdle(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	m, _ := NewMetrics(prometheus.NewRegistry())
+	l := Wrap(inner, Options{Max: 2}, m)
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	// accept dials and says whether the connection was accepted; a refused
+	// one never comes out of Accept.
+	accept := func() (net.Conn, bool) {
+		t.Helper()
+		dialFrom(t, "127.0.0.2", inner.Addr().String())
+		select {
+		case c := <-accepted:
+			return c, true
+		case <-time.After(500 * time.Millisecond):
+			return nil, false
+		}
+	}
+	a, _ := accept()
+	b, _ := accept()
+	l.ConnState(a, http.StateActive)
+	l.ConnState(b, http.StateActive)
+	if _, ok := accept(); ok {
+		t.Fatal("a third connection was accepted while both were busy")
+	}
+	l.ConnState(b, http.StateIdle)
+	l.ConnState(a, http.StateIdle)
+	c, ok := accept()
+	if !ok {
+		t.Fatal("a new connection was refused while two were idle")
+	}
+	if l.Open() != 2 || testutil.ToFloat64(m.Evicted) != 1 {
+		t.Fatalf("open %d, evicted %v; want 2 and 1", l.Open(), testutil.ToFloat64(m.Evicted))
+	}
+	b.Close() // the evicted one: its slot was given back already
+	if l.Open() != 2 {
+		t.Fatalf("closing the evicted connection changed open to %d", l.Open())
+	}
+	c.Close()
+	a.Close()
+	if l.Open() != 0 || l.Idle() != 0 {
+		t.Fatalf("open %d, idle %d after closing all; want 0", l.Open(), l.Idle())
+	}
+}
+
+// TestTheEndOfAFloodIsCollected: once a flood (floodSize connections or
+// more) is nine tenths closed, the listener has the runtime collect what
+// the closed connections left, once; connections coming and going below
+// that size never do.
+func TestTheEndOfAFloodIsCollected(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	l := Wrap(inner, Options{}, nil)
+	collected := make(chan struct{}, 4)
+	l.floodSize, l.afterFlood = 10, func() { collected <- struct{}{} }
+	open := func(n int) []net.Conn {
+		var cs []net.Conn
+		for range n {
+			dialFrom(t, "127.0.0.2", inner.Addr().String())
+			c, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	for _, c := range open(9) { // below a flood
+		c.Close()
+	}
+	cs := open(20)
+	for _, c := range cs[:17] {
+		c.Close()
+	}
+	select {
+	case <-collected:
+		t.Fatal("collected with 3 of 20 still open")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cs[17].Close() // 2 of 20 left: the flood has ended
+	select {
+	case <-collected:
+	case <-time.After(2 * time.Second):
+		t.Fatal("not collected after the flood ended")
+	}
+	cs[18].Close()
+	cs[19].Close()
+	select {
+	case <-collected:
+		t.Fatal("collected twice for one flood")
+	case <-time.After(100 * time.Millisecond):
 	}
 }

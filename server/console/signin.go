@@ -54,6 +54,9 @@ func (s *Console) uiLogout(c echo.Context) error {
 	if !core.SameSite(c.Request(), s.Opts.ExternalURL) {
 		return fmt.Errorf("%w: a sign-out from another site: send %s: 1, or sign out from the console", resolver.ErrForbidden, core.ConsoleHeader)
 	}
+	if err := core.IgnoreBody(c); err != nil {
+		return err
+	}
 	if s.Opts.SignIn != nil {
 		if err := s.Opts.SignIn.Logout(c.Response(), c.Request()); err != nil {
 			return err

@@ -65,9 +65,8 @@ func decode(c echo.Context, dst any, required, strict bool, limit int64) error {
 		if errors.Is(err, io.EOF) && !required {
 			return nil
 		}
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("%w: request body is over the limit of %d bytes", ErrBodyTooLarge, tooLarge.Limit)
+		if tl := overLimit(err); tl != nil {
+			return tl
 		}
 		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
 	}
@@ -75,6 +74,44 @@ func decode(c echo.Context, dst any, required, strict bool, limit int64) error {
 		return fmt.Errorf("%w: request body: data after the JSON value", resolver.ErrInvalid)
 	}
 	return nil
+}
+
+// IgnoreBody reads and drops the body of a route that takes none (scan,
+// sign-out, cancelling a freeze). A client may send one (curl -d, a form
+// post) and up to MaxWriteBody is accepted; past it the answer is 413 like
+// every other write's. Left unread, net/http would discard a small body
+// itself and answer a large one with this route's success and a closed
+// connection, so the limit would hold nowhere a client could see.
+func IgnoreBody(c echo.Context) error {
+	r := c.Request()
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil
+	}
+	if r.ContentLength > MaxWriteBody {
+		return tooLarge(MaxWriteBody)
+	}
+	_, err := io.Copy(io.Discard, http.MaxBytesReader(c.Response(), r.Body, MaxWriteBody))
+	if tl := overLimit(err); tl != nil {
+		return tl
+	}
+	if err != nil {
+		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
+	}
+	return nil
+}
+
+// overLimit is the 413 for a read that hit http.MaxBytesReader's limit,
+// nil for any other outcome.
+func overLimit(err error) error {
+	var tl *http.MaxBytesError
+	if errors.As(err, &tl) {
+		return tooLarge(tl.Limit)
+	}
+	return nil
+}
+
+func tooLarge(limit int64) error {
+	return fmt.Errorf("%w: request body is over the limit of %d bytes", ErrBodyTooLarge, limit)
 }
 
 // isJSON reports whether a Content-Type is application/json or a +json type.

@@ -6,7 +6,11 @@
 // MB, p99 < 100 ms). The replica runs in a process of its own (this
 // program with -serve), with the shipped connection limits.
 //
+// With -addresses, many addresses each hold -per idle keep-alive
+// connections, more than max_connections in all (many.go).
+//
 //	go run ./devtools/cmd/benchconn -conns 20000 -hold 10s
+//	go run ./devtools/cmd/benchconn -addresses 50 -per 250 -hold 10s -after 1m
 package main
 
 import (
@@ -21,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,21 +45,34 @@ import (
 
 func main() {
 	serve := flag.Bool("serve", false, "run the replica (used by the bench itself)")
+	container := flag.Int64("container-memory", shippedMemory, "the replica's container memory limit in bytes, of which it takes 90 % as Go's soft limit as serve does (0: none)")
 	flood := flag.Int("flood", 0, "open this many idle connections to -to and hold them until stdin closes (used by the bench itself)")
 	to := flag.String("to", "", "the replica's host:port, for -flood")
 	conns := flag.Int("conns", 20000, "idle connections one address opens")
 	hold := flag.Duration("hold", 10*time.Second, "how long they are held once open")
 	unlimited := flag.Bool("unlimited", false, "the replica runs without connection limits: the baseline before them")
+	var many manyOpts
+	flag.IntVar(&many.addresses, "addresses", 0, "many-address mode: this many source addresses (127.N.0.2, one /24 each), -per idle connections each")
+	flag.IntVar(&many.per, "per", 250, "idle keep-alive connections per address, in many-address mode")
+	flag.DurationVar(&many.after, "after", time.Minute, "how long after the flood RSS is read again, in many-address mode")
+	flag.DurationVar(&many.reopen, "reopen", time.Second, "a flood connection the replica closes is reopened after this, in many-address mode")
+	floodfrom := flag.String("floodfrom", "", "hold -per connections from each of these addresses (comma-separated) to -to until stdin closes (used by the bench itself)")
 	flag.Parse()
+	many.hold = *hold
 	ctx := context.Background()
 	var err error
 	switch {
 	case *serve:
-		err = child(ctx, *unlimited)
+		err = child(ctx, *unlimited, *container)
 	case *flood > 0:
 		err = flooder(ctx, *flood, *to)
+	case *floodfrom != "":
+		err = floodFrom(ctx, strings.Split(*floodfrom, ","), many.per, many.reopen, *to)
+	case many.addresses > 0:
+		many.container = *container
+		err = runMany(many)
 	default:
-		err = run(ctx, *conns, *hold, *unlimited)
+		err = run(ctx, *conns, *hold, *unlimited, *container)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchconn:", err)
@@ -62,9 +80,17 @@ func main() {
 	}
 }
 
+// shippedMemory is the memory limit the Helm chart and the Kubernetes
+// manifests give a replica (256Mi); serve takes 90 % of its container's
+// limit as Go's soft memory limit (cmd/tidemark/memlimit.go).
+const shippedMemory = 256 << 20
+
 // child serves one channel with the shipped limits on 127.0.0.1 until its
 // stdin closes.
-func child(ctx context.Context, unlimited bool) error {
+func child(ctx context.Context, unlimited bool, container int64) error {
+	if container > 0 {
+		debug.SetMemoryLimit(container * 9 / 10)
+	}
 	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
 	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
 	now := time.Now()
@@ -75,9 +101,10 @@ func child(ctx context.Context, unlimited bool) error {
 		sd.Tags = append(sd.Tags, t)
 	}
 	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{sd}, nil, now)
-	limits := connlimit.Options{Max: config.DefaultMaxConnections, PerAddress: config.DefaultMaxConnectionsPerAddress}
+	limits := connlimit.Options{Max: config.DefaultMaxConnections, PerAddress: config.DefaultMaxConnectionsPerAddress,
+		PerNetwork: config.DefaultMaxConnectionsPerNetwork}
 	if unlimited {
-		limits = connlimit.Options{Max: -1, PerAddress: -1}
+		limits = connlimit.Options{Max: -1, PerAddress: -1, PerNetwork: -1}
 	}
 	s, err := server.New(server.Options{
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -106,33 +133,54 @@ func child(ctx context.Context, unlimited bool) error {
 	return <-done
 }
 
-func run(ctx context.Context, n int, hold time.Duration, unlimited bool) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(self, "-serve")
+// replica is the replica's process (this program with -serve).
+type replica struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	base  string
+}
+
+// startReplica runs the replica and waits for its URL.
+func startReplica(self string, unlimited bool, container int64) (*replica, error) {
+	cmd := exec.Command(self, "-serve", "-container-memory", strconv.FormatInt(container, 10))
 	if unlimited {
 		cmd.Args = append(cmd.Args, "-unlimited")
 	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	r := &replica{cmd: cmd, stdin: stdin}
 	base, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("the replica did not start: %w", err)
+		r.stop()
+		return nil, fmt.Errorf("the replica did not start: %w", err)
 	}
-	base = strings.TrimSpace(base)
+	r.base = strings.TrimSpace(base)
+	return r, nil
+}
+
+func (r *replica) stop() { r.stdin.Close(); _ = r.cmd.Wait() }
+
+func run(ctx context.Context, n int, hold time.Duration, unlimited bool, container int64) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, err := startReplica(self, unlimited, container)
+	if err != nil {
+		return err
+	}
+	defer r.stop()
+	cmd, base := r.cmd, r.base
 	hostport := strings.TrimPrefix(base, "http://")
 	if unlimited {
 		fmt.Println("connections: the replica runs WITHOUT connection limits (the baseline)")
