@@ -21,6 +21,11 @@ type Sighting struct {
 	// Since is when this replica first saw Reported in the batch being
 	// written (At for a single sighting); the store keeps the earliest.
 	Since time.Time
+	// First is when this replica first saw the cluster in the batch (At
+	// when zero): a new record's first_seen, so a cluster first seen just
+	// before its channel's answer changed may vote on the new version
+	// even when its next poll comes in the same batch.
+	First time.Time
 	// Outside: the client is outside fleet.evidence_networks, so the
 	// record does not count as evidence.
 	Outside bool

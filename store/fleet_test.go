@@ -163,3 +163,27 @@ func incompressible(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// TestABatchKeepsWhenItFirstSawACluster: a cluster's first poll and its
+// next one coalesced into one batch record first_seen as the first, so a
+// version its channel began answering between the two is one it may vote
+// on; a stay (no directed answer) leaves directed as it was.
+func TestABatchKeepsWhenItFirstSawACluster(t *testing.T) {
+	st, _ := newStore(t, "src")
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := st.RecordFleet(ctx, []resolver.Sighting{{Cluster: "c1", Channel: "latest", Reported: "v1.0.0", Served: "v1.1.0",
+		Directed: "v1.1.0", First: t0, At: t0.Add(800 * time.Millisecond)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordFleet(ctx, []resolver.Sighting{{Cluster: "c1", Channel: "latest", Reported: "v2.0.0", Served: "v2.0.0", At: t0.Add(time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.FleetCluster(ctx, "c1")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("FleetCluster: %v %v", recs, err)
+	}
+	if r := recs[0]; !r.FirstSeen.Equal(t0) || r.Directed != "v1.1.0" || r.Served != "v2.0.0" {
+		t.Errorf("record %+v, want first seen %v, directed v1.1.0 (the stay changes neither), served v2.0.0", r, t0)
+	}
+}

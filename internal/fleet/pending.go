@@ -52,7 +52,7 @@ func (p *pending) merge(q queued) bool {
 		} else {
 			p.at[k] = n
 		}
-		s.Since = s.At
+		s.Since, s.First = s.At, s.At
 		p.list = append(p.list, s)
 		p.made = max(p.made, len(p.list))
 		return true

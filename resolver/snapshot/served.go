@@ -90,4 +90,3 @@ func (s *Snapshot) ServableWithin(channel string, active []string, now time.Time
 	}
 	return out, nil
 }
-

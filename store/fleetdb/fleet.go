@@ -39,11 +39,11 @@ const fleetChunk = 5000
 const fleetUpsert = `
 insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since,
 	directed, directed_since, evidence)
-select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
+select u.channel, u.cluster, u.first, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
 	case when u.served = '' then null else u.at end, nullif(u.directed, ''),
 	case when u.directed = '' then null else u.at end, u.evidence
-from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[])
-	as u(channel, cluster, at, reported, since, served, evidence, directed)
+from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[], $9::timestamptz[])
+	as u(channel, cluster, at, reported, since, served, evidence, directed, first)
 on conflict (channel, cluster) do update set
 	evidence = excluded.evidence,
 	first_seen = least(f.first_seen, excluded.first_seen),
@@ -82,7 +82,7 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 		rows = rows[n:]
 		cols := struct {
 			channel, cluster, reported, served, directed []string
-			at, since                                    []time.Time
+			at, since, first                             []time.Time
 			evidence                                     []bool
 		}{}
 		for _, r := range chunk {
@@ -97,9 +97,14 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			cols.directed = append(cols.directed, r.Directed)
 			cols.at = append(cols.at, r.At)
 			cols.since = append(cols.since, since)
+			first := r.First
+			if first.IsZero() || first.After(r.At) {
+				first = r.At
+			}
+			cols.first = append(cols.first, first)
 			cols.evidence = append(cols.evidence, !r.Outside)
 		}
-		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence, cols.directed)
+		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence, cols.directed, cols.first)
 		if err != nil && !errors.Is(err, resolver.ErrUnavailable) && ctx.Err() == nil {
 			// The database refused the data, not the connection: one bad
 			// record must not drop the others, so each goes on its own.
@@ -107,7 +112,7 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			var first error
 			for i := range chunk {
 				one, err := s.recordChunk(ctx, cols.channel[i:i+1], cols.cluster[i:i+1], cols.reported[i:i+1],
-					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1], cols.directed[i:i+1])
+					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1], cols.directed[i:i+1], cols.first[i:i+1])
 				recs = append(recs, one...)
 				if err != nil {
 					bad++
@@ -127,11 +132,11 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 	return out, nil
 }
 
-func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool, directed []string) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool, directed []string, first []time.Time) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
 	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
 		out = out[:0]
-		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence, directed)
+		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence, directed, first)
 		if err != nil {
 			return err
 		}
