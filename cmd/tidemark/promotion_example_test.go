@@ -25,8 +25,21 @@ import (
 // in the order the example shows it, so the example cannot drift.
 func TestPromotionExampleRunsAsDocumented(t *testing.T) {
 	const doc = "../../docs/promotion.md"
-	base, dbURL, stderr := startDemo(t)
 	walk := newDocWalk(t, doc)
+	// The configuration the example shows is the demo's.
+	_, yaml, _ := strings.Cut(walk.text, "\n## Try it in five minutes with the demo\n")
+	_, yaml, _ = strings.Cut(yaml, "```yaml\n")
+	yaml, _, _ = strings.Cut(yaml, "```")
+	conf := demoConfig("127.0.0.1:5000", "127.0.0.1:8080", "http://127.0.0.1:9/")
+	for _, l := range strings.Split(strings.TrimRight(yaml, "\n"), "\n") {
+		if !strings.Contains(conf, "\n"+l+"\n") {
+			t.Errorf("%s shows the demo's configuration line %q; the demo has no such line", doc, l)
+		}
+	}
+	if yaml == "" {
+		t.Errorf("%s shows no yaml of the demo's configuration", doc)
+	}
+	base, dbURL, stderr := startDemo(t)
 
 	anon := &tmcli{t: t, env: map[string]string{"TIDEMARK_SERVER": base}}
 	token := strings.TrimSpace(anon.with("DATABASE_URL", dbURL).must("token", "create", "--name", "example", "--scope", "promote"))
