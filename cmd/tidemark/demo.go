@@ -29,7 +29,8 @@ func newDemoCmd(e *cli.Env) *cobra.Command {
 		Short: "Serve realistic juju and k3s channels offline, from an in-process registry",
 		Long: `demo starts an in-process OCI registry on loopback, pushes realistic
 jujud-operator and k3s-upgrade tag histories into it, and serves them with the
-same channels as deploy/examples/tidemark.yaml (v1.33 also rolls out in stages).
+same channels as deploy/examples/tidemark.yaml (v1.33 also rolls out in stages)
+and canary and promoted, for the worked example in docs/promotion.md.
 It needs DATABASE_URL (make demo
 starts a throwaway Postgres) and no network.`,
 		Args: cobra.NoArgs,
@@ -210,6 +211,11 @@ channels:
   - {name: v1.33, source: k3s-upgrade, latestRegexp: 'v1\.33\..*', excludeRegexp: '^[^+]+-', rollout: {steps: [1, 10, 50, 100], interval: 1h}}
   - {name: v1.34, source: k3s-upgrade, latestRegexp: 'v1\.34\..*', excludeRegexp: '^[^+]+-'}
   - {name: stepwise, source: k3s-upgrade, latestRegexp: '.*', excludeRegexp: '^[^+]+-', stepwise: true, settle: 1m}
+  # docs/promotion.md's worked example: release to canary by a pin and
+  # promoted follows once canary's clusters run it for 20 s.
+  - {name: canary, source: k3s-upgrade, latest: v1.33.4+k3s1}
+  - {name: promoted, source: k3s-upgrade, latestRegexp: 'v1\.33\.4\+.*', promote: {from: canary, soak: 20s, min_adopted: 3, max_stuck_ratio: 0.34}}
+fleet: {active_window: 10m, stuck_after: 1m}
 notify:
   - {name: demo-log, url: %q}
 `, listen, host, host, receiver)

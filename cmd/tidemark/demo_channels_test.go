@@ -10,7 +10,8 @@ import (
 
 // TestDemoServesTheExampleChannels holds `tidemark demo` to what its help and
 // the README promise: the channels of deploy/examples/tidemark.yaml, so a
-// person trying the demo can ask every channel the example names.
+// person trying the demo can ask every channel the example names, then
+// docs/promotion.md's canary and promoted.
 func TestDemoServesTheExampleChannels(t *testing.T) {
 	example, err := config.Load("../../deploy/examples/tidemark.yaml", nil)
 	if err != nil {
@@ -27,7 +28,7 @@ func TestDemoServesTheExampleChannels(t *testing.T) {
 		}
 		return n
 	}
-	if got, want := names(demo.Channels), names(example.Channels); !slices.Equal(got, want) {
-		t.Errorf("demo channels %v, want the example's %v", got, want)
+	if got, want := names(demo.Channels), append(names(example.Channels), "canary", "promoted"); !slices.Equal(got, want) {
+		t.Errorf("demo channels %v, want the example's and the promotion example's %v", got, want)
 	}
 }
