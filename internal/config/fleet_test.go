@@ -26,6 +26,9 @@ channels:
 	if n := cfg.Fleet.EvidenceNetworks; len(n) != 2 || n[0].String() != "10.0.0.0/8" || n[1].String() != "192.168.1.7/32" {
 		t.Fatalf("fleet.evidence_networks = %v, want [10.0.0.0/8 192.168.1.7/32]", n)
 	}
+	if cfg.Fleet.Enrollment != "" {
+		t.Fatalf("fleet.enrollment unset = %q, want off", cfg.Fleet.Enrollment)
+	}
 	if c := cfg.Channels[0]; !c.Stepwise || c.Settle != 30*time.Minute {
 		t.Fatalf("channel = stepwise %v settle %s", c.Stepwise, c.Settle)
 	}
@@ -48,5 +51,17 @@ func TestRolloutPolicyLoads(t *testing.T) {
 	}
 	if cfg.Channels[1].Rollout != nil {
 		t.Fatalf("a channel without rollout: %+v", cfg.Channels[1].Rollout)
+	}
+}
+
+func TestFleetEnrollmentLoads(t *testing.T) {
+	for _, v := range []string{"optional", "required"} {
+		cfg, err := Parse("t.yaml", []byte(base+"fleet: {enrollment: "+v+"}\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Fleet.Enrollment != v {
+			t.Fatalf("fleet.enrollment = %q, want %q", cfg.Fleet.Enrollment, v)
+		}
 	}
 }
