@@ -313,6 +313,21 @@ type FleetCluster struct {
 	Served        *string    `json:"served"`
 	FirstSeen     time.Time  `json:"first_seen"`
 	LastSeen      time.Time  `json:"last_seen"`
+	Enrolled      bool       `json:"enrolled"`
+}
+
+// EnrollmentRequest enrolls a cluster (POST /api/v1/fleet/enrollments).
+type EnrollmentRequest struct {
+	ID       string   `json:"id"`
+	Channels []string `json:"channels,omitempty"`
+}
+
+// Enrollment is a new enrollment: its key, shown this once, and the
+// channel URLs that carry it.
+type Enrollment struct {
+	ID   string   `json:"id"`
+	Key  string   `json:"key"`
+	URLs []string `json:"urls"`
 }
 
 // FleetClusterPage is a page of a channel's clusters (GET /api/v1/fleet/clusters).

@@ -18,6 +18,8 @@ type Sighting struct {
 	// Outside: the client is outside fleet.evidence_networks, so the
 	// record does not count as evidence.
 	Outside bool
+	// Enrolled: the request carried the cluster's enrollment key.
+	Enrolled bool
 }
 
 // ClusterRecord is what the fleet knows of one cluster on one channel.
@@ -29,6 +31,7 @@ type ClusterRecord struct {
 	Served        string    // "" when never answered with a version
 	FirstSeen     time.Time
 	LastSeen      time.Time
+	Enrolled      bool // its last request carried its enrollment key
 }
 
 // VersionCount is how many clusters have one version.
