@@ -139,6 +139,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return err
 	}
 	opts := serverOptions(cfg, log, st, reg, snaps, scan, gate, push, dl, counts)
+	if opts.Enrollment, err = enrollment(startCtx, cfg, st, log); err != nil {
+		return startErr(err)
+	}
 	if signing != nil {
 		opts.TUF, opts.TUFRevision = st, signing.Revision
 	}
@@ -208,6 +211,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		},
 	}
 	ro.Background = append(ro.Background, dl.Run)
+	if opts.Enrollment != nil {
+		ro.Background = append(ro.Background, opts.Enrollment.Run)
+	}
 	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, func() bool { return ix != nil && ix.Leading() })
 	if err != nil {
 		return err

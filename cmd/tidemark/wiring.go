@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/enroll"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
@@ -59,6 +61,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Governance:     st,
 		SignIn:         signIn(cfg, log, st),
 		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
+		Enroller:       st,
 	}
 }
 
@@ -176,4 +179,18 @@ func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps 
 	reg *prometheus.Registry, leading func() bool) (*promotion.Loop, error) {
 	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
 		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter, Metrics: reg})
+}
+
+// enrollment keeps the enrolled clusters' keys in memory when
+// fleet.enrollment is on (nil otherwise), read once before serving so a
+// valid key is never refused at start-up; its Run keeps them current.
+func enrollment(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*enroll.Keys, error) {
+	keys := enroll.New(cfg.Fleet.Enrollment, st, log)
+	if keys == nil {
+		return nil, nil
+	}
+	if err := keys.Reload(ctx); err != nil {
+		return nil, fmt.Errorf("read enrolled keys: %w", err)
+	}
+	return keys, nil
 }

@@ -37,6 +37,7 @@ func Register(e *echo.Echo, c *core.Server, ev *evidenceview.Reader) {
 	s.registerWrites(e)
 	s.registerGovernance(e)
 	s.registerFleet(e)
+	s.registerEnrollments(e)
 	s.registerRollouts(e)
 	s.registerWebhooks(e)
 }

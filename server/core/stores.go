@@ -88,3 +88,9 @@ type PushFunc func(ctx context.Context, ev webhooks.PushEvent, received time.Tim
 // NotificationsFunc lists the newest limit outbound events and each
 // endpoint's delivery state (notify.Deliverer.Status).
 type NotificationsFunc func(ctx context.Context, limit int) (openapi.Notifications, error)
+
+// Enroller enrolls clusters and revokes their keys (*store.Store).
+type Enroller interface {
+	Enroll(ctx context.Context, id string, channels []string) (string, error)
+	RevokeEnrollment(ctx context.Context, id string) error
+}
