@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,5 +64,30 @@ func TestFleetEnrollmentLoads(t *testing.T) {
 		if cfg.Fleet.Enrollment != v {
 			t.Fatalf("fleet.enrollment = %q, want %q", cfg.Fleet.Enrollment, v)
 		}
+	}
+}
+
+func TestDigestSaysWhetherSourcesAndChannelsAgree(t *testing.T) {
+	load := func(extra string) string {
+		t.Helper()
+		cfg, err := Parse("t.yaml", []byte(base+extra), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := cfg.Digest()
+		if len(d) != 64 || strings.ToLower(d) != d {
+			t.Fatalf("digest %q: want 64 lowercase hex digits", d)
+		}
+		return d
+	}
+	plain := load("channels:\n  - name: stable\n    source: k3s\n")
+	if again := load("channels:\n  - name: stable\n    source: k3s\n    stream: released\n"); again != plain {
+		t.Errorf("a default written out changed the digest: %s, was %s", again, plain)
+	}
+	if other := load("channels:\n  - name: stable\n    source: k3s\n    latest: v1.30.0+k3s1\n"); other == plain {
+		t.Error("a channel's latest: changed nothing in the digest")
+	}
+	if other := load("fleet: {retention: 7d}\nchannels:\n  - name: stable\n    source: k3s\n"); other != plain {
+		t.Error("fleet: settings changed the digest of sources and channels")
 	}
 }
