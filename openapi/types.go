@@ -316,6 +316,30 @@ type FleetCluster struct {
 	Enrolled      bool       `json:"enrolled"`
 }
 
+// Status is GET /api/v1/status: the build and how this replica's
+// configuration stands to the signed answers'.
+type Status struct {
+	Version string        `json:"version"`
+	Config  StatusConfig  `json:"config"`
+	Signer  *StatusSigner `json:"signer"`
+}
+
+// StatusConfig is this replica's configuration digest and the last
+// signed publication's (null before the first, or without tuf:).
+type StatusConfig struct {
+	Digest      string  `json:"digest"`
+	Published   *string `json:"published"`
+	InAgreement *bool   `json:"in_agreement"`
+}
+
+// StatusSigner is this replica's part in signing: whether it holds the
+// signer lock, and the last publication's replica and store revision.
+type StatusSigner struct {
+	Holding       bool    `json:"holding"`
+	PublishedBy   *string `json:"published_by"`
+	StoreRevision *int64  `json:"store_revision"`
+}
+
 // EnrollmentRequest enrolls a cluster (POST /api/v1/fleet/enrollments).
 type EnrollmentRequest struct {
 	ID       string   `json:"id"`

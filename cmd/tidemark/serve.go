@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	counts := &rollouts.Counts{}
 	var srv *server.Server
-	signing, err := signedAnswers(cfg, st, snaps, log, func() *fleet.Recorder { return srv.Fleet() })
+	signing, err := signedAnswers(cfg, st, snaps, log, reg, func() *fleet.Recorder { return srv.Fleet() })
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return startErr(err)
 	}
 	if signing != nil {
-		opts.TUF, opts.TUFRevision = st, signing.Revision
+		opts.TUF, opts.TUFRevision, opts.Signing = st, signing.Revision, signing
 	}
 	if srv, err = server.New(opts); err != nil {
 		return err

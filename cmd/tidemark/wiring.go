@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -62,6 +63,8 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		SignIn:         signIn(cfg, log, st),
 		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
 		Enroller:       st,
+		Version:        plainVersion(),
+		ConfigDigest:   cfg.Digest(),
 	}
 }
 
@@ -145,8 +148,11 @@ func signIn(cfg *config.Config, log *slog.Logger, st *store.Store) *signin.SignI
 
 // signedAnswers is the loop that publishes signed answers when tuf: is
 // configured (nil otherwise). Only serve reads the online key; its
-// answers read the current snapshot and the fleet's active versions.
-func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, log *slog.Logger, rec func() *fleet.Recorder) (*tufpub.Loop, error) {
+// answers read the current snapshot and the fleet's active versions. Only
+// the replica holding the signer lock publishes; every replica compares
+// its configuration's digest with the last publication's.
+func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, log *slog.Logger, reg prometheus.Registerer,
+	rec func() *fleet.Recorder) (*tufpub.Loop, error) {
 	t := cfg.TUF
 	if t == nil {
 		return nil, nil
@@ -157,17 +163,30 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 	}
 	p := &tufpub.Publisher{Store: st, Online: key, Now: time.Now,
 		Expires: tufpub.Expires{Root: t.Root, Targets: t.Targets, Snapshot: t.Snapshot, Timestamp: t.Timestamp}}
-	loop := tufpub.NewLoop(p, func(now time.Time) []signed.Answer {
+	answers := func(now time.Time) ([]signed.Answer, int64) {
 		snap := snaps.Current()
 		if snap == nil {
-			return nil
+			return nil, 0
 		}
 		var active func(string) ([]string, uint64)
 		if r := rec(); r != nil {
 			active = r.ActiveServed
 		}
-		return tufpub.AnswersOf(snap, active, now)
-	}, log)
+		return tufpub.AnswersOf(snap, active, now), snap.StoreRevision
+	}
+	lock := func(ctx context.Context) (tufpub.Held, bool, error) {
+		l, held, err := st.TakeSignerLock(ctx)
+		if !held {
+			return nil, false, err
+		}
+		return l, true, nil
+	}
+	host, _ := os.Hostname()
+	loop, err := tufpub.NewLoop(p, tufpub.LoopOptions{Answers: answers, Lock: lock, Reads: st, Digest: cfg.Digest(),
+		Replica: host, KeyFile: t.OnlineKeyFile, Log: log, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
 	snaps.Subscribe(loop.Changed)
 	return loop, nil
 }

@@ -107,6 +107,12 @@ type Options struct {
 	// Fleet records the clusters that ask channel URLs (internal/fleet,
 	// flushed under service.Run) and serves the fleet routes (fleetapi.go).
 	Fleet fleet.Options
+	// Version is the build's version, and ConfigDigest the digest of the
+	// configuration of sources and channels (GET /api/v1/status).
+	Version, ConfigDigest string
+	// Signing says how this replica stands to the signed answers (the
+	// TUF loop); nil without tuf:.
+	Signing SigningStatus
 	// Enrollment is the enrolled clusters' keys (fleet.enrollment,
 	// internal/enroll); nil: enrollment is off. Enroller enrolls and
 	// revokes for the API; nil: those routes answer 503.
