@@ -161,8 +161,8 @@ type Change struct {
 type Changes struct {
 	All      bool
 	Sources  map[string]bool
-	Channels bool // some channel state changed: states are read again (one small table)
-	Config   bool // the configured channels changed
+	Channels bool  // some channel state changed: states are read again (one small table)
+	Config   bool  // the configured channels changed
 	Revision int64 // the highest store revision of the changes
 }
 
