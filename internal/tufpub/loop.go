@@ -161,8 +161,9 @@ func (l *Loop) Run(ctx context.Context) {
 	defer at.Stop()
 	defer l.sign.release()
 	l.agree.check(ctx, l, true)
-	retry := l.once(ctx)
+	_, retry := l.once(ctx)
 	var last time.Time
+	var wrote bool
 	for {
 		var again <-chan time.Time
 		if retry {
@@ -186,25 +187,26 @@ func (l *Loop) Run(ctx context.Context) {
 			case <-time.After(wait):
 			}
 		}
-		retry = l.once(ctx)
-		last = time.Now()
+		if wrote, retry = l.once(ctx); wrote {
+			last = time.Now()
+		}
 	}
 }
 
 // once publishes what is due when this replica may sign, and reads the
-// published revisions; it reports whether to try again soon (the
-// snapshot was behind the last publication's).
-func (l *Loop) once(ctx context.Context) (retry bool) {
+// published revisions; it reports whether it wrote, and whether to try
+// again soon (the snapshot was behind the last publication's).
+func (l *Loop) once(ctx context.Context) (wrote, retry bool) {
 	now := l.Publisher.Now()
 	if l.o.Lock == nil {
 		answers, _ := l.o.Answers(now)
 		wrote, revs, err := l.Publisher.PublishRevisions(ctx, answers)
 		l.published(ctx, wrote, revs, err)
-		return false
+		return wrote && err == nil, false
 	}
 	if !l.sign.mayHold(ctx, l) {
 		l.readRevisions(ctx)
-		return false
+		return false, false
 	}
 	answers, rev := l.o.Answers(now)
 	pub := signed.Publication{ConfigDigest: l.o.Digest, StoreRevision: rev, Replica: l.o.Replica}
@@ -213,14 +215,18 @@ func (l *Loop) once(ctx context.Context) (retry bool) {
 	case errors.Is(err, ErrBehind):
 		l.o.Log.Info("tuf: not publishing yet: this replica's snapshot is behind the last publication's; trying again in a second", "err", err)
 		l.readRevisions(ctx)
-		return true
+		return false, true
 	case errors.Is(err, ErrLockLost):
 		l.sign.lost(l, err)
 		l.readRevisions(ctx)
-		return false
+		return false, false
 	}
 	l.published(ctx, wrote, revs, err)
-	return false
+	if wrote && err == nil {
+		l.agree.published.Store(&pub)
+		l.agree.gauge.Set(1)
+	}
+	return wrote && err == nil, false
 }
 
 func (l *Loop) published(ctx context.Context, wrote bool, revs map[string]int64, err error) {
