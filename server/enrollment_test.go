@@ -25,6 +25,13 @@ import (
 // fleet.enrollment mode, its keys kept current as serve keeps them.
 func enrolledReplica(t *testing.T, url, mode string) (string, *store.Store) {
 	t.Helper()
+	base, st, _ := enrolledServer(t, url, mode)
+	return base, st
+}
+
+// enrolledServer is enrolledReplica, also answering the server.
+func enrolledServer(t *testing.T, url, mode string) (string, *store.Store, *Server) {
+	t.Helper()
 	st, src := fleetStoreAt(t, url)
 	keys := enroll.New(mode, st, nil)
 	if err := keys.Reload(context.Background()); err != nil {
@@ -35,12 +42,13 @@ func enrolledReplica(t *testing.T, url, mode string) (string, *store.Store) {
 	go func() { defer close(done); keys.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
 	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Store: st, Enrollment: keys, Enroller: st,
+		Version: "test", ConfigDigest: strings.Repeat("ab", 32),
 		Fleet:    fleet.Options{Store: st, FlushEvery: 50 * time.Millisecond},
 		Channels: []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runOnLoopback(t, srv, runOpts{}), st
+	return runOnLoopback(t, srv, runOpts{}), st, srv
 }
 
 // ask polls channel stable on base as a cluster: id in X-SUC-Cluster-ID
@@ -223,4 +231,42 @@ func TestEnrollmentRequired(t *testing.T) {
 		t.Errorf("no cluster ID: %d %s, want 302 as anonymous", code, body)
 	}
 	waitStatus(t, base, "edge-2", key, http.StatusFound, "enrolled key")
+}
+
+// TestEnrollmentAnswersMatchTheSpec: every answer of the enrollment
+// routes, of a channel URL refusing a key, and of the status route is the
+// one openapi.yaml describes.
+func TestEnrollmentAnswersMatchTheSpec(t *testing.T) {
+	_, st, srv := enrolledServer(t, storetest.URL(t), enroll.Required)
+	ts := newValidatingServer(t, srv)
+	admin, err := st.CreateToken(context.Background(), "root", []string{"admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{http.MethodPost, "/api/v1/fleet/enrollments", `{"id":"edge-1","channels":["stable"]}`, http.StatusCreated},
+		{http.MethodPost, "/api/v1/fleet/enrollments", `{"id":"edge-1"}`, http.StatusConflict},
+		{http.MethodPost, "/api/v1/fleet/enrollments", `{"id":"edge-2","channels":["nope"]}`, http.StatusBadRequest},
+		{http.MethodPost, "/api/v1/fleet/enrollments", `{"id":"bad id"}`, http.StatusBadRequest},
+		{http.MethodGet, "/api/v1/status", "", http.StatusOK},
+		{http.MethodDelete, "/api/v1/fleet/enrollments/edge-1", "", http.StatusNoContent},
+		{http.MethodDelete, "/api/v1/fleet/enrollments/edge-9", "", http.StatusNotFound},
+	} {
+		if code, body := apiCall(t, ts.URL, c.method, c.path, admin, c.body); code != c.want {
+			t.Errorf("%s %s %s: %d %s, want %d", c.method, c.path, c.body, code, body, c.want)
+		}
+	}
+	if code, body := ask(t, ts.URL, "edge-3", "", false); code != http.StatusUnauthorized {
+		t.Errorf("a cluster ID without a key: %d %s", code, body)
+	}
+	if code, body := ask(t, ts.URL, "", "tdm_nope", true); code != http.StatusUnauthorized {
+		t.Errorf("a wrong key: %d %s", code, body)
+	}
+	code, body := apiCall(t, ts.URL, http.MethodGet, "/api/v1/status", admin, "")
+	if code != http.StatusOK || !strings.Contains(string(body), `"digest":"`+strings.Repeat("ab", 32)+`"`) || !strings.Contains(string(body), `"version":"test"`) {
+		t.Errorf("status: %d %s", code, body)
+	}
 }
