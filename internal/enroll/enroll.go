@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -135,8 +136,17 @@ func KeyOf(r *http.Request) string {
 			}
 		}
 	}
-	if r.URL.RawQuery == "" || !strings.Contains(r.URL.RawQuery, "key=") {
-		return ""
+	// The query read without building url.Values: this is every
+	// enrolled request's path.
+	for rest := r.URL.RawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if v, ok := strings.CutPrefix(pair, "key="); ok {
+			if u, err := url.QueryUnescape(v); err == nil {
+				return u
+			}
+			return ""
+		}
 	}
-	return r.URL.Query().Get("key")
+	return ""
 }
