@@ -191,6 +191,26 @@ func TestOneSignerWhileReplicasDisagree(t *testing.T) {
 			t.Fatalf("after change %d the signed v1.33 is %s at revision %d, want A's v1.33.6+k3s2 at %d: two signers\nB:\n%s", i, v, r2, rev, b.logs.String())
 		}
 	}
+	// B, which does not sign, names the signer's revision in its channel
+	// objects.
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		res, err := http.Get(b.base + "/api/v1/channels/v1.33")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ch struct {
+			TUF struct{ Revision int64 } `json:"tuf"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&ch)
+		res.Body.Close()
+		if ch.TUF.Revision == rev {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's channel object names revision %d, want the signer's %d", ch.TUF.Revision, rev)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	sa, sb := status(t, a.base, token), status(t, b.base, token)
 	if sa.Signer == nil || !sa.Signer.Holding || sb.Signer == nil || sb.Signer.Holding {
 		t.Errorf("signers: A %+v, B %+v, want A alone", sa.Signer, sb.Signer)

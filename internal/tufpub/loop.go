@@ -159,6 +159,13 @@ func (l *Loop) Run(ctx context.Context) {
 	defer t.Stop()
 	at := time.NewTicker(agreeEvery)
 	defer at.Stop()
+	// Every second a replica that does not sign looks for a new
+	// publication (one row), so its channel objects name the signer's
+	// revisions within a second; every 5 s the signer checks that the
+	// newest root still names its key (tuf rotate-online adds one).
+	fast := time.NewTicker(time.Second)
+	defer fast.Stop()
+	ticks := 0
 	defer l.sign.release()
 	l.agree.check(ctx, l, true)
 	_, retry := l.once(ctx)
@@ -174,6 +181,16 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		case <-at.C:
 			l.agree.check(ctx, l, false)
+			continue
+		case <-fast.C:
+			ticks++
+			switch {
+			case l.o.Lock == nil || l.o.Reads == nil:
+			case l.sign.held == nil:
+				l.follow(ctx)
+			case ticks%5 == 0:
+				l.sign.mayHold(ctx, l)
+			}
 			continue
 		case <-t.C:
 		case <-again:
@@ -239,6 +256,25 @@ func (l *Loop) published(ctx context.Context, wrote bool, revs map[string]int64,
 	l.revs.Store(&revs)
 	if wrote {
 		l.o.Log.Info("signed answers published", "channels", len(revs))
+	}
+}
+
+// follow reads the published revisions when another replica has
+// published since the last look.
+func (l *Loop) follow(ctx context.Context) {
+	p, err := l.o.Reads.LastTUFPublication(ctx)
+	if err != nil {
+		return // none yet, or the database is away: the next tick looks again
+	}
+	if last := l.agree.published.Load(); last != nil && last.Timestamp == p.Timestamp {
+		return
+	}
+	l.readRevisions(ctx)
+	l.agree.published.Store(&p)
+	if p.ConfigDigest == l.o.Digest {
+		l.agree.gauge.Set(1)
+	} else {
+		l.agree.gauge.Set(0)
 	}
 }
 
