@@ -162,7 +162,8 @@ func (l *Loop) Run(ctx context.Context) {
 	// Every second a replica that does not sign looks for a new
 	// publication (one row), so its channel objects name the signer's
 	// revisions within a second; every 5 s the signer checks that the
-	// newest root still names its key (tuf rotate-online adds one).
+	// newest root still names its key (tuf rotate-online adds one), and
+	// one that does not sign tries to take the lock (its holder stopped).
 	fast := time.NewTicker(time.Second)
 	defer fast.Stop()
 	ticks := 0
@@ -186,12 +187,22 @@ func (l *Loop) Run(ctx context.Context) {
 			ticks++
 			switch {
 			case l.o.Lock == nil || l.o.Reads == nil:
-			case l.sign.held == nil:
-				l.follow(ctx)
+				continue
+			case ticks%5 == 0 && l.sign.held == nil:
+				if !l.sign.mayHold(ctx, l) {
+					l.follow(ctx)
+					continue
+				}
+				// It took the lock: publish what is due now.
 			case ticks%5 == 0:
 				l.sign.mayHold(ctx, l)
+				continue
+			case l.sign.held == nil:
+				l.follow(ctx)
+				continue
+			default:
+				continue
 			}
-			continue
 		case <-t.C:
 		case <-again:
 		case <-l.kick:
