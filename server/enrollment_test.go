@@ -188,6 +188,25 @@ func TestEnrollmentOptionalAcrossReplicas(t *testing.T) {
 	if ev, enrolled := recordOf(t, conn, "anon-1", at); ev || enrolled {
 		t.Errorf("unenrolled cluster's record: evidence %v enrolled %v, want neither", ev, enrolled)
 	}
+	// Evidence counts the enrolled cluster alone (both were on the
+	// channel before it first told its version).
+	if _, err := conn.Exec(ctx, `update fleet set first_seen = first_seen - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rows, _, err := stA.EvidenceCounts(ctx, now.Add(-time.Hour), now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := 0
+	for _, r := range rows {
+		if r.Channel == "stable" {
+			told += r.Clusters
+		}
+	}
+	if told != 1 {
+		t.Errorf("evidence counts %d clusters on stable, want the enrolled one alone", told)
+	}
 	code, body = apiCall(t, baseA, http.MethodGet, "/api/v1/fleet/clusters/edge-1", admin, "")
 	if code != http.StatusOK || !strings.Contains(string(body), `"enrolled":true`) {
 		t.Errorf("fleet record of edge-1: %d %s, want enrolled true", code, body)
