@@ -78,11 +78,14 @@ func (k *Keys) Reload(ctx context.Context) error {
 // Run keeps the keys current until ctx ends: every notification reloads
 // them (a burst once), and a failed reload is tried again every second.
 func (k *Keys) Run(ctx context.Context) {
+	listening := make(chan struct{})
 	go func() {
+		defer close(listening)
 		if err := k.store.ListenEnrollments(ctx, k.changed); err != nil && ctx.Err() == nil {
 			k.log.Error("listening for enrollments stopped", "err", err)
 		}
 	}()
+	defer func() { <-listening }()
 	for {
 		select {
 		case <-ctx.Done():
