@@ -42,7 +42,7 @@ func enrolledServer(t *testing.T, url, mode string) (string, *store.Store, *Serv
 	go func() { defer close(done); keys.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
 	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Store: st, Enrollment: keys, Enroller: st,
-		Version: "test", ConfigDigest: strings.Repeat("ab", 32),
+		Version: "test", ConfigDigest: func() string { return strings.Repeat("ab", 32) },
 		Fleet:    fleet.Options{Store: st, FlushEvery: 50 * time.Millisecond},
 		Channels: []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,6 +233,37 @@ func TestOneSignerWhileReplicasDisagree(t *testing.T) {
 	}
 	if logs := b.logs.String(); !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, sb.Config.Digest) || !strings.Contains(logs, sa.Config.Digest) {
 		t.Errorf("B logged no WARN naming both digests:\n%s", logs)
+	}
+
+	// B's file takes A's channels and a SIGHUP applies them: B agrees
+	// within a second or two, without a new publication.
+	if err := os.WriteFile(b.env["TIDEMARK_CONFIG"], []byte(e2eConfig+tuf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); metric(t, b.base, "tidemark_config_in_agreement") != "1"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("B does not agree within 5 s of applying A's channels:\n%s", b.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := status(t, b.base, token); s.Config.Digest != sa.Config.Digest || s.Config.InAgreement == nil || !*s.Config.InAgreement {
+		t.Errorf("B's status after SIGHUP %+v, want A's digest, in agreement", s.Config)
+	}
+	// Back to its own latest: for the change of hands below.
+	if err := os.WriteFile(b.env["TIDEMARK_CONFIG"], []byte(other+tuf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); metric(t, b.base, "tidemark_config_in_agreement") != "0"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("B agrees still 5 s after taking its own latest: again:\n%s", b.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// The lock changes hands (B looks every 5 s; no change needed to

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,7 +20,9 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/tufpub"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -64,7 +67,7 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
 		Enroller:       st,
 		Version:        plainVersion(),
-		ConfigDigest:   cfg.Digest(),
+		ConfigDigest:   runningDigest(cfg, snaps),
 	}
 }
 
@@ -163,16 +166,17 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 	}
 	p := &tufpub.Publisher{Store: st, Online: key, Now: time.Now,
 		Expires: tufpub.Expires{Root: t.Root, Targets: t.Targets, Snapshot: t.Snapshot, Timestamp: t.Timestamp}}
-	answers := func(now time.Time) ([]signed.Answer, int64) {
+	digest := runningDigest(cfg, snaps)
+	answers := func(now time.Time) ([]signed.Answer, int64, string) {
 		snap := snaps.Current()
 		if snap == nil {
-			return nil, 0
+			return nil, 0, ""
 		}
 		var active func(string) ([]string, uint64)
 		if r := rec(); r != nil {
 			active = r.ActiveServed
 		}
-		return tufpub.AnswersOf(snap, active, now), snap.StoreRevision
+		return tufpub.AnswersOf(snap, active, now), snap.StoreRevision, digestOf(cfg, snap)
 	}
 	lock := func(ctx context.Context) (tufpub.Held, bool, error) {
 		l, held, err := st.TakeSignerLock(ctx)
@@ -182,7 +186,7 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 		return l, true, nil
 	}
 	host, _ := os.Hostname()
-	loop, err := tufpub.NewLoop(p, tufpub.LoopOptions{Answers: answers, Lock: lock, Reads: st, Digest: cfg.Digest(),
+	loop, err := tufpub.NewLoop(p, tufpub.LoopOptions{Answers: answers, Lock: lock, Reads: st, Digest: digest,
 		Replica: host, KeyFile: t.OnlineKeyFile, Log: log, Metrics: reg})
 	if err != nil {
 		return nil, err
@@ -212,4 +216,38 @@ func enrollment(ctx context.Context, cfg *config.Config, st *store.Store, log *s
 		return nil, fmt.Errorf("read enrolled keys: %w", err)
 	}
 	return keys, nil
+}
+
+// runningDigest is the digest of the running configuration: cfg's
+// sources (a change takes a restart) and the channels the current
+// snapshot serves (SIGHUP applies them).
+// It is computed once per snapshot: replicas compare it every second.
+func runningDigest(cfg *config.Config, snaps *live.Snapshots) func() string {
+	type computed struct {
+		snap   *snapshot.Snapshot
+		digest string
+	}
+	var last atomic.Pointer[computed]
+	return func() string {
+		snap := snaps.Current()
+		if snap == nil {
+			return cfg.Digest()
+		}
+		if c := last.Load(); c != nil && c.snap == snap {
+			return c.digest
+		}
+		c := &computed{snap: snap, digest: digestOf(cfg, snap)}
+		last.Store(c)
+		return c.digest
+	}
+}
+
+// digestOf is the digest of cfg's sources with the channels snap serves.
+func digestOf(cfg *config.Config, snap *snapshot.Snapshot) string {
+	answers := snap.Channels()
+	chs := make([]catalog.Channel, len(answers))
+	for i, a := range answers {
+		chs[i] = a.Channel
+	}
+	return cfg.DigestWith(chs)
 }

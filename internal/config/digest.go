@@ -16,7 +16,12 @@ import (
 // answers a replica signs. Replicas that agree on it compute the same
 // answers from the same store; credentials, timings of indexing and
 // everything outside sources and channels are left out.
-func (c *Config) Digest() string {
+func (c *Config) Digest() string { return c.DigestWith(c.Channels) }
+
+// DigestWith is Digest with channels in place of the file's: the running
+// configuration after a SIGHUP applied new channels (sources take a
+// restart).
+func (c *Config) DigestWith(channels []catalog.Channel) string {
 	type source struct {
 		Name, Image, Scheme, Build string
 		Labels                     resolver.Labels
@@ -56,7 +61,7 @@ func (c *Config) Digest() string {
 			Exclude: reString(s.Exclude), Platforms: s.Gates.Platforms, SignatureKeyID: s.Gates.SignatureKeyID, GateSoak: s.Gates.Soak,
 			ClusterAPI: s.ClusterAPI})
 	}
-	for _, ch := range c.Channels {
+	for _, ch := range channels {
 		out := channel{Name: ch.Name, Source: ch.Source, Stream: ch.Stream.String(), Constraint: ch.ConstraintText,
 			Include: reString(ch.Include), Exclude: reString(ch.Exclude), Latest: ch.Latest, Redirect: ch.Redirect,
 			Builds: ch.Builds, Stepwise: ch.Stepwise, Settle: ch.Settle, Soak: ch.Soak, Rollout: ch.Rollout,

@@ -65,17 +65,20 @@ type Loop struct {
 
 // LoopOptions are a loop's parts beside its Publisher.
 type LoopOptions struct {
-	// Answers are the channels' answers now, and the store revision of
-	// the snapshot they were computed from.
-	Answers func(now time.Time) ([]signed.Answer, int64)
+	// Answers are the channels' answers now, the store revision of the
+	// snapshot they were computed from, and the digest of the
+	// configuration that computed them.
+	Answers func(now time.Time) ([]signed.Answer, int64, string)
 	// Lock takes the signer lock: held false when another replica holds
 	// it. nil: publish without one (tests of the publisher alone).
 	Lock func(ctx context.Context) (Held, bool, error)
 	// Reads reads what is published (*store.Store).
 	Reads Reads
-	// Digest is this replica's configuration digest (config.Digest);
-	// Replica names it in publications (its host name).
-	Digest, Replica string
+	// Digest is this replica's configuration digest now (config.Digest
+	// of the running sources and channels).
+	Digest func() string
+	// Replica names this replica in publications (its host name).
+	Replica string
 	// KeyFile is tuf.online_key_file, for messages.
 	KeyFile string
 	// Every is how often a role's age is checked (0: 30s); AgreeEvery how
@@ -227,7 +230,7 @@ func (l *Loop) Run(ctx context.Context) {
 func (l *Loop) once(ctx context.Context) (wrote, retry bool) {
 	now := l.Publisher.Now()
 	if l.o.Lock == nil {
-		answers, _ := l.o.Answers(now)
+		answers, _, _ := l.o.Answers(now)
 		wrote, revs, err := l.Publisher.PublishRevisions(ctx, answers)
 		l.published(ctx, wrote, revs, err)
 		return wrote && err == nil, false
@@ -236,8 +239,8 @@ func (l *Loop) once(ctx context.Context) (wrote, retry bool) {
 		l.readRevisions(ctx)
 		return false, false
 	}
-	answers, rev := l.o.Answers(now)
-	pub := signed.Publication{ConfigDigest: l.o.Digest, StoreRevision: rev, Replica: l.o.Replica}
+	answers, rev, digest := l.o.Answers(now)
+	pub := signed.Publication{ConfigDigest: digest, StoreRevision: rev, Replica: l.o.Replica}
 	wrote, revs, err := l.Publisher.publishAs(ctx, l.sign.held, pub, answers)
 	switch {
 	case errors.Is(err, ErrBehind):
@@ -252,7 +255,7 @@ func (l *Loop) once(ctx context.Context) (wrote, retry bool) {
 	l.published(ctx, wrote, revs, err)
 	if wrote && err == nil {
 		l.agree.published.Store(&pub)
-		l.agree.gauge.Set(1)
+		l.agree.set(l, true)
 	}
 	return wrote && err == nil, false
 }
@@ -277,16 +280,20 @@ func (l *Loop) follow(ctx context.Context) {
 	if err != nil {
 		return // none yet, or the database is away: the next tick looks again
 	}
-	if last := l.agree.published.Load(); last != nil && last.Timestamp == p.Timestamp {
-		return
+	if last := l.agree.published.Load(); last == nil || last.Timestamp != p.Timestamp {
+		l.readRevisions(ctx)
+		l.agree.published.Store(&p)
 	}
-	l.readRevisions(ctx)
-	l.agree.published.Store(&p)
-	if p.ConfigDigest == l.o.Digest {
-		l.agree.gauge.Set(1)
-	} else {
-		l.agree.gauge.Set(0)
+	// The digest moves with a SIGHUP that applies other channels.
+	l.agree.set(l, p.ConfigDigest == l.digest())
+}
+
+// digest is this replica's configuration digest now.
+func (l *Loop) digest() string {
+	if l.o.Digest == nil {
+		return ""
 	}
+	return l.o.Digest()
 }
 
 // readRevisions reads what the signer published, for Revision.

@@ -122,7 +122,7 @@ func (s *signerLock) mayHold(ctx context.Context, l *Loop) bool {
 		}
 		s.held = h
 		s.holding.Store(true)
-		l.o.Log.Info("tuf: this replica holds the signer lock: it signs the answers every replica serves", "digest", l.o.Digest)
+		l.o.Log.Info("tuf: this replica holds the signer lock: it signs the answers every replica serves", "digest", l.digest())
 	}
 	return true
 }
@@ -159,6 +159,21 @@ func (l *Loop) publishedRoot(ctx context.Context) (int64, bool) {
 type agreement struct {
 	gauge     prometheus.Gauge
 	published atomic.Pointer[signed.Publication]
+	differs   bool // as last set; only the loop's goroutine reads it
+}
+
+// set records whether the digests agree, saying so when they come to
+// agree again.
+func (a *agreement) set(l *Loop, agree bool) {
+	if agree {
+		a.gauge.Set(1)
+		if a.differs {
+			l.o.Log.Info("tuf: this replica's configuration of sources and channels agrees with the signed answers' again", "digest", l.digest())
+		}
+	} else {
+		a.gauge.Set(0)
+	}
+	a.differs = !agree
 }
 
 func (a *agreement) register(reg prometheus.Registerer, s *signerLock) error {
@@ -191,7 +206,7 @@ func (a *agreement) check(ctx context.Context, l *Loop, startup bool) {
 	}
 	p, err := l.o.Reads.LastTUFPublication(ctx)
 	if errors.Is(err, resolver.ErrNotFound) {
-		a.gauge.Set(1) // nothing published yet to differ from
+		a.set(l, true) // nothing published yet to differ from
 		return
 	}
 	if err != nil {
@@ -201,23 +216,23 @@ func (a *agreement) check(ctx context.Context, l *Loop, startup bool) {
 		return
 	}
 	a.published.Store(&p)
-	if p.ConfigDigest == l.o.Digest {
-		a.gauge.Set(1)
+	digest := l.digest()
+	a.set(l, p.ConfigDigest == digest)
+	if p.ConfigDigest == digest {
 		return
 	}
-	a.gauge.Set(0)
 	when := "now"
 	if startup {
 		when = "at start-up"
 	}
 	l.o.Log.Warn("tuf: this replica's configuration of sources and channels differs from the one the signed answers were computed with; "+
 		"its channel answers may differ from the signed ones until every replica runs one configuration",
-		"digest", l.o.Digest, "published_digest", p.ConfigDigest, "published_by", p.Replica, "checked", when)
+		"digest", digest, "published_digest", p.ConfigDigest, "published_by", p.Replica, "checked", when)
 }
 
 // Status is what GET /api/v1/status says of signing: this replica's
 // digest, the last publication's (nil before the first), and whether this
 // replica holds the signer lock.
 func (l *Loop) Status() (digest string, published *signed.Publication, holding bool) {
-	return l.o.Digest, l.agree.published.Load(), l.sign.holding.Load()
+	return l.digest(), l.agree.published.Load(), l.sign.holding.Load()
 }

@@ -12,7 +12,10 @@ import (
 // configuration digest and the last signed publication's, and whether
 // this replica signs.
 func (s *API) status(c echo.Context) error {
-	out := openapi.Status{Version: s.Opts.Version, Config: openapi.StatusConfig{Digest: s.Opts.ConfigDigest}}
+	out := openapi.Status{Version: s.Opts.Version}
+	if s.Opts.ConfigDigest != nil {
+		out.Config.Digest = s.Opts.ConfigDigest()
+	}
 	if s.Opts.Signing != nil {
 		digest, pub, holding := s.Opts.Signing.Status()
 		out.Config.Digest = digest

@@ -108,8 +108,10 @@ type Options struct {
 	// flushed under service.Run) and serves the fleet routes (fleetapi.go).
 	Fleet fleet.Options
 	// Version is the build's version, and ConfigDigest the digest of the
-	// configuration of sources and channels (GET /api/v1/status).
-	Version, ConfigDigest string
+	// running configuration of sources and channels (GET /api/v1/status);
+	// nil: none.
+	Version      string
+	ConfigDigest func() string
 	// Signing says how this replica stands to the signed answers (the
 	// TUF loop); nil without tuf:.
 	Signing SigningStatus
