@@ -33,14 +33,16 @@ func enrolledReplica(t *testing.T, url, mode string) (string, *store.Store) {
 func enrolledServer(t *testing.T, url, mode string) (string, *store.Store, *Server) {
 	t.Helper()
 	st, src := fleetStoreAt(t, url)
-	keys := enroll.New(mode, st, nil)
-	if err := keys.Reload(context.Background()); err != nil {
-		t.Fatal(err)
+	keys := enroll.New(mode, st, nil) // nil when off
+	if keys != nil {
+		if err := keys.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); keys.Run(ctx) }()
+		t.Cleanup(func() { stop(); <-done })
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); keys.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
 	srv, err := New(Options{Data: st, Sources: []catalog.Source{src}, Store: st, Enrollment: keys, Enroller: st,
 		Version: "test", ConfigDigest: func() string { return strings.Repeat("ab", 32) },
 		Fleet:    fleet.Options{Store: st, FlushEvery: 50 * time.Millisecond},
@@ -287,5 +289,16 @@ func TestEnrollmentAnswersMatchTheSpec(t *testing.T) {
 	code, body := apiCall(t, ts.URL, http.MethodGet, "/api/v1/status", admin, "")
 	if code != http.StatusOK || !strings.Contains(string(body), `"digest":"`+strings.Repeat("ab", 32)+`"`) || !strings.Contains(string(body), `"version":"test"`) {
 		t.Errorf("status: %d %s", code, body)
+	}
+}
+
+// TestEnrollmentOffIgnoresKeys: with fleet.enrollment unset, a key (even
+// a wrong one) is not looked at: the request is answered as before.
+func TestEnrollmentOffIgnoresKeys(t *testing.T) {
+	base, _ := enrolledReplica(t, storetest.URL(t), enroll.Off)
+	for _, bearer := range []bool{false, true} {
+		if code, body := ask(t, base, "edge-1", "tdm_wrong", bearer); code != http.StatusFound {
+			t.Errorf("a key with enrollment off (bearer %v): %d %s, want 302", bearer, code, body)
+		}
 	}
 }
