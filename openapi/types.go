@@ -317,6 +317,45 @@ type FleetCluster struct {
 	Directed      *string    `json:"directed"`
 	FirstSeen     time.Time  `json:"first_seen"`
 	LastSeen      time.Time  `json:"last_seen"`
+	Enrolled      bool       `json:"enrolled"`
+}
+
+// Status is GET /api/v1/status: the build and how this replica's
+// configuration stands to the signed answers'.
+type Status struct {
+	Version string        `json:"version"`
+	Config  StatusConfig  `json:"config"`
+	Signer  *StatusSigner `json:"signer"`
+}
+
+// StatusConfig is this replica's configuration digest and the last
+// signed publication's (null before the first, or without tuf:).
+type StatusConfig struct {
+	Digest      string  `json:"digest"`
+	Published   *string `json:"published"`
+	InAgreement *bool   `json:"in_agreement"`
+}
+
+// StatusSigner is this replica's part in signing: whether it holds the
+// signer lock, and the last publication's replica and store revision.
+type StatusSigner struct {
+	Holding       bool    `json:"holding"`
+	PublishedBy   *string `json:"published_by"`
+	StoreRevision *int64  `json:"store_revision"`
+}
+
+// EnrollmentRequest enrolls a cluster (POST /api/v1/fleet/enrollments).
+type EnrollmentRequest struct {
+	ID       string   `json:"id"`
+	Channels []string `json:"channels,omitempty"`
+}
+
+// Enrollment is a new enrollment: its key, shown this once, and the
+// channel URLs that carry it.
+type Enrollment struct {
+	ID   string   `json:"id"`
+	Key  string   `json:"key"`
+	URLs []string `json:"urls"`
 }
 
 // FleetClusterPage is a page of a channel's clusters (GET /api/v1/fleet/clusters).

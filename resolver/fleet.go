@@ -29,6 +29,8 @@ type Sighting struct {
 	// Outside: the client is outside fleet.evidence_networks, so the
 	// record does not count as evidence.
 	Outside bool
+	// Enrolled: the request carried the cluster's enrollment key.
+	Enrolled bool
 }
 
 // ClusterRecord is what the fleet knows of one cluster on one channel.
@@ -41,6 +43,7 @@ type ClusterRecord struct {
 	Directed      string    // the last directed answer; "" when only stays
 	FirstSeen     time.Time
 	LastSeen      time.Time
+	Enrolled      bool // its last request carried its enrollment key
 }
 
 // VersionCount is how many clusters have one version.

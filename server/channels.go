@@ -34,7 +34,11 @@ func (s *Server) releaseChannel(c echo.Context) error {
 		return err
 	}
 	req := c.Request()
-	if e, err = s.clusterAnswer(req, v, e); err != nil {
+	who, err := s.askerOf(c)
+	if err != nil {
+		return err
+	}
+	if e, err = s.clusterAnswer(req, who, v, e); err != nil {
 		return err
 	}
 	h := c.Response().Header()

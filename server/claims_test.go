@@ -29,9 +29,9 @@ func claimsServer(t *testing.T) (*pgEnv, *Server, string) {
 	return env, srv, runOnLoopback(t, srv, runOpts{})
 }
 
-// ask is one SUC-style request to channel from cluster id reporting
+// askAs is one SUC-style request to channel from cluster id reporting
 // reported ("" for none), asked for JSON: the answer's version and held.
-func ask(t *testing.T, base, channel, id, reported string) (string, *openapi.Held) {
+func askAs(t *testing.T, base, channel, id, reported string) (string, *openapi.Held) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/"+channel, nil)
 	req.Header.Set("Accept", "application/json")
@@ -69,14 +69,14 @@ func TestAReportNeverWidensAChannel(t *testing.T) {
 	}
 	pin("v1.33.6+k3s2")
 	polled["good"] = time.Now()
-	if got, _ := ask(t, base, "k3s-released", "good", "v1.33.5-k3s1"); got != "v1.33.6+k3s2" {
+	if got, _ := askAs(t, base, "k3s-released", "good", "v1.33.5-k3s1"); got != "v1.33.6+k3s2" {
 		t.Fatalf("good is answered %s, want v1.33.6+k3s2", got)
 	}
 	awaitRecorded(t, env.st, polled)
 	pin("v1.33.5+k3s1")
 	// A made-up cluster reports the newest version: it is held there.
 	polled["made-up"] = time.Now()
-	if got, held := ask(t, base, "k3s-released", "made-up", "v1.34.2-k3s2"); got != "v1.34.2+k3s2" || held == nil || held.Reason != "downgrade" {
+	if got, held := askAs(t, base, "k3s-released", "made-up", "v1.34.2-k3s2"); got != "v1.34.2+k3s2" || held == nil || held.Reason != "downgrade" {
 		t.Fatalf("made-up is answered %s held %+v, want a stay at v1.34.2+k3s2", got, held)
 	}
 	awaitRecorded(t, env.st, polled)
@@ -124,7 +124,7 @@ func TestABlockedVersionNeverSendsAClusterAboveItsChannel(t *testing.T) {
 		`{"reason":"broken"}`); res.StatusCode != 200 {
 		t.Fatalf("block: %d %s", res.StatusCode, b)
 	}
-	got, held := ask(t, base, "k3s-released", "c-1", "v1.33.6-k3s2")
+	got, held := askAs(t, base, "k3s-released", "c-1", "v1.33.6-k3s2")
 	if got != "v1.33.6+k3s2" || held == nil || held.Reason != "downgrade" || !held.Blocked {
 		t.Errorf("a cluster on blocked v1.33.6+k3s2 is answered %s held %+v, want to stay, held as blocked", got, held)
 	}
@@ -186,11 +186,11 @@ func TestAReportStartsNoSoak(t *testing.T) {
 	pin(http.MethodPut, `{"version":"v1.33.5+k3s1","reason":"before the release"}`)
 	for _, id := range []string{"c-0", "c-1", "c-2"} {
 		polled[id] = time.Now()
-		ask(t, base, "v1.33", id, "v1.33.5-k3s1")
+		askAs(t, base, "v1.33", id, "v1.33.5-k3s1")
 	}
 	// An early cluster reports the release and is held there (a stay).
 	polled["early"] = time.Now()
-	if got, held := ask(t, base, "v1.33", "early", "v1.33.6-k3s2"); got != "v1.33.6+k3s2" || held == nil {
+	if got, held := askAs(t, base, "v1.33", "early", "v1.33.6-k3s2"); got != "v1.33.6+k3s2" || held == nil {
 		t.Fatalf("early is answered %s held %+v, want a stay", got, held)
 	}
 	awaitRecorded(t, env.st, polled)

@@ -111,7 +111,7 @@ func runExact(t *testing.T, chs []catalog.Channel, each func(r *exactRun, now ti
 			}
 			id := fmt.Sprintf("c-%d", i)
 			at := time.Now()
-			got, held := ask(t, r.base, "v1.33", id, reported(i))
+			got, held := askAs(t, r.base, "v1.33", id, reported(i))
 			r.cl.mu.Lock()
 			r.cl.polls = append(r.cl.polls, exactPoll{id: id, reported: canonical(reported(i)), answer: got, stay: held != nil, at: at})
 			r.cl.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/enroll"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
@@ -18,8 +19,8 @@ import (
 // the fleet on the way, off the request path. The work is bounded: header
 // reads, map lookups (the reported version in the index, its step in the
 // view), and a parse when the version was never indexed.
-func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*core.Entry, error) {
-	id := clusterID(r)
+func (s *Server) clusterAnswer(r *http.Request, who asker, v *core.View, e *core.Entry) (*core.Entry, error) {
+	id := who.id
 	ch := &e.Ans.Channel
 	if id == "" && !ch.Stepwise && e.Ans.Rollout == nil && !reportsVersion(r) {
 		// The plain hot path: nothing to read or record.
@@ -30,7 +31,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	}
 	now := time.Now()
 	reported, ok := reportedVersion(r, v, ch.Name)
-	sighting := resolver.Sighting{Cluster: id, Channel: ch.Name, At: now}
+	sighting := resolver.Sighting{Cluster: id, Channel: ch.Name, At: now, Enrolled: who.enrolled}
 	if ok {
 		sighting.Reported = reported.String()
 	} else if id != "" && !ch.Stepwise {
@@ -53,7 +54,8 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 				sighting.Directed = ans.Version
 			}
 		}
-		sighting.Outside = !s.FleetRec.Counts(addr)
+		// With enrollment on, only an enrolled cluster's report counts.
+		sighting.Outside = !s.FleetRec.Counts(addr) || (s.Opts.Enrollment.Mode() != enroll.Off && !who.enrolled)
 		s.FleetRec.Record(sighting)
 	}
 	return ans, err

@@ -15,8 +15,9 @@ import (
 )
 
 // TestListenChangesLeavesOutItsOwn: a replica hears what another replica
-// changed, as the part that changed, and not what it changed itself (it
-// applied that already), so one write costs each replica one rebuild.
+// changed, as the part that changed, and of what it changed itself only
+// the store revision (it applied the change already), so one write costs
+// each replica one rebuild; revisions grow in commit order.
 func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -44,8 +45,8 @@ func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 	}
 	want(snapshot.Change{All: true}) // listening: read everything once
 
-	// Its own scan and block first: if they were delivered, they would
-	// arrive before the other replica's and fail the next check.
+	// Its own scan and block first: if they were delivered as changes,
+	// they would fail the next checks.
 	if _, err := st.ApplyScan(ctx, resolver.ScanResult{Source: "src", Complete: true, Tags: tags("1.0.0")}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +56,16 @@ func TestListenChangesLeavesOutItsOwn(t *testing.T) {
 	if _, err := other.Pin(ctx, resolver.ChannelChange{Channel: "ch", Version: "1.0.0", Actor: "them", IfRevision: resolver.AnyRevision}); err != nil {
 		t.Fatal(err)
 	}
-	want(snapshot.Change{Channel: "ch"})
+	want(snapshot.Change{Revision: 1})
+	want(snapshot.Change{Revision: 2})
+	want(snapshot.Change{Channel: "ch", Revision: 3})
 	if err := other.Unblock(ctx, "src", "1.0.0", "them", "theirs"); err != nil {
 		t.Fatal(err)
 	}
-	want(snapshot.Change{Source: "src"})
+	want(snapshot.Change{Source: "src", Revision: 4})
+	if n, err := st.StoreRevision(ctx); err != nil || n != 4 {
+		t.Errorf("store revision %d (%v), want 4", n, err)
+	}
 	select {
 	case c := <-got:
 		t.Fatalf("unexpected change %+v", c)

@@ -32,10 +32,15 @@ const (
 // Listen's goroutine; a slow fn delays later notifications but loses none.
 // Returns nil when ctx ends.
 func (s *Store) Listen(ctx context.Context, fn func(payload string)) error {
+	return s.listen(ctx, NotifyChannel, fn)
+}
+
+// listen is Listen on the NOTIFY channel named channel.
+func (s *Store) listen(ctx context.Context, channel string, fn func(payload string)) error {
 	backoff := listenBackoffStart
 	first := true
 	for ctx.Err() == nil {
-		listened, err := s.listenOnce(ctx, fn, !first)
+		listened, err := s.listenOnce(ctx, channel, fn, !first)
 		if ctx.Err() != nil {
 			break
 		}
@@ -43,7 +48,7 @@ func (s *Store) Listen(ctx context.Context, fn func(payload string)) error {
 			first = false
 			backoff = listenBackoffStart
 		}
-		s.log.WarnContext(ctx, "change listener lost its connection; reconnecting",
+		s.log.WarnContext(ctx, "change listener lost its connection; reconnecting", "channel", channel,
 			"err", pg.Err("listen", err), "retry_in", backoff)
 		select {
 		case <-ctx.Done():
@@ -56,17 +61,17 @@ func (s *Store) Listen(ctx context.Context, fn func(payload string)) error {
 
 // listenOnce connects, listens and delivers until the connection fails.
 // listened reports whether LISTEN took effect.
-func (s *Store) listenOnce(ctx context.Context, fn func(string), reconnect bool) (listened bool, err error) {
+func (s *Store) listenOnce(ctx context.Context, channel string, fn func(string), reconnect bool) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "listen "+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "listen "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, err
 	}
 	if reconnect {
-		s.log.InfoContext(ctx, "change listener reconnected")
+		s.log.InfoContext(ctx, "change listener reconnected", "channel", channel)
 	}
 	fn(ReconnectedPayload)
 	for {

@@ -129,9 +129,15 @@ func (s *Store) inTxOpts(ctx context.Context, op string, opts pgx.TxOptions, fn 
 // listeners never hear of a change that rolled back. Its payload is a JSON
 // object: kind, source ("" for none), the pairs in kv, and this Store's
 // origin, so that ListenChanges can leave out what this process did itself.
+//
+// It also moves the store revision, in the same statement: the row lock
+// it takes is held to the commit, so revisions grow in commit order, and
+// the payload carries the revision ("rev").
 func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind, source string, kv ...string) error {
 	kv = append(kv, "origin", s.origin)
-	_, err := tx.Exec(ctx, "select pg_notify($1, $2)", NotifyChannel, payload(kind, source, kv...))
+	p := payload(kind, source, kv...)
+	_, err := tx.Exec(ctx, `with r as (update store_revision set n = n + 1 returning n)
+		select pg_notify($1, left($2::text, -1) || ',"rev":"' || r.n || '"}') from r`, NotifyChannel, p)
 	return err
 }
 

@@ -89,10 +89,19 @@ func (s *Store) TUFTarget(ctx context.Context, path, hash string) ([]byte, error
 // in one transaction that no other replica's publication runs beside; a
 // build that returns nil writes nothing.
 func (s *Store) PublishTUF(ctx context.Context, build func(signed.State) (*signed.Write, error)) (bool, error) {
+	return s.publishTUF(ctx, nil, build)
+}
+
+func (s *Store) publishTUF(ctx context.Context, as *signerPublication, build func(signed.State) (*signed.Write, error)) (bool, error) {
 	wrote := false
 	err := s.inTx(ctx, "publish TUF metadata", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
 			return err
+		}
+		if as != nil {
+			if err := as.check(ctx, tx); err != nil {
+				return err
+			}
 		}
 		st := signed.State{Channels: map[string]signed.Channel{}, Latest: map[string]signed.Meta{}}
 		rows, err := tx.Query(ctx, `select channel, revision, content, path, hash, length from tuf_channels`)
@@ -157,6 +166,11 @@ func (s *Store) PublishTUF(ctx context.Context, build func(signed.State) (*signe
 		}
 		for _, m := range w.Meta {
 			if _, err := tx.Exec(ctx, `insert into tuf_metadata (role, version, body, expires_at) values ($1, $2, $3, $4)`, m.Role, m.Version, m.Body, m.Expires); err != nil {
+				return err
+			}
+		}
+		if as != nil {
+			if err := as.record(ctx, tx, w); err != nil {
 				return err
 			}
 		}

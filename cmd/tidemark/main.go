@@ -65,6 +65,7 @@ func newRootCmd(e *cli.Env) *cobra.Command {
 		newClassifyCmd(e),
 		newSortCmd(e),
 		newTokenCmd(e),
+		newClusterCmd(e),
 		newTUFCmd(e),
 		newDemoCmd(e),
 	)

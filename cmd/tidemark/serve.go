@@ -134,13 +134,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	}
 	counts := &rollouts.Counts{}
 	var srv *server.Server
-	signing, err := signedAnswers(cfg, st, snaps, log, func() *fleet.Recorder { return srv.Fleet() })
+	signing, err := signedAnswers(cfg, st, snaps, log, reg, func() *fleet.Recorder { return srv.Fleet() })
 	if err != nil {
 		return err
 	}
 	opts := serverOptions(cfg, log, st, reg, snaps, scan, gate, push, dl, counts)
+	if opts.Enrollment, err = enrollment(startCtx, cfg, st, log); err != nil {
+		return startErr(err)
+	}
 	if signing != nil {
-		opts.TUF, opts.TUFRevision = st, signing.Revision
+		opts.TUF, opts.TUFRevision, opts.Signing = st, signing.Revision, signing
 	}
 	if srv, err = server.New(opts); err != nil {
 		return err
@@ -208,6 +211,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		},
 	}
 	ro.Background = append(ro.Background, dl.Run)
+	if opts.Enrollment != nil {
+		ro.Background = append(ro.Background, opts.Enrollment.Run)
+	}
 	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, func() bool { return ix != nil && ix.Leading() })
 	if err != nil {
 		return err

@@ -83,3 +83,9 @@ func newVersionCmd(e *cli.Env) *cobra.Command {
 	o.Register(cmd)
 	return cmd
 }
+
+// plainVersion is the build's version alone (GET /api/v1/status).
+func plainVersion() string {
+	v, _ := buildVersion(debug.ReadBuildInfo())
+	return v
+}

@@ -1,22 +1,28 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/enroll"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/tufpub"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/registryview"
@@ -59,6 +65,9 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 		Governance:     st,
 		SignIn:         signIn(cfg, log, st),
 		Rollouts:       server.RolloutOptions{Store: st, Counts: counts},
+		Enroller:       st,
+		Version:        plainVersion(),
+		ConfigDigest:   runningDigest(cfg, snaps),
 	}
 }
 
@@ -142,8 +151,11 @@ func signIn(cfg *config.Config, log *slog.Logger, st *store.Store) *signin.SignI
 
 // signedAnswers is the loop that publishes signed answers when tuf: is
 // configured (nil otherwise). Only serve reads the online key; its
-// answers read the current snapshot and the fleet's active versions.
-func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, log *slog.Logger, rec func() *fleet.Recorder) (*tufpub.Loop, error) {
+// answers read the current snapshot and the fleet's active versions. Only
+// the replica holding the signer lock publishes; every replica compares
+// its configuration's digest with the last publication's.
+func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, log *slog.Logger, reg prometheus.Registerer,
+	rec func() *fleet.Recorder) (*tufpub.Loop, error) {
 	t := cfg.TUF
 	if t == nil {
 		return nil, nil
@@ -154,17 +166,31 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 	}
 	p := &tufpub.Publisher{Store: st, Online: key, Now: time.Now,
 		Expires: tufpub.Expires{Root: t.Root, Targets: t.Targets, Snapshot: t.Snapshot, Timestamp: t.Timestamp}}
-	loop := tufpub.NewLoop(p, func(now time.Time) []signed.Answer {
+	digest := runningDigest(cfg, snaps)
+	answers := func(now time.Time) ([]signed.Answer, int64, string) {
 		snap := snaps.Current()
 		if snap == nil {
-			return nil
+			return nil, 0, ""
 		}
 		var active func(string) ([]string, uint64)
 		if r := rec(); r != nil {
 			active = r.ActiveServed
 		}
-		return tufpub.AnswersOf(snap, active, now)
-	}, log)
+		return tufpub.AnswersOf(snap, active, now), snap.StoreRevision, digestOf(cfg, snap)
+	}
+	lock := func(ctx context.Context) (tufpub.Held, bool, error) {
+		l, held, err := st.TakeSignerLock(ctx)
+		if !held {
+			return nil, false, err
+		}
+		return l, true, nil
+	}
+	host, _ := os.Hostname()
+	loop, err := tufpub.NewLoop(p, tufpub.LoopOptions{Answers: answers, Lock: lock, Reads: st, Digest: digest,
+		Replica: host, KeyFile: t.OnlineKeyFile, Log: log, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
 	snaps.Subscribe(loop.Changed)
 	return loop, nil
 }
@@ -176,4 +202,52 @@ func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps 
 	reg *prometheus.Registry, leading func() bool) (*promotion.Loop, error) {
 	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
 		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter, Metrics: reg})
+}
+
+// enrollment keeps the enrolled clusters' keys in memory when
+// fleet.enrollment is on (nil otherwise), read once before serving so a
+// valid key is never refused at start-up; its Run keeps them current.
+func enrollment(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*enroll.Keys, error) {
+	keys := enroll.New(cfg.Fleet.Enrollment, st, log)
+	if keys == nil {
+		return nil, nil
+	}
+	if err := keys.Reload(ctx); err != nil {
+		return nil, fmt.Errorf("read enrolled keys: %w", err)
+	}
+	return keys, nil
+}
+
+// runningDigest is the digest of the running configuration: cfg's
+// sources (a change takes a restart) and the channels the current
+// snapshot serves (SIGHUP applies them).
+// It is computed once per snapshot: replicas compare it every second.
+func runningDigest(cfg *config.Config, snaps *live.Snapshots) func() string {
+	type computed struct {
+		snap   *snapshot.Snapshot
+		digest string
+	}
+	var last atomic.Pointer[computed]
+	return func() string {
+		snap := snaps.Current()
+		if snap == nil {
+			return cfg.Digest()
+		}
+		if c := last.Load(); c != nil && c.snap == snap {
+			return c.digest
+		}
+		c := &computed{snap: snap, digest: digestOf(cfg, snap)}
+		last.Store(c)
+		return c.digest
+	}
+}
+
+// digestOf is the digest of cfg's sources with the channels snap serves.
+func digestOf(cfg *config.Config, snap *snapshot.Snapshot) string {
+	answers := snap.Channels()
+	chs := make([]catalog.Channel, len(answers))
+	for i, a := range answers {
+		chs[i] = a.Channel
+	}
+	return cfg.DigestWith(chs)
 }

@@ -87,6 +87,10 @@ func TestParseRejects(t *testing.T) {
 			`t.yaml:10: fleet.stuck_after: want a positive duration like 1h, got 0s`}},
 		{"fleet evidence_networks not a network", base + "fleet:\n  evidence_networks: [10.0.0.0/8, office]\n", []string{
 			`t.yaml:10: fleet.evidence_networks[1]: want an address or CIDR prefix like 10.0.0.0/8, got "office"`}},
+		{"fleet enrollment misspelt", base + "fleet:\n  enrollment: requried\n", []string{
+			`t.yaml:10: fleet.enrollment: want optional, required or off, got "requried" (did you mean "required"?)`}},
+		{"fleet enrollment key misspelt", base + "fleet:\n  enrolment: optional\n", []string{
+			`t.yaml:10: fleet: unknown key "enrolment" (did you mean "enrollment"?)`}},
 		{"unknown fleet key", base + "fleet:\n  retension: 1d\n", []string{
 			`t.yaml:10: fleet: unknown key "retension" (did you mean "retention"?)`}},
 		{"interval under the minimum", base + "    interval: 5s\n", []string{

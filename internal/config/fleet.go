@@ -34,7 +34,17 @@ type Fleet struct {
 	// EvidenceNetworks limits whose reports count as evidence: clients
 	// whose address is in one of them. Empty: every client's.
 	EvidenceNetworks []netip.Prefix
+	// Enrollment is "" (off), EnrollmentOptional or EnrollmentRequired:
+	// with it on, only clusters whose requests carry their key count as
+	// evidence; required refuses a cluster ID without one.
+	Enrollment string
 }
+
+// fleet.enrollment's values.
+const (
+	EnrollmentOptional = "optional"
+	EnrollmentRequired = "required"
+)
 
 func (p *parser) fleet(n *yaml.Node) Fleet {
 	out := Fleet{Retention: DefaultRetention, ActiveWindow: DefaultActiveWindow, StuckAfter: DefaultStuckAfter,
@@ -42,7 +52,8 @@ func (p *parser) fleet(n *yaml.Node) Fleet {
 	if isNull(deref(n)) {
 		return out
 	}
-	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "stuck_after", "new_clusters_per_minute", "max_clusters", "evidence_networks"})
+	f := p.mapping(n, "", "fleet", []string{"retention", "active_window", "stuck_after", "new_clusters_per_minute", "max_clusters", "evidence_networks", "enrollment"})
+	out.Enrollment = p.enrollment(f["enrollment"])
 	out.EvidenceNetworks = p.prefixes(f["evidence_networks"], "fleet.evidence_networks")
 	if i, ok := p.integer(f["new_clusters_per_minute"], "", "fleet.new_clusters_per_minute"); ok {
 		if i < 1 {
@@ -83,4 +94,23 @@ func (p *parser) fleet(n *yaml.Node) Fleet {
 		p.add(deref(n), "", "fleet: active_window %s is longer than retention %s; records would be purged while active", out.ActiveWindow, out.Retention)
 	}
 	return out
+}
+
+// enrollment reads fleet.enrollment: optional, required, or off (unset).
+func (p *parser) enrollment(n *yaml.Node) string {
+	if n == nil || isNull(deref(n)) {
+		return ""
+	}
+	s, ok := p.str(n, "", "fleet.enrollment")
+	if !ok {
+		return ""
+	}
+	switch s {
+	case EnrollmentOptional, EnrollmentRequired:
+		return s
+	case "off":
+		return ""
+	}
+	p.add(deref(n), "", "fleet.enrollment: want optional, required or off, got %q%s", s, suggest(s, []string{EnrollmentOptional, EnrollmentRequired, "off"}))
+	return ""
 }

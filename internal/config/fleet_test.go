@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +27,9 @@ channels:
 	if n := cfg.Fleet.EvidenceNetworks; len(n) != 2 || n[0].String() != "10.0.0.0/8" || n[1].String() != "192.168.1.7/32" {
 		t.Fatalf("fleet.evidence_networks = %v, want [10.0.0.0/8 192.168.1.7/32]", n)
 	}
+	if cfg.Fleet.Enrollment != "" {
+		t.Fatalf("fleet.enrollment unset = %q, want off", cfg.Fleet.Enrollment)
+	}
 	if c := cfg.Channels[0]; !c.Stepwise || c.Settle != 30*time.Minute {
 		t.Fatalf("channel = stepwise %v settle %s", c.Stepwise, c.Settle)
 	}
@@ -48,5 +52,42 @@ func TestRolloutPolicyLoads(t *testing.T) {
 	}
 	if cfg.Channels[1].Rollout != nil {
 		t.Fatalf("a channel without rollout: %+v", cfg.Channels[1].Rollout)
+	}
+}
+
+func TestFleetEnrollmentLoads(t *testing.T) {
+	for _, v := range []string{"optional", "required"} {
+		cfg, err := Parse("t.yaml", []byte(base+"fleet: {enrollment: "+v+"}\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Fleet.Enrollment != v {
+			t.Fatalf("fleet.enrollment = %q, want %q", cfg.Fleet.Enrollment, v)
+		}
+	}
+}
+
+func TestDigestSaysWhetherSourcesAndChannelsAgree(t *testing.T) {
+	load := func(extra string) string {
+		t.Helper()
+		cfg, err := Parse("t.yaml", []byte(base+extra), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := cfg.Digest()
+		if len(d) != 64 || strings.ToLower(d) != d {
+			t.Fatalf("digest %q: want 64 lowercase hex digits", d)
+		}
+		return d
+	}
+	plain := load("channels:\n  - name: stable\n    source: k3s\n")
+	if again := load("channels:\n  - name: stable\n    source: k3s\n    stream: released\n"); again != plain {
+		t.Errorf("a default written out changed the digest: %s, was %s", again, plain)
+	}
+	if other := load("channels:\n  - name: stable\n    source: k3s\n    latest: v1.30.0+k3s1\n"); other == plain {
+		t.Error("a channel's latest: changed nothing in the digest")
+	}
+	if other := load("fleet: {retention: 7d}\nchannels:\n  - name: stable\n    source: k3s\n"); other != plain {
+		t.Error("fleet: settings changed the digest of sources and channels")
 	}
 }

@@ -62,6 +62,7 @@ func (p *pending) merge(q queued) bool {
 		c.At = s.At
 	}
 	c.Outside = s.Outside // the latest request's address decides
+	c.Enrolled = s.Enrolled
 	if s.Served != "" {
 		c.Served = s.Served
 	}

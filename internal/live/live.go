@@ -30,6 +30,12 @@ type Data interface {
 	LoadStates(ctx context.Context) (map[string]catalog.ChannelState, error)
 }
 
+// Revisions is Data that says its newest store revision (*store.Store):
+// a snapshot read whole after it includes every change up to it.
+type Revisions interface {
+	StoreRevision(ctx context.Context) (int64, error)
+}
+
 // Options configures Snapshots.
 type Options struct {
 	// Data, Sources and Channels are where snapshots come from: with Data
@@ -135,9 +141,20 @@ func (s *Snapshots) Update(ctx context.Context, cs snapshot.Changes) error {
 	var err error
 	read := time.Duration(-1) // unknown: a whole load reads and builds at once
 	prev := s.cur.Load()
+	rev := cs.Revision
+	if prev != nil {
+		rev = max(rev, prev.StoreRevision)
+	}
 	if prev != nil && !cs.All && s.opts.Data != nil {
 		snap, read, err = s.loadDelta(ctx, prev, cs)
 	} else {
+		// Read before the load: every change up to it is committed, so
+		// the load sees it.
+		if r, ok := s.opts.Data.(Revisions); ok {
+			if n, rerr := r.StoreRevision(ctx); rerr == nil {
+				rev = max(rev, n)
+			}
+		}
 		snap, err = s.opts.Load(ctx)
 	}
 	if err == nil && snap == nil {
@@ -155,6 +172,7 @@ func (s *Snapshots) Update(ctx context.Context, cs snapshot.Changes) error {
 		s.log.ErrorContext(ctx, "snapshot reload failed; serving the previous snapshot", "err", err)
 		return fmt.Errorf("reload snapshot: %w", err)
 	}
+	snap.StoreRevision = rev
 	s.cur.Store(snap)
 	s.degraded.Store(nil)
 	for _, fn := range subs {
@@ -210,6 +228,7 @@ func (s *Snapshots) Run(ctx context.Context) {
 		s.pending = snapshot.Changes{}
 		s.pendingMu.Unlock()
 		if cs.Empty() {
+			s.applied(cs.Revision)
 			continue
 		}
 		if err := s.Update(ctx, cs); err != nil && ctx.Err() == nil {
@@ -224,6 +243,22 @@ func (s *Snapshots) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// applied records that the snapshot includes store revision rev: this
+// replica's own write, which it reloaded as it made it. The snapshot is
+// swapped for an equal one saying so (its answers are shared, not
+// recomputed), with no subscriber told: nothing it answers changed.
+func (s *Snapshots) applied(rev int64) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	prev := s.cur.Load()
+	if prev == nil || rev <= prev.StoreRevision {
+		return
+	}
+	next := prev.Apply(snapshot.Delta{}, prev.LoadedAt)
+	next.StoreRevision = rev
+	s.cur.Store(next)
 }
 
 // WatchDatabase pings the database every so often until ctx ends. While

@@ -12,6 +12,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
 )
 
@@ -131,7 +132,7 @@ func (p *Publisher) PublishRevisions(ctx context.Context, answers []signed.Answe
 func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Time) (*signed.Write, error) {
 	rootMeta, ok := st.Latest[signed.Root]
 	if !ok {
-		return nil, fmt.Errorf("no TUF root: run tidemark tuf init (after tidemark migrate)")
+		return nil, fmt.Errorf("%w: no TUF root: run tidemark tuf init (after tidemark migrate)", resolver.ErrState)
 	}
 	key := p.online()
 	keyID, err := onlineKeyID(key)
@@ -152,7 +153,9 @@ func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Tim
 		return nil, fmt.Errorf("the stored root: %w", err)
 	}
 	if id != keyID {
-		return nil, fmt.Errorf("the online key is not the one root version %d names for targets: run serve with the key tuf init or tuf rotate-online made", rootMeta.Version)
+		// ErrState: the store passes it on as it is (an error it does not
+		// know it reports as a lost connection).
+		return nil, fmt.Errorf("%w: the online key is not the one root version %d names for targets: run serve with the key tuf init or tuf rotate-online made", resolver.ErrState, rootMeta.Version)
 	}
 	w := &signed.Write{Activate: activate}
 	channels := map[string]signed.Channel{}

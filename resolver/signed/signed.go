@@ -9,7 +9,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/resolver"
 )
 
 // Roles, as TUF names them and the store keeps them.
@@ -107,3 +110,26 @@ type Write struct {
 	// now on (its online key signed the rest); 0: none.
 	Activate int64
 }
+
+// Publication says who signed a publication and from what: the digest of
+// the publisher's sources and channels configuration, the store revision
+// its answers were computed from, and the replica.
+type Publication struct {
+	ConfigDigest  string
+	StoreRevision int64
+	Replica       string
+	// Timestamp is the timestamp version it published (0 before any).
+	Timestamp int64
+	At        time.Time
+}
+
+// A signer's publication refused in its transaction.
+var (
+	// ErrBehind: the publisher's snapshot includes an older store
+	// revision than the last publication's; publishing would take answers
+	// back. It waits for its snapshot to catch up.
+	ErrBehind = fmt.Errorf("%w: this replica's snapshot is older than the last publication's", resolver.ErrState)
+	// ErrLockLost: the signer lock is no longer held by the session it
+	// was taken on.
+	ErrLockLost = fmt.Errorf("%w: the signer lock is no longer held", resolver.ErrState)
+)

@@ -151,14 +151,19 @@ type Change struct {
 	Source string
 	// Channel's database state (its pin) changed.
 	Channel string
+	// Revision is the store revision the change was committed at (0:
+	// unknown); a Change naming nothing else only says it was applied
+	// already (this replica's own write).
+	Revision int64
 }
 
 // Changes accumulates Change values between two reloads.
 type Changes struct {
 	All      bool
 	Sources  map[string]bool
-	Channels bool // some channel state changed: states are read again (one small table)
-	Config   bool // the configured channels changed
+	Channels bool  // some channel state changed: states are read again (one small table)
+	Config   bool  // the configured channels changed
+	Revision int64 // the highest store revision of the changes
 }
 
 // Add merges c into cs.
@@ -175,6 +180,7 @@ func (cs *Changes) Add(c Change) {
 	if c.Channel != "" {
 		cs.Channels = true
 	}
+	cs.Revision = max(cs.Revision, c.Revision)
 }
 
 // Empty reports whether cs names nothing.

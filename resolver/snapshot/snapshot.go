@@ -19,7 +19,11 @@ import (
 // that reads are map lookups and slice returns. Pointers and slices handed out
 // point into the snapshot: callers must treat them as read-only.
 type Snapshot struct {
-	LoadedAt  time.Time
+	LoadedAt time.Time
+	// StoreRevision is the store revision the snapshot includes at least
+	// (every change up to it; internal/live sets it before serving it).
+	StoreRevision int64
+
 	sources   []*sourceIndex
 	bySource  map[string]*sourceIndex
 	answers   []ChannelAnswer

@@ -34,9 +34,11 @@ func Register(e *echo.Echo, c *core.Server, ev *evidenceview.Reader) {
 	s.Get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
 	s.Get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
 	s.Get(e, "/api/v1/resolve", s.resolve)
+	s.Get(e, "/api/v1/status", s.status, s.RequireRead())
 	s.registerWrites(e)
 	s.registerGovernance(e)
 	s.registerFleet(e)
+	s.registerEnrollments(e)
 	s.registerRollouts(e)
 	s.registerWebhooks(e)
 }

@@ -118,6 +118,7 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 		out[i] = openapi.FleetCluster{
 			ID: r.ID, Channel: r.Channel, Reported: core.StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
 			Served: core.StrOrNil(r.Served), Directed: core.StrOrNil(r.Directed), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
+			Enrolled: r.Enrolled,
 		}
 	}
 	return out

@@ -36,6 +36,7 @@ var errorTable = []problemKind{
 	{resolver.ErrFrozen, http.StatusConflict, "freeze"},
 	{resolver.ErrWindowClosed, http.StatusConflict, "window"},
 	{resolver.ErrState, http.StatusConflict, "state-conflict"},
+	{ErrEnrollment, http.StatusUnauthorized, "enrollment"},
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{resolver.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{resolver.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
@@ -45,6 +46,11 @@ var errorTable = []problemKind{
 }
 
 const problemTypePrefix = "urn:tidemark:problem:"
+
+// ErrEnrollment refuses a channel request for its enrollment key (none
+// where one is required, or a wrong or revoked one): a 401 of its own
+// type, and a refused credential like any other.
+var ErrEnrollment = fmt.Errorf("%w: enrollment", resolver.ErrUnauthorized)
 
 // paramError marks err as caused by one request parameter.
 type paramError struct {
@@ -120,6 +126,13 @@ func (s *Server) HandleError(err error, c echo.Context) {
 		// its message; a problemAnswer says so in its content type too.
 		if pa := (*ProblemAnswer)(nil); !errors.As(err, &pa) {
 			ctype = echo.MIMEApplicationJSON
+		}
+		if errors.Is(err, ErrEnrollment) {
+			// Its type is what a client (and a person reading a Plan's
+			// status) acts on: a problem detail, not channelserver's shape.
+			body, _ = json.Marshal(p)
+			_ = c.Blob(p.Status, "application/problem+json", body)
+			return
 		}
 		body, _ = json.Marshal(openapi.ReleaseError{Type: "error", Links: struct{}{}, Code: releaseCode(p.Status), Message: p.Detail, Status: p.Status,
 			Title: p.Title, Detail: p.Detail})

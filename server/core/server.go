@@ -29,6 +29,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/clientaddr"
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/enroll"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/governor"
 	"github.com/tidemark-dev/tidemark/internal/live"
@@ -106,6 +107,19 @@ type Options struct {
 	// Fleet records the clusters that ask channel URLs (internal/fleet,
 	// flushed under service.Run) and serves the fleet routes (fleetapi.go).
 	Fleet fleet.Options
+	// Version is the build's version, and ConfigDigest the digest of the
+	// running configuration of sources and channels (GET /api/v1/status);
+	// nil: none.
+	Version      string
+	ConfigDigest func() string
+	// Signing says how this replica stands to the signed answers (the
+	// TUF loop); nil without tuf:.
+	Signing SigningStatus
+	// Enrollment is the enrolled clusters' keys (fleet.enrollment,
+	// internal/enroll); nil: enrollment is off. Enroller enrolls and
+	// revokes for the API; nil: those routes answer 503.
+	Enrollment *enroll.Keys
+	Enroller   Enroller
 	// Rollouts keeps and advances staged rollouts (rollouts.go).
 	Rollouts RolloutOptions
 	// TrustedProxies are the peers whose X-Forwarded-For names the client

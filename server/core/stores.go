@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"github.com/tidemark-dev/tidemark/resolver/signed"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/governor"
@@ -88,3 +89,16 @@ type PushFunc func(ctx context.Context, ev webhooks.PushEvent, received time.Tim
 // NotificationsFunc lists the newest limit outbound events and each
 // endpoint's delivery state (notify.Deliverer.Status).
 type NotificationsFunc func(ctx context.Context, limit int) (openapi.Notifications, error)
+
+// Enroller enrolls clusters and revokes their keys (*store.Store).
+type Enroller interface {
+	Enroll(ctx context.Context, id string, channels []string) (string, error)
+	RevokeEnrollment(ctx context.Context, id string) error
+}
+
+// SigningStatus is the signing loop's view (*tufpub.Loop): this
+// replica's configuration digest, the last publication (nil before the
+// first), and whether this replica holds the signer lock.
+type SigningStatus interface {
+	Status() (digest string, published *signed.Publication, holding bool)
+}

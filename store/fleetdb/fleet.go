@@ -38,14 +38,16 @@ const fleetChunk = 5000
 // chose, which a stay never changes.
 const fleetUpsert = `
 insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since,
-	directed, directed_since, evidence)
+	directed, directed_since, evidence, enrolled)
 select u.channel, u.cluster, u.first, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
 	case when u.served = '' then null else u.at end, nullif(u.directed, ''),
-	case when u.directed = '' then null else u.at end, u.evidence
-from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[], $9::timestamptz[])
-	as u(channel, cluster, at, reported, since, served, evidence, directed, first)
+	case when u.directed = '' then null else u.at end, u.evidence, u.enrolled
+from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[],
+	$9::timestamptz[], $10::bool[])
+	as u(channel, cluster, at, reported, since, served, evidence, directed, first, enrolled)
 on conflict (channel, cluster) do update set
 	evidence = excluded.evidence,
+	enrolled = excluded.enrolled,
 	first_seen = least(f.first_seen, excluded.first_seen),
 	last_seen = greatest(f.last_seen, excluded.last_seen),
 	reported = case when excluded.reported = '' then f.reported else excluded.reported end,
@@ -65,6 +67,42 @@ on conflict (channel, cluster) do update set
 		else excluded.directed_since end
 returning f.channel, f.cluster, f.reported, f.reported_since`
 
+// fleetCols is a batch of sightings as fleetUpsert's columns.
+type fleetCols struct {
+	channel, cluster, reported, served, directed []string
+	at, since, first                             []time.Time
+	evidence, enrolled                           []bool
+}
+
+func (c *fleetCols) add(r resolver.Sighting) {
+	since := r.Since
+	if since.IsZero() {
+		since = r.At
+	}
+	first := r.First
+	if first.IsZero() || first.After(r.At) {
+		first = r.At
+	}
+	c.channel = append(c.channel, r.Channel)
+	c.cluster = append(c.cluster, r.Cluster)
+	c.reported = append(c.reported, r.Reported)
+	c.served = append(c.served, r.Served)
+	c.directed = append(c.directed, r.Directed)
+	c.at = append(c.at, r.At)
+	c.since = append(c.since, since)
+	c.first = append(c.first, first)
+	c.evidence = append(c.evidence, !r.Outside)
+	c.enrolled = append(c.enrolled, r.Enrolled)
+}
+
+// one is the batch's i-th sighting alone.
+func (c *fleetCols) one(i int) fleetCols {
+	j := i + 1
+	return fleetCols{channel: c.channel[i:j], cluster: c.cluster[i:j], reported: c.reported[i:j], served: c.served[i:j],
+		directed: c.directed[i:j], at: c.at[i:j], since: c.since[i:j], first: c.first[i:j], evidence: c.evidence[i:j],
+		enrolled: c.enrolled[i:j]}
+}
+
 // RecordFleet writes sightings, at most one per (channel, cluster) (the
 // recorder coalesces), and returns each written row's reported version and
 // since when: the earliest any replica saw it, which the caller's settle
@@ -80,39 +118,18 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 		n := min(len(rows), fleetChunk)
 		chunk := rows[:n]
 		rows = rows[n:]
-		cols := struct {
-			channel, cluster, reported, served, directed []string
-			at, since, first                             []time.Time
-			evidence                                     []bool
-		}{}
+		var cols fleetCols
 		for _, r := range chunk {
-			since := r.Since
-			if since.IsZero() {
-				since = r.At
-			}
-			cols.channel = append(cols.channel, r.Channel)
-			cols.cluster = append(cols.cluster, r.Cluster)
-			cols.reported = append(cols.reported, r.Reported)
-			cols.served = append(cols.served, r.Served)
-			cols.directed = append(cols.directed, r.Directed)
-			cols.at = append(cols.at, r.At)
-			cols.since = append(cols.since, since)
-			first := r.First
-			if first.IsZero() || first.After(r.At) {
-				first = r.At
-			}
-			cols.first = append(cols.first, first)
-			cols.evidence = append(cols.evidence, !r.Outside)
+			cols.add(r)
 		}
-		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence, cols.directed, cols.first)
+		recs, err := s.recordChunk(ctx, cols)
 		if err != nil && !errors.Is(err, resolver.ErrUnavailable) && ctx.Err() == nil {
 			// The database refused the data, not the connection: one bad
 			// record must not drop the others, so each goes on its own.
 			var bad int
 			var first error
 			for i := range chunk {
-				one, err := s.recordChunk(ctx, cols.channel[i:i+1], cols.cluster[i:i+1], cols.reported[i:i+1],
-					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1], cols.directed[i:i+1], cols.first[i:i+1])
+				one, err := s.recordChunk(ctx, cols.one(i))
 				recs = append(recs, one...)
 				if err != nil {
 					bad++
@@ -132,11 +149,12 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 	return out, nil
 }
 
-func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool, directed []string, first []time.Time) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) recordChunk(ctx context.Context, c fleetCols) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
-	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(c.channel)), func(tx pgx.Tx) error {
 		out = out[:0]
-		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence, directed, first)
+		res, err := tx.Query(ctx, fleetUpsert, c.channel, c.cluster, c.at, c.reported, c.since, c.served, c.evidence,
+			c.directed, c.first, c.enrolled)
 		if err != nil {
 			return err
 		}
@@ -160,12 +178,12 @@ func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, ser
 	return out, nil
 }
 
-const fleetColumns = `channel, cluster, reported, reported_since, served, coalesce(directed, ''), first_seen, last_seen`
+const fleetColumns = `channel, cluster, reported, reported_since, served, coalesce(directed, ''), first_seen, last_seen, enrolled`
 
 func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 	var c resolver.ClusterRecord
 	var since *time.Time
-	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.Directed, &c.FirstSeen, &c.LastSeen)
+	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.Directed, &c.FirstSeen, &c.LastSeen, &c.Enrolled)
 	if since != nil {
 		c.ReportedSince = *since
 	}

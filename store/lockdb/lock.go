@@ -1,6 +1,7 @@
-// Package lockdb is the indexer lock: a Postgres advisory lock held on a
-// connection of its own by the one replica that indexes, watched so that
-// its loss is noticed within seconds. *store.Store embeds its Locker.
+// Package lockdb is the indexer lock and the signer lock: Postgres
+// advisory locks held on a connection of their own by the one replica
+// that indexes (signs), watched so that their loss is noticed within
+// seconds. *store.Store embeds its Locker.
 package lockdb
 
 import (
@@ -30,10 +31,16 @@ const lockTimeout = 10 * time.Second
 // indexerLockKey is the advisory lock the indexing replica holds.
 const indexerLockKey = int64(0x7469_6465_6d61_726b) // "tidemark"
 
+// signerLockKey is the advisory lock the one replica that signs TUF
+// metadata holds.
+const signerLockKey = int64(0x7475_665f_7369_676e) // "tuf_sign"
+
 // IndexerLock is the held indexer lock: a session-level advisory lock on a
 // connection of its own. A nil *IndexerLock (not held) is safe to use:
 // Release does nothing and Lost never fires.
 type IndexerLock struct {
+	key     int64
+	what    string // "indexer lock", "signer lock"
 	conn    *pgx.Conn
 	log     *slog.Logger
 	lost    chan struct{}
@@ -50,6 +57,16 @@ type IndexerLock struct {
 // pg_terminate_backend, a network cut), lock.Lost fires, so the holder stops
 // indexing before another replica takes over.
 func (s *Locker) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
+	return s.tryLock(ctx, indexerLockKey, "indexer lock")
+}
+
+// TrySignerLock tries to become the one replica that signs TUF metadata,
+// as TryIndexerLock does for indexing.
+func (s *Locker) TrySignerLock(ctx context.Context) (lock *IndexerLock, held bool, err error) {
+	return s.tryLock(ctx, signerLockKey, "signer lock")
+}
+
+func (s *Locker) tryLock(ctx context.Context, key int64, what string) (lock *IndexerLock, held bool, err error) {
 	// Not held: a nil *IndexerLock, whose methods are safe to call.
 	var none *IndexerLock
 	// A database that does not answer must not hold the indexer's loop.
@@ -57,11 +74,11 @@ func (s *Locker) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bo
 	defer cancel()
 	pc, err := s.Pool.Acquire(ctx)
 	if err != nil {
-		return none, false, pg.Err("indexer lock", err)
+		return none, false, pg.Err(what, err)
 	}
-	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", indexerLockKey).Scan(&held); err != nil {
+	if err := pc.QueryRow(ctx, "select pg_try_advisory_lock($1)", key).Scan(&held); err != nil {
 		pc.Release()
-		return none, false, pg.Err("indexer lock", err)
+		return none, false, pg.Err(what, err)
 	}
 	if !held {
 		pc.Release()
@@ -72,12 +89,21 @@ func (s *Locker) TryIndexerLock(ctx context.Context) (lock *IndexerLock, held bo
 	// way to let the lock go.
 	wctx, stop := context.WithCancel(context.Background())
 	l := &IndexerLock{
-		conn: pc.Hijack(), log: s.Log,
+		key: key, what: what, conn: pc.Hijack(), log: s.Log,
 		lost: make(chan struct{}), stop: stop, stopped: make(chan struct{}),
 	}
 	go l.watch(wctx, s.Ping, s.PingTimeout)
 	return l, true, nil
 }
+
+// Key is the advisory lock's key as pg_locks shows it: classid (the high
+// 32 bits) and objid (the low 32 bits).
+func (l *IndexerLock) Key() (class, obj int64) {
+	return int64(uint32(l.key >> 32)), int64(uint32(l.key))
+}
+
+// PID is the backend process of the session that holds the lock.
+func (l *IndexerLock) PID() uint32 { return l.conn.PgConn().PID() }
 
 // Lost is closed when the lock's session ended without Release: the lock may
 // already be someone else's. It is never closed by Release.
@@ -103,12 +129,12 @@ func (l *IndexerLock) Release() {
 		default:
 			// Unlock first: closing alone frees the lock only once the
 			// server notices, and the next TryIndexerLock may come sooner.
-			if _, err := l.conn.Exec(ctx, "select pg_advisory_unlock($1)", indexerLockKey); err != nil {
-				l.log.Warn("releasing indexer lock", "err", pg.Err("indexer lock", err))
+			if _, err := l.conn.Exec(ctx, "select pg_advisory_unlock($1)", l.key); err != nil {
+				l.log.Warn("releasing "+l.what, "err", pg.Err(l.what, err))
 			}
 		}
 		if err := l.conn.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			l.log.Warn("releasing indexer lock", "err", pg.Err("indexer lock", err))
+			l.log.Warn("releasing "+l.what, "err", pg.Err(l.what, err))
 		}
 	})
 }
@@ -146,7 +172,7 @@ func (l *IndexerLock) watch(ctx context.Context, every, timeout time.Duration) {
 				continue
 			}
 		}
-		l.log.Warn("indexer lock lost: its database session ended", "err", pg.Err("indexer lock", err))
+		l.log.Warn(l.what+" lost: its database session ended", "err", pg.Err(l.what, err))
 		close(l.lost)
 		return
 	}
