@@ -119,7 +119,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach %s: %w", c.base.Redacted(), unwrapURLError(err))
+		// Most often no server listens where the default points: say how
+		// to point elsewhere.
+		return nil, nil, fmt.Errorf("cannot reach %s: %w (is tidemark serve running there? point --server or TIDEMARK_SERVER at it)", c.base.Redacted(), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -139,8 +141,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 }
 
 // get calls and decodes the answer into out, returning the raw JSON too.
+// A read that needs a token needs scope read, so a 401 advises that one.
 func (c *apiClient) get(ctx context.Context, path string, query url.Values, out any) ([]byte, http.Header, error) {
-	return c.do(ctx, http.MethodGet, path, query, nil, nil, out, "")
+	return c.do(ctx, http.MethodGet, path, query, nil, nil, out, "read")
 }
 
 // do calls and decodes the answer into out (unless nil).

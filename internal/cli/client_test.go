@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// runCmd runs one of Commands' commands with env and returns its error and
+// output.
+func runCmd(t *testing.T, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
+	root := &cobra.Command{Use: "tidemark", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(Commands(e)...)
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// TestAReadWithoutATokenNamesScopeRead: evidence (a read that needs a
+// token) asked without one names the scope to create, not an empty one.
+func TestAReadWithoutATokenNamesScopeRead(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"title":"Unauthorized","detail":"no bearer token"}`))
+	}))
+	defer srv.Close()
+	_, err := runCmd(t, map[string]string{"TIDEMARK_SERVER": srv.URL}, "evidence", "stable")
+	want := "401: TIDEMARK_TOKEN is not set: set it to a token with scope read (tidemark token create --name NAME --scope read)"
+	if err == nil || err.Error() != want {
+		t.Errorf("evidence without a token: %v, want %q", err, want)
+	}
+}
+
+// TestANoServerSaysHowToPointElsewhere: a refused connection says where it
+// went and how to choose the server.
+func TestANoServerSaysHowToPointElsewhere(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = runCmd(t, map[string]string{"TIDEMARK_SERVER": "http://" + addr}, "channels")
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "--server or TIDEMARK_SERVER") {
+		t.Errorf("channels with no server: %v", err)
+	}
+}
