@@ -35,7 +35,9 @@ build:
 # The local cluster for `make run` is kept in tmp/pg so pins, tokens and the
 # index survive restarts.
 # A local run listens on $(LISTEN) unless TIDEMARK_LISTEN says otherwise.
+# The port is checked before Postgres starts, so a taken one is said first.
 run: build
+	@TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-$(LISTEN)}" $(BIN) serve --check-port --config $(CONFIG)
 	TIDEMARK_LISTEN="$${TIDEMARK_LISTEN:-$(LISTEN)}" scripts/with-pg --keep tmp/pg $(BIN) serve --hints --config $(CONFIG)
 
 # The same channels as make run, offline: an in-process registry seeded with

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -30,16 +31,21 @@ import (
 
 func newServeCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
-	var noIndex, printHints bool
+	var noIndex, printHints, checkPort bool
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: index registries, answer channel URLs and the API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if checkPort {
+				return portFree(cf, e, listen)
+			}
 			cfg, log, err := cf.load(e)
 			if err != nil {
 				return err
 			}
+			cfg.Listen = cmp.Or(listen, cfg.Listen)
 			var ready func(net.Addr)
 			if printHints {
 				h := hints{w: e.Stderr, now: time.Now, example: isExampleConfig(cfg.File)}
@@ -57,6 +63,9 @@ func newServeCmd(e *cli.Env) *cobra.Command {
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "serve only; never index (another replica or process indexes)")
 	cmd.Flags().BoolVar(&printHints, "hints", false, "once serving, print the URL and a token command for a person (make run sets it)")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to serve on, e.g. 127.0.0.1:8081 (default: the configuration's listen, or $TIDEMARK_LISTEN)")
+	cmd.Flags().BoolVar(&checkPort, "check-port", false, "only check that the address is free, then exit (make run, before Postgres starts)")
+	cmd.Flags().MarkHidden("check-port")
 	return cmd
 }
 
