@@ -57,3 +57,29 @@ func TestANoServerSaysHowToPointElsewhere(t *testing.T) {
 		t.Errorf("channels with no server: %v", err)
 	}
 }
+
+// TestChannelsSayWhatARolloutAnswers: during a rollout the table's version
+// is the target, and a line under it says what a request with no cluster
+// ID gets.
+func TestChannelsSayWhatARolloutAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/channels":
+			w.Write([]byte(`[{"name":"v1.33","source":"k3s","stream":"released","pinned":true,"version":"v1.33.4+k3s1",
+				"rollout":{"channel":"v1.33","from":"v1.33.6+k3s2","to":"v1.33.4+k3s1","state":"running","percent":10,"step":1,"steps":[10,100]}},
+				{"name":"stable","source":"k3s","stream":"released","pinned":false,"version":"v1.33.6+k3s2","rollout":null}]`))
+		default:
+			w.Write([]byte(`{"changes":[]}`))
+		}
+	}))
+	defer srv.Close()
+	out, err := runCmd(t, map[string]string{"TIDEMARK_SERVER": srv.URL}, "channels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\nv1.33: rolling out v1.33.4+k3s1: 10 %; a request with no cluster ID gets v1.33.6+k3s2\n"
+	if !strings.HasSuffix(out, want) || strings.Count(out, "rolling out") != 1 {
+		t.Errorf("channels printed\n%s\nwant it to end with %q", out, want)
+	}
+}

@@ -141,7 +141,17 @@ func channelTable(e *Env, list []openapi.Channel, pending []openapi.Change) erro
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, OrDash(deref(ch.Version)), yesNo(ch.Pinned),
 			stampPtr(ch.UpdatedAt), OrDash(strings.Join(waiting[ch.Name], "; ")))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// VERSION is the channel's target; during a rollout a channel URL
+	// answers some requests another one: say which, under the table.
+	for _, ch := range list {
+		if note := ch.Rollout.Note(); note != "" {
+			fmt.Fprintf(e.Stdout, "%s: %s\n", ch.Name, note)
+		}
+	}
+	return nil
 }
 
 func yesNo(b bool) string {
