@@ -3,7 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
 )
@@ -57,9 +59,38 @@ func printPin(e *Env, name string, before, after openapi.Channel, rollback bool,
 				line += "; clusters already on newer versions keep theirs (add --rollback to send them down)"
 			}
 		}
+		if p := after.RollsOut; p != nil && from != to && from != "-" {
+			line += rolloutStarts(p, name, from)
+		}
 	}
 	_, err := fmt.Fprintln(e.Stdout, line+heldNote(after))
 	return err
+}
+
+// rolloutStarts says that a pin on a channel with rollout: starts one,
+// and how long it takes at the least (a pause or a halt makes it longer).
+func rolloutStarts(p *openapi.RolloutPolicy, name, from string) string {
+	steps := make([]string, len(p.Steps))
+	for i, n := range p.Steps {
+		steps[i] = strconv.Itoa(n)
+	}
+	every := time.Duration(p.IntervalSeconds) * time.Second
+	all := time.Duration(max(len(p.Steps)-1, 0)) * every
+	return fmt.Sprintf("; a rollout starts: %s %% of clusters, a step every %s, all of them in %s unless paused "+
+		"(tidemark rollout %s); until then a request with no cluster ID gets %s",
+		strings.Join(steps, ", "), shortDuration(every), shortDuration(all), name, from)
+}
+
+// shortDuration is 3h, not 3h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // heldNote says why a channel's answer does not move yet: a freeze or a
