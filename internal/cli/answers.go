@@ -50,6 +50,10 @@ func printPin(e *Env, name string, before, after openapi.Channel, rollback bool,
 		line = fmt.Sprintf("%s: already pinned to %s", name, to)
 	case before.Pinned && rollback && deref(before.Version) == deref(after.Version):
 		line = fmt.Sprintf("%s: now a rollback pin to %s: clusters on newer versions are sent down to it", name, to)
+	case before.Pinned && deref(before.Version) == deref(after.Version):
+		// The configuration's latest: fixed it; the pin answers the same
+		// and takes over from the configuration.
+		line = fmt.Sprintf("%s: pinned to %s, which it already served (fixed in the configuration); the pin now decides (tidemark unpin %s hands it back)", name, to, name)
 	default:
 		line = fmt.Sprintf("%s: %s -> %s (pinned)", name, from, to)
 		if older(deref(after.Version), deref(before.Version)) {

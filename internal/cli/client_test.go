@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tidemark-dev/tidemark/openapi"
 )
 
 // runCmd runs one of Commands' commands with env and returns its error and
@@ -81,5 +83,32 @@ func TestChannelsSayWhatARolloutAnswers(t *testing.T) {
 	want := "\nv1.33: rolling out v1.33.4+k3s1: 10 %; a request with no cluster ID gets v1.33.6+k3s2\n"
 	if !strings.HasSuffix(out, want) || strings.Count(out, "rolling out") != 1 {
 		t.Errorf("channels printed\n%s\nwant it to end with %q", out, want)
+	}
+}
+
+// TestAPinSaysWhatItDid: a pin to the version the configuration fixes
+// says so rather than "V -> V".
+func TestAPinSaysWhatItDid(t *testing.T) {
+	v := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name          string
+		before, after openapi.Channel
+		etags         [2]string
+		want          string
+	}{
+		{"a move", openapi.Channel{Version: v("v1.33.6+k3s1")}, openapi.Channel{Version: v("v1.34.1+k3s1"), Pinned: true}, [2]string{`"1"`, `"2"`},
+			"stable: v1.33.6+k3s1 -> v1.34.1+k3s1 (pinned)\n"},
+		{"the version the configuration fixes", openapi.Channel{Version: v("v1.33.6+k3s1"), Pinned: true}, openapi.Channel{Version: v("v1.33.6+k3s1"), Pinned: true}, [2]string{`"0"`, `"1"`},
+			"stable: pinned to v1.33.6+k3s1, which it already served (fixed in the configuration); the pin now decides (tidemark unpin stable hands it back)\n"},
+		{"the pin in place", openapi.Channel{Version: v("v1.33.6+k3s1"), Pinned: true}, openapi.Channel{Version: v("v1.33.6+k3s1"), Pinned: true}, [2]string{`"1"`, `"1"`},
+			"stable: already pinned to v1.33.6+k3s1\n"},
+	} {
+		var out bytes.Buffer
+		if err := printPin(&Env{Stdout: &out}, "stable", tc.before, tc.after, false, tc.etags[0], tc.etags[1]); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("%s: printed %q, want %q", tc.name, out.String(), tc.want)
+		}
 	}
 }
