@@ -24,7 +24,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	if id == "" && !ch.Stepwise && e.Ans.Rollout == nil && !reportsVersion(r) {
 		// The plain hot path: nothing to read or record.
 		if e.Ans.Tag == nil {
-			return nil, noAnswer(e.Ans)
+			return nil, noAnswer(v, e.Ans)
 		}
 		return e, nil
 	}
@@ -63,7 +63,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, error) {
 	ch := &e.Ans.Channel
 	if e.Ans.Tag == nil {
-		return nil, noAnswer(e.Ans)
+		return nil, noAnswer(v, e.Ans)
 	}
 	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now}
 	if ok && snapshot.Settles(ch, id) {
