@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 )
 
@@ -82,19 +83,7 @@ func rolloutStarts(p *openapi.RolloutPolicy, name, from string) string {
 	all := time.Duration(max(len(p.Steps)-1, 0)) * every
 	return fmt.Sprintf("; a rollout starts: %s %% of clusters, a step every %s, all of them in %s unless paused "+
 		"(tidemark rollout %s); until then a request with no cluster ID gets %s",
-		strings.Join(steps, ", "), shortDuration(every), shortDuration(all), name, from)
-}
-
-// shortDuration is 3h, not 3h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+		strings.Join(steps, ", "), config.ShortDuration(every), config.ShortDuration(all), name, from)
 }
 
 // heldNote says why a channel's answer does not move yet: a freeze or a

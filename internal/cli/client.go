@@ -190,3 +190,15 @@ func stampPtr(t *time.Time) string {
 	}
 	return Stamp(*t)
 }
+
+// run is a client command's RunE: the client made from the flags, then
+// body.
+func (f *clientFlags) run(e *Env, body func(cmd *cobra.Command, c *apiClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := f.client(e)
+		if err != nil {
+			return err
+		}
+		return body(cmd, c, args)
+	}
+}

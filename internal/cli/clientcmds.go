@@ -22,11 +22,7 @@ func newResolveCmd(e *Env) *cobra.Command {
 		Use:   "resolve (--source S | --channel C) --current V [--stream X] [--target T] [--builds]",
 		Short: "Ask a server what to upgrade to, and by what path (a dry run)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			if current == "" || (source == "" && channel == "") {
 				return fmt.Errorf("resolve needs --current and --source (or --channel, which names its source)")
 			}
@@ -48,7 +44,7 @@ func newResolveCmd(e *Env) *cobra.Command {
 				return err
 			}
 			return f.output.print(e.Stdout, raw, func() error { printResolve(e, c, a); return nil })
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&source, "source", "", "source name (required unless --channel is given)")
@@ -96,11 +92,8 @@ func newChannelsCmd(e *Env) *cobra.Command {
 		Use:   "channels [CHANNEL]",
 		Short: "List channels and the version each serves (or one channel)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			var err error
 			var list []openapi.Channel
 			var raw []byte
 			if len(args) == 1 {
@@ -120,7 +113,7 @@ func newChannelsCmd(e *Env) *cobra.Command {
 				pending.Changes = nil
 			}
 			return f.output.print(e.Stdout, raw, func() error { return channelTable(e, list, pending.Changes) })
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -167,11 +160,8 @@ func newSourcesCmd(e *Env) *cobra.Command {
 		Use:   "sources [SOURCE]",
 		Short: "List sources and how their indexing went (or one source)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			var err error
 			var list []openapi.Source
 			var raw []byte
 			if len(args) == 1 {
@@ -203,7 +193,7 @@ func newSourcesCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -229,11 +219,7 @@ func newVersionsCmd(e *Env) *cobra.Command {
 		Use:   "versions SOURCE [--stream X] [--constraint C]",
 		Short: "List a source's versions, ascending",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			q := url.Values{}
 			if stream != "" {
 				q.Set("stream", stream)
@@ -254,7 +240,7 @@ func newVersionsCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&stream, "stream", "", "only versions served on this stream (streams nest: devel includes released)")
@@ -268,11 +254,7 @@ func newHistoryCmd(e *Env) *cobra.Command {
 		Use:   "history CHANNEL",
 		Short: "Show a channel's audit history, newest first",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var events []openapi.AuditEvent
 			raw, _, err := c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0])+"/history", nil, &events)
 			if err != nil {
@@ -286,7 +268,7 @@ func newHistoryCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
