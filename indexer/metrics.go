@@ -1,10 +1,9 @@
 package indexer
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark-dev/tidemark/internal/metric"
 )
 
 // metrics are prefixed tidemark_indexer_ so that they never collide with the
@@ -47,17 +46,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 while this replica holds the indexer lock and runs the schedule, else 0.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.scans, m.duration, m.requests, m.lastOK, m.tags, m.leader} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("registering indexer metrics: another indexer already registered them: %w", err)
-			}
-			return nil, fmt.Errorf("registering indexer metrics: %w", err)
-		}
+	if err := metric.Register(reg, "indexer", m.scans, m.duration, m.requests, m.lastOK, m.tags, m.leader); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/metric"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -110,12 +112,8 @@ func newPushMetrics(reg prometheus.Registerer) (*pushMetrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.tags, m.latency} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("registering push metrics: %w", err)
-			}
-		}
+	if err := metric.Register(reg, "push", m.tags, m.latency); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

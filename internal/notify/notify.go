@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/metric"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -148,12 +150,8 @@ func New(opts Options) (*Deliverer, error) {
 		d.sent.WithLabelValues(e.Name, "delivered")
 		d.sent.WithLabelValues(e.Name, "failed")
 	}
-	if opts.Metrics != nil {
-		for _, c := range []prometheus.Collector{d.backlog, d.sent} {
-			if err := opts.Metrics.Register(c); err != nil {
-				return nil, fmt.Errorf("registering notify metrics: %w", err)
-			}
-		}
+	if err := metric.Register(opts.Metrics, "notify", d.backlog, d.sent); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

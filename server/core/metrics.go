@@ -2,13 +2,14 @@ package core
 
 import (
 	"cmp"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tidemark-dev/tidemark/internal/metric"
 
 	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
@@ -104,10 +105,9 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register server metrics: %w", err)
-		}
+	if err := metric.Register(reg, "server", m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks,
+		m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age); err != nil {
+		return nil, err
 	}
 	m.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	return m, nil
