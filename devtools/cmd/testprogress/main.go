@@ -32,8 +32,8 @@ type progress struct {
 	w       io.Writer
 	now     func() time.Time
 	prefix  string
-	started map[string]time.Time     // running tests (package + " " + test) and packages
-	output  map[string][]string      // a running test's or package's output
+	started map[string]time.Time // running tests (package + " " + test) and packages
+	output  map[string][]string  // a running test's or package's output
 	failed  bool
 	done    int
 	last    time.Time                // when the last line was printed
