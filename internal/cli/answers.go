@@ -32,6 +32,20 @@ func asChange(raw []byte) (openapi.Change, bool) {
 	return ch, true
 }
 
+// printChannelWrite prints a pin's or an unpin's answer: a change that
+// waits for approvals (202: nothing changed yet), or the channel after it,
+// as then says.
+func (f *clientFlags) printChannelWrite(e *Env, raw []byte, then func(after openapi.Channel) error) error {
+	if ch, ok := asChange(raw); ok {
+		return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
+	}
+	var after openapi.Channel
+	if err := decodeAnswer(raw, &after); err != nil {
+		return err
+	}
+	return f.output.print(e.Stdout, raw, func() error { return then(after) })
+}
+
 func decodeAnswer(raw []byte, out any) error {
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("the answer is not the JSON expected: %w", err)

@@ -202,3 +202,15 @@ func (f *clientFlags) run(e *Env, body func(cmd *cobra.Command, c *apiClient, ar
 		return body(cmd, c, args)
 	}
 }
+
+// oneOrAll is GET path (every one) or, with a name in args, GET path/NAME
+// (that one), as a list either way; raw is the answer as sent.
+func oneOrAll[T any](ctx context.Context, c *apiClient, path string, args []string) (list []T, raw []byte, err error) {
+	if len(args) == 1 {
+		var one T
+		raw, _, err = c.get(ctx, path+"/"+url.PathEscape(args[0]), nil, &one)
+		return []T{one}, raw, err
+	}
+	raw, _, err = c.get(ctx, path, nil, &list)
+	return list, raw, err
+}

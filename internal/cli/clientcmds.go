@@ -93,16 +93,7 @@ func newChannelsCmd(e *Env) *cobra.Command {
 		Short: "List channels and the version each serves (or one channel)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
-			var err error
-			var list []openapi.Channel
-			var raw []byte
-			if len(args) == 1 {
-				var one openapi.Channel
-				raw, _, err = c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0]), nil, &one)
-				list = append(list, one)
-			} else {
-				raw, _, err = c.get(cmd.Context(), "/api/v1/channels", nil, &list)
-			}
+			list, raw, err := oneOrAll[openapi.Channel](cmd.Context(), c, "/api/v1/channels", args)
 			if err != nil {
 				return err
 			}
@@ -161,16 +152,7 @@ func newSourcesCmd(e *Env) *cobra.Command {
 		Short: "List sources and how their indexing went (or one source)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
-			var err error
-			var list []openapi.Source
-			var raw []byte
-			if len(args) == 1 {
-				var one openapi.Source
-				raw, _, err = c.get(cmd.Context(), "/api/v1/sources/"+url.PathEscape(args[0]), nil, &one)
-				list = append(list, one)
-			} else {
-				raw, _, err = c.get(cmd.Context(), "/api/v1/sources", nil, &list)
-			}
+			list, raw, err := oneOrAll[openapi.Source](cmd.Context(), c, "/api/v1/sources", args)
 			if err != nil {
 				return err
 			}

@@ -40,20 +40,12 @@ func newPromoteCmd(e *Env) *cobra.Command {
 			if etag := hdr.Get("ETag"); etag != "" {
 				h.Set("If-Match", etag)
 			}
-			var after openapi.Channel
 			body := openapi.PinRequest{Version: version, Reason: reason, Force: force, Rollback: rollback, OverrideFreeze: override}
 			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, nil, "promote")
 			if err != nil {
 				return err
 			}
-			if ch, ok := asChange(raw); ok {
-				// 202: the channel needs approvals; nothing changed yet.
-				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-			}
-			if err := decodeAnswer(raw, &after); err != nil {
-				return err
-			}
-			return f.output.print(e.Stdout, raw, func() error {
+			return f.printChannelWrite(e, raw, func(after openapi.Channel) error {
 				return printPin(e, name, before, after, rollback, hdr.Get("ETag"), afterHdr.Get("ETag"))
 			})
 		}),
@@ -79,18 +71,11 @@ func newUnpinCmd(e *Env) *cobra.Command {
 			if override {
 				q = url.Values{"override_freeze": {"true"}}
 			}
-			var after openapi.Channel
 			raw, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", q, nil, reasonBody(reason), nil, "promote")
 			if err != nil {
 				return err
 			}
-			if ch, ok := asChange(raw); ok {
-				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-			}
-			if err := decodeAnswer(raw, &after); err != nil {
-				return err
-			}
-			return f.output.print(e.Stdout, raw, func() error {
+			return f.printChannelWrite(e, raw, func(after openapi.Channel) error {
 				_, err := fmt.Fprintf(e.Stdout, "%s: following its stream, now %s%s\n", args[0], OrDash(deref(after.Version)), heldNote(after))
 				return err
 			})
