@@ -133,14 +133,8 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool) error {
 			case <-tick.C:
 			}
 			start := time.Now()
-			res, err := c.Get(base + "/v1-release/channels/stable")
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusFound {
+			req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/stable", nil)
+			if benchkit.Found(c, req) != nil {
 				failed.Add(1)
 				continue
 			}

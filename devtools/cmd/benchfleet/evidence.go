@@ -264,14 +264,7 @@ func channelLatency(ctx context.Context, base string, d time.Duration) (stats, e
 			for time.Now().Before(end) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1-release/channels/stable", nil)
 				t := time.Now()
-				res, err := client.Do(req)
-				if err == nil {
-					res.Body.Close()
-					if res.StatusCode != http.StatusFound {
-						err = fmt.Errorf("channel URL: %d", res.StatusCode)
-					}
-				}
-				if err != nil {
+				if err := benchkit.Found(client, req); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
