@@ -102,15 +102,10 @@ type pushMetrics struct {
 
 func newPushMetrics(reg prometheus.Registerer) (*pushMetrics, error) {
 	m := &pushMetrics{
-		tags: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "tidemark", Subsystem: "indexer", Name: "pushed_tags_total",
-			Help: "Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, signature, failed).",
-		}, []string{"source", "outcome"}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "tidemark", Subsystem: "indexer", Name: "push_to_indexed_seconds",
-			Help:    "Time from a webhook's arrival to its tag being indexed and applied to this replica's snapshot queue.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
+		tags: metric.CounterVec("tidemark_indexer_pushed_tags_total",
+			"Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, signature, failed).", "source", "outcome"),
+		latency: metric.Histogram("tidemark_indexer_push_to_indexed_seconds",
+			"Time from a webhook's arrival to its tag being indexed and applied to this replica's snapshot queue.", prometheus.ExponentialBuckets(0.001, 2, 14)),
 	}
 	if err := metric.Register(reg, "push", m.tags, m.latency); err != nil {
 		return nil, err
