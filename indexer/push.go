@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/metric"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -100,22 +102,13 @@ type pushMetrics struct {
 
 func newPushMetrics(reg prometheus.Registerer) (*pushMetrics, error) {
 	m := &pushMetrics{
-		tags: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "tidemark", Subsystem: "indexer", Name: "pushed_tags_total",
-			Help: "Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, signature, failed).",
-		}, []string{"source", "outcome"}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "tidemark", Subsystem: "indexer", Name: "push_to_indexed_seconds",
-			Help:    "Time from a webhook's arrival to its tag being indexed and applied to this replica's snapshot queue.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
+		tags: metric.CounterVec("tidemark_indexer_pushed_tags_total",
+			"Tags named by registry webhooks, by outcome (indexed, unchanged, deleted, missing, excluded, signature, failed).", "source", "outcome"),
+		latency: metric.Histogram("tidemark_indexer_push_to_indexed_seconds",
+			"Time from a webhook's arrival to its tag being indexed and applied to this replica's snapshot queue.", prometheus.ExponentialBuckets(0.001, 2, 14)),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.tags, m.latency} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("registering push metrics: %w", err)
-			}
-		}
+	if err := metric.Register(reg, "push", m.tags, m.latency); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -22,6 +22,8 @@ type Channel struct {
 	UpdatedAt  *time.Time `json:"updated_at"`
 	// Rollout is the channel's staged rollout; nil when it never rolled out.
 	Rollout *Rollout `json:"rollout"`
+	// RollsOut is the channel's rollout policy; nil without one.
+	RollsOut *RolloutPolicy `json:"rolls_out,omitempty"`
 	// Held says why this answer is not the channel's version for the
 	// cluster that asked (a channel URL with its headers); absent otherwise.
 	Held *Held `json:"held,omitempty"`
@@ -58,6 +60,12 @@ type Held struct {
 	// Blocked (with reason downgrade): the version the cluster runs is
 	// blocked, and no servable version above it is one its channel allows.
 	Blocked bool `json:"blocked,omitempty"`
+}
+
+// RolloutPolicy is how a channel rolls out each new version.
+type RolloutPolicy struct {
+	Steps           []int `json:"steps"`
+	IntervalSeconds int64 `json:"interval_seconds"`
 }
 
 // Rollout is a channel's staged rollout (GET /api/v1/channels/{name}/rollout).

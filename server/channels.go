@@ -102,10 +102,17 @@ func wantsJSON(r *http.Request) bool {
 }
 
 // noAnswer is the 404 of a channel that serves nothing, saying why when the
-// resolver knows (a pin on a blocked or vanished version).
-func noAnswer(a snapshot.ChannelAnswer) error {
-	if a.Why != "" {
-		return fmt.Errorf("%w: %s", resolver.ErrNotFound, a.Why)
+// resolver knows (a pin on a blocked or vanished version), and that its
+// source's last scan failed when it did (a registry that is down).
+func noAnswer(v *core.View, a snapshot.ChannelAnswer) error {
+	why := a.Why
+	if why == "" {
+		why = fmt.Sprintf("channel %q has no eligible version", a.Channel.Name)
 	}
-	return fmt.Errorf("%w: channel %q has no eligible version", resolver.ErrNotFound, a.Channel.Name)
+	if sv, err := v.Snap.SourceInfo(a.Channel.Source); err == nil {
+		if failed := core.ScanFailed(sv); failed != "" {
+			why += "; " + failed
+		}
+	}
+	return fmt.Errorf("%w: %s", resolver.ErrNotFound, why)
 }

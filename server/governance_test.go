@@ -217,8 +217,10 @@ func TestApprovals(t *testing.T) {
 		_ = json.Unmarshal(body, &c)
 		return res.StatusCode, c
 	}
-	if code, _ := approve(env.tokens["ci-promote"]); code != http.StatusConflict {
-		t.Errorf("approval by the requester: %d, want 409", code)
+	// The requester is told that someone else must decide.
+	if res, body := send(t, http.MethodPost, ts.URL+fmt.Sprintf("/api/v1/changes/%d/approve", ch.ID), env.tokens["ci-promote"], `{"reason":"ok"}`); res.StatusCode != http.StatusConflict ||
+		!strings.Contains(string(body), "cannot approve or reject it: 2 others must approve it") {
+		t.Errorf("approval by the requester: %d %s, want 409 saying others must approve", res.StatusCode, body)
 	}
 	if code, c := approve(env.tokens["root"]); code != 200 || c.State != "pending" || len(c.Approvals) != 1 {
 		t.Errorf("first approval: %d %+v", code, c)

@@ -65,7 +65,7 @@ func newPromotionFleet(t *testing.T, approvals int, edit ...func([]catalog.Chann
 	}
 	env := newPGEnv(t, Options{})
 	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: chs,
-		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond}, Governance: env.st, WriteRate: 1000, WriteBurst: 1000})
+		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond, StuckAfter: 2 * time.Minute}, Governance: env.st, WriteRate: 1000, WriteBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

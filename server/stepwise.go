@@ -25,7 +25,7 @@ func (s *Server) clusterAnswer(r *http.Request, who asker, v *core.View, e *core
 	if id == "" && !ch.Stepwise && e.Ans.Rollout == nil && !reportsVersion(r) {
 		// The plain hot path: nothing to read or record.
 		if e.Ans.Tag == nil {
-			return nil, noAnswer(e.Ans)
+			return nil, noAnswer(v, e.Ans)
 		}
 		return e, nil
 	}
@@ -69,7 +69,7 @@ func (s *Server) clusterAnswer(r *http.Request, who asker, v *core.View, e *core
 func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id string, admitted bool, reported resolver.Version, ok bool, now time.Time) (*core.Entry, bool, error) {
 	ch := &e.Ans.Channel
 	if e.Ans.Tag == nil {
-		return nil, false, noAnswer(e.Ans)
+		return nil, false, noAnswer(v, e.Ans)
 	}
 	active, _ := s.FleetRec.ActiveServed(ch.Name)
 	q := snapshot.Asker{ID: id, Reported: reported, HasReported: ok, Now: now, Active: active}

@@ -36,6 +36,10 @@ func TestConsoleShowsEvidenceAndWhyPromotionWaits(t *testing.T) {
 		return html.UnescapeString(string(body))
 	}
 	text := page("/ui/channels/v1.33")
+	// The caption says the configured fleet.stuck_after (2m here).
+	if !strings.Contains(text, "how many still run an older one 2m after being told (stuck)") {
+		t.Errorf("the evidence caption does not say fleet.stuck_after:\n%s", regexp.MustCompile(`(?s)<caption>.*?</caption>`).FindAllString(text, -1))
+	}
 	row := regexp.MustCompile(`(?s)<tr data-evidence-version="v1\.33\.6\+k3s2">.*?</tr>`).FindString(text)
 	if row == "" {
 		t.Fatalf("no evidence row for v1.33.6+k3s2 on v1.33's page:\n%.2000s", text)

@@ -41,7 +41,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		for sel, want := range map[string]string{
 			`#channel-rows tr[data-channel="v1.33"] td[data-label="Serves"]`:  "v1.33.6+k3s2",
-			`#channel-rows tr[data-channel="stable"] td[data-label="Pinned"]`: "pinned",
+			`#channel-rows tr[data-channel="stable"] td[data-label="Pinned"]`: "fixed",
 			`#channel-rows tr[data-channel="v1.99"] td[data-label="Serves"]`:  "nothing",
 			`#channel-rows tr[data-channel="v1.33"] td[data-label="Fleet"]`:   "4 clusters, 3 active",
 			`#channel-rows tr[data-channel="stable"] td[data-label="Fleet"]`:  "1 cluster, 1 active",
@@ -74,6 +74,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		if got := b.text(t, "#history li"); !strings.Contains(got, "ci-promote pin: v1.33.6+k3s2 → v1.33.5+k3s1") {
 			t.Errorf("newest history entry reads %q", got)
 		}
+		// The reloaded page says what the pin did, once.
+		if got := b.text(t, "#flash"); got != "Pinned v1.33 to v1.33.5+k3s1." {
+			t.Errorf("after the pin the page says %q, want what it did", got)
+		}
 		if got := b.eval(t, `(sessionStorage.getItem("tidemark.token") === `+jsString(token)+`) + " cookie=" + document.cookie`); got != "true cookie=" {
 			t.Errorf("token kept in sessionStorage, no cookie: got %q", got)
 		}
@@ -94,6 +98,18 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		if got := b.eval(t, `document.querySelector("#pin-version").getAttribute("aria-invalid") || ""`); got != "true" {
 			t.Errorf("version field aria-invalid=%q, want true", got)
+		}
+		// An ineligible version: the regexp as configured, and the Force
+		// checkbox rather than the API's "force": true.
+		b.eval(t, `document.querySelector("#pin-version").value = ""`)
+		b.do(t, "pin v1.33 to a version of another minor",
+			chromedp.SendKeys(css("#pin-version"), "v1.32.9+k3s1"),
+			chromedp.Click(css("#pin-form button[type=submit]")),
+		)
+		b.waitFor(t, "the error", `document.querySelector("#pin-form .form-status").textContent.includes("v1.32.9")`, 10*time.Second)
+		got := b.text(t, "#pin-form .form-status")
+		if !strings.Contains(got, `include /v1\.33\..*/`) || !strings.Contains(got, "tick Force and pin again") || strings.Contains(got, `"force"`) {
+			t.Errorf("an ineligible pin's error reads %q", got)
 		}
 	})
 

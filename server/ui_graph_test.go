@@ -48,5 +48,34 @@ func TestChannelPageDrawsTheGraphAndRisks(t *testing.T) {
 	if s := b.eval(t, `getComputedStyle(document.querySelector("#graph-svg line.risky")).strokeDasharray`); !strings.Contains(s, "5") {
 		t.Errorf("a risky edge's dash %q: not styled", s)
 	}
+	// On a desktop the graph's box is as wide as the graph and scrolls
+	// neither way.
+	if got := b.eval(t, `(() => { const w = document.querySelector(".graph-wrap"), s = document.querySelector("#graph-svg");
+		return [w.scrollHeight > w.clientHeight ? "scrolls down" : "", w.getBoundingClientRect().width > s.getBoundingClientRect().width + 4 ? "wider than the graph" : ""].join(" ").trim(); })()`); got != "" {
+		t.Errorf("the graph's box on a desktop: %s", got)
+	}
 	b.screenshot(t, "graph", "#graph")
+
+	// On a phone, the hint to swipe is there for a graph wider than the
+	// screen, never for one that fits.
+	phone := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)
+	hint := `(() => { const h = document.querySelector(".graph-scroll-hint"); return h && getComputedStyle(h).display !== "none" ? "shown" : "hidden"; })()`
+	b.do(t, "the wide graph on a phone", phone, chromedp.Navigate(ts.URL+"/ui/channels/k3s-released"))
+	if got := b.eval(t, hint); got != "shown" {
+		t.Errorf("a graph wider than a phone: the swipe hint is %s", got)
+	}
+	b.do(t, "a one-column graph on a phone", chromedp.Navigate(ts.URL+"/ui/channels/v1.33"))
+	if n := b.eval(t, `String(document.querySelectorAll("#graph-svg text.minor").length)`); n != "1" {
+		t.Fatalf("v1.33's graph has %s columns, want 1", n)
+	}
+	if got := b.eval(t, hint); got != "hidden" {
+		t.Errorf("a one-column graph that fits a phone: the swipe hint is %s", got)
+	}
+	// The channel list's cards hold their labels: "Last pin or unpin" takes
+	// two lines and must not run over the card's border.
+	b.do(t, "the channel list on a phone", chromedp.Navigate(ts.URL+"/ui/"))
+	if got := b.eval(t, `[...document.querySelectorAll("table.cards td[data-label]")].filter(td =>
+		parseFloat(getComputedStyle(td, "::before").height) > td.getBoundingClientRect().height + 0.5).map(td => td.dataset.label).join(", ")`); got != "" {
+		t.Errorf("on a phone these labels run out of their cells: %s", got)
+	}
 }

@@ -127,6 +127,11 @@ func TestConsoleShowsRollouts(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("GET /ui/channels/latest: %d", res.StatusCode)
 		}
+		// Serves is the target; beside it, what a request with no cluster ID gets.
+		served := regexp.MustCompile(`(?s)<dd id="served">.*?</dd>`).FindString(page)
+		if want := "rolling out " + to + ": 10 %; a request with no cluster ID gets " + rolloutFrom; !strings.Contains(textOf(served), want) {
+			t.Errorf("Serves reads %q, want %q in it", textOf(served), want)
+		}
 		section := regexp.MustCompile(`(?s)<section aria-labelledby="rollout-h" id="rollout">.*?</section>`).FindString(page)
 		for _, w := range []string{
 			"From " + rolloutFrom, "To " + to, "State running", "Clusters getting " + to + " 10%",

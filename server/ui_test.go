@@ -27,7 +27,8 @@ func TestConsolePagesWithoutJavaScript(t *testing.T) {
 		absent []string
 	}{
 		{"channels page lists every channel with what it serves", "/ui/", 200,
-			[]string{`data-channel="stable" data-version="v1.21.2+k3s1"`, `<span class="badge pinned">pinned</span>`,
+			[]string{`data-channel="stable" data-version="v1.21.2+k3s1"`, `<span class="badge pinned" title="the configuration's latest: fixes v1.21.2+k3s1">fixed</span>`,
+				"none: fixed in the configuration",
 				`data-channel="v1.32" data-version="v1.32.9+k3s1"`, `data-channel="v1.99" data-version=""`,
 				`href="/ui/channels/v1.33"`, `href="/ui/sources/k3s"`, "docker.io/rancher/k3s-upgrade", `data-live="/ui/live/channels"`}, nil},
 		{"channel page shows the served version, digest and the history's absence", "/ui/channels/v1.33", 200,

@@ -183,6 +183,15 @@ func (s *Store) CancelChange(ctx context.Context, id int64, actor, reason string
 	return c, err
 }
 
+// othersMust says who may decide c instead of its requester.
+func othersMust(c resolver.ScheduledChange) string {
+	left := c.ApprovalsNeeded - len(c.Approvers())
+	if left <= 1 {
+		return "another identity must approve it"
+	}
+	return fmt.Sprintf("%d others must approve it", left)
+}
+
 // DecideChange records identity's approval (or rejection) of a pending
 // change. The requester may not decide, nor one identity twice (ErrState).
 // A rejection rejects the change; the last approval needed schedules it
@@ -203,7 +212,8 @@ func (s *Store) DecideChange(ctx context.Context, id int64, who resolver.Princip
 		case c.State != resolver.ChangePending:
 			return fmt.Errorf("%w: change %d is %s, not pending approval", resolver.ErrState, id, c.State)
 		case identity == requester:
-			return fmt.Errorf("%w: %s requested change %d and cannot approve or reject it", resolver.ErrState, actor, id)
+			return fmt.Errorf("%w: %s requested change %d and cannot approve or reject it: %s (tidemark approve %d with their own token)",
+				resolver.ErrState, actor, id, othersMust(c), id)
 		}
 		for _, a := range c.Approvals {
 			if a.Identity == identity {

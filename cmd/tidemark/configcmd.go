@@ -98,6 +98,7 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	row("database_timeout", config.ShortDuration(cfg.DatabaseTimeout))
 	row("limits", fmt.Sprintf("%d connections, %d per address, idle %s", cfg.Limits.MaxConnections,
 		cfg.Limits.MaxConnectionsPerAddress, config.ShortDuration(cfg.Limits.IdleTimeout)))
+	row("fleet", fleetText(cfg.Fleet))
 	row("")
 
 	row("SOURCE", "IMAGE", "SCHEME", "BUILD", "INTERVAL", "EXCLUDE", "OPTIONS")
@@ -167,7 +168,29 @@ func channelOptions(c catalog.Channel) string {
 	for _, w := range c.Windows {
 		opts = append(opts, "window="+windowText(w))
 	}
+	if p := c.Promote; p != nil {
+		opts = append(opts, fmt.Sprintf("promote=from:%s,soak:%s,min_adopted:%d,max_stuck_ratio:%g",
+			p.From, config.ShortDuration(p.Soak), p.MinAdopted, p.MaxStuckRatio))
+	}
+	if y := c.Yank; y != nil {
+		opts = append(opts, fmt.Sprintf("yank=min_told:%d,max_stuck_ratio:%g", y.MinTold, y.MaxStuckRatio))
+	}
 	return strings.Join(opts, " ")
+}
+
+// fleetText is the fleet: block with its defaults spelled out.
+func fleetText(f config.Fleet) string {
+	out := fmt.Sprintf("retention %s, active_window %s, stuck_after %s, %d new clusters/min per address, at most %d clusters a channel",
+		config.ShortDuration(f.Retention), config.ShortDuration(f.ActiveWindow), config.ShortDuration(f.StuckAfter),
+		f.NewClustersPerMinute, f.MaxClusters)
+	if len(f.EvidenceNetworks) > 0 {
+		nets := make([]string, len(f.EvidenceNetworks))
+		for i, n := range f.EvidenceNetworks {
+			nets[i] = n.String()
+		}
+		out += ", evidence from " + strings.Join(nets, ",")
+	}
+	return out
 }
 
 // windowText is a window as written: days, start-end and zone.

@@ -37,6 +37,11 @@ starts a throwaway Postgres) and no network.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := configFlags{logFormat: logFormat}
 			ctx := cmd.Context()
+			// Said here, not by serve: serve would name the demo's
+			// configuration, a temporary file gone once demo ends.
+			if e.Getenv("DATABASE_URL") == "" {
+				return fmt.Errorf("no database: demo needs DATABASE_URL (make demo starts a throwaway Postgres, or run scripts/with-pg bin/tidemark demo)")
+			}
 			// The port first: a taken one is said before the registry is
 			// seeded and Postgres migrated.
 			addr := cmp.Or(e.Getenv("TIDEMARK_LISTEN"), listen)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
+
+	"github.com/tidemark-dev/tidemark/internal/cli"
 )
 
 // listenFirst opens the service's listener, before anything slow (Postgres,
@@ -19,4 +23,21 @@ func listenFirst(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen %s: %w (set --listen or TIDEMARK_LISTEN to host:port)", addr, err)
 	}
 	return ln, nil
+}
+
+// portFree is serve --check-port: make run asks it before it starts
+// Postgres, so that a taken port is said first there too. The
+// configuration's warnings are serve's to print, once.
+func portFree(cf configFlags, e *cli.Env, listen string) error {
+	quiet := *e
+	quiet.Stderr = io.Discard
+	cfg, _, err := cf.load(&quiet)
+	if err != nil {
+		return err
+	}
+	ln, err := listenFirst(cmp.Or(listen, cfg.Listen))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }

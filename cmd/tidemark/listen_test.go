@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +35,38 @@ func TestAPortInUseIsSaidFirst(t *testing.T) {
 		if took > 2*time.Second {
 			t.Errorf("%s took %s to say the port is taken, want it said first", args[0], took)
 		}
+	}
+}
+
+// TestServeListenFlagAndMakeRunCheckThePortFirst: serve takes --listen (the
+// advice names it), and make run says a taken port before Postgres starts.
+func TestServeListenFlagAndMakeRunCheckThePortFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	c := &tmcli{t: t, env: map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}}
+	code, _, errs := c.run("serve", "--config", "../../deploy/examples/tidemark.yaml", "--listen", addr)
+	if code == 0 || !strings.Contains(errs, "listen "+addr+": the address is in use") {
+		t.Errorf("serve --listen on a taken port: exit %d, stderr %q", code, errs)
+	}
+
+	// make run with this test binary as bin/tidemark (it runs Main when
+	// reexecEnv is set) and no database of its own: with the port checked
+	// first, with-pg never starts a cluster.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TIDEMARK_LISTEN=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command("make", "-s", "-o", "build", "run", "BIN="+os.Args[0], "LISTEN="+addr)
+	cmd.Dir = "../.."
+	cmd.Env = append(env, reexecEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the address is in use") || strings.Contains(string(out), "with-pg:") {
+		t.Errorf("make run on a taken port: %v\n%s", err, out)
 	}
 }

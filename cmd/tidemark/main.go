@@ -70,5 +70,6 @@ func newRootCmd(e *cli.Env) *cobra.Command {
 		newDemoCmd(e),
 	)
 	root.AddCommand(cli.Commands(e)...)
+	explainMistakes(root)
 	return root
 }

@@ -18,7 +18,16 @@ func TestRolloutCommandsEndToEnd(t *testing.T) {
 	if code, _, errs := c.run("rollout", "status", "v1.33"); code != 1 || !strings.Contains(errs, "404") || !strings.Contains(errs, "never rolled out") {
 		t.Errorf("status before any rollout: exit %d, stderr %q", code, errs)
 	}
-	bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "staged")
+	// The promotion says it starts a rollout, how long it takes and what a
+	// request with no cluster ID gets meanwhile.
+	if out := bot.must("promote", "v1.33", "v1.33.5-k3s1", "--reason", "staged"); !strings.Contains(out,
+		"; a rollout starts: 1, 10, 50, 100 % of clusters, a step every 1h, all of them in 3h unless paused (tidemark rollout v1.33); until then a request with no cluster ID gets v1.33.6+k3s2\n") {
+		t.Errorf("promote on a rollout channel printed %q", out)
+	}
+	// The channels table says it too.
+	if out := c.must("channels"); !strings.Contains(out, "\nv1.33: rolling out v1.33.5+k3s1: 1 %; a request with no cluster ID gets v1.33.6+k3s2\n") {
+		t.Errorf("channels during a rollout:\n%s", out)
+	}
 	out := c.must("rollout", "status", "v1.33")
 	if !regexp.MustCompile(`(?m)^CHANNEL\s+FROM\s+TO\s+STATE\s+STEP\s+PERCENT\s+NEXT STEP\s+CLUSTERS ON TO\s+CLUSTERS ON FROM\nv1\.33\s+v1\.33\.6\+k3s2\s+v1\.33\.5\+k3s1\s+running\s+1/4\s+1%\s+\S+\s+0\s+0\n$`).MatchString(out) {
 		t.Errorf("rollout status:\n%s", out)

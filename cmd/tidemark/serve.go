@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -10,9 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark-dev/tidemark/indexer"
@@ -20,26 +17,30 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
+	"github.com/tidemark-dev/tidemark/internal/loop"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/internal/service"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
-	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
 func newServeCmd(e *cli.Env) *cobra.Command {
 	var cf configFlags
-	var noIndex, printHints bool
+	var noIndex, printHints, checkPort bool
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: index registries, answer channel URLs and the API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if checkPort {
+				return portFree(cf, e, listen)
+			}
 			cfg, log, err := cf.load(e)
 			if err != nil {
 				return err
 			}
+			cfg.Listen = cmp.Or(listen, cfg.Listen)
 			var ready func(net.Addr)
 			if printHints {
 				h := hints{w: e.Stderr, now: time.Now, example: isExampleConfig(cfg.File)}
@@ -57,23 +58,17 @@ func newServeCmd(e *cli.Env) *cobra.Command {
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "serve only; never index (another replica or process indexes)")
 	cmd.Flags().BoolVar(&printHints, "hints", false, "once serving, print the URL and a token command for a person (make run sets it)")
+	cmd.Flags().StringVar(&listen, "listen", "", "address to serve on, e.g. 127.0.0.1:8081 (default: the configuration's listen, or $TIDEMARK_LISTEN)")
+	cmd.Flags().BoolVar(&checkPort, "check-port", false, "only check that the address is free, then exit (make run, before Postgres starts)")
+	cmd.Flags().MarkHidden("check-port")
 	return cmd
 }
-
-// startupTimeout bounds serve's start-up calls to the database; a variable
-// so that a test need not wait 30 s.
-var startupTimeout = 30 * time.Second
 
 // serve wires store, indexer and server together and runs until ctx ends; ready, when set, is called once it
 // listens.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool, getenv func(string) string, ready func(net.Addr)) error {
-	if cfg.DatabaseURL == "" {
-		return fmt.Errorf("no database: set database_url in %s or DATABASE_URL", cfg.File)
-	}
-	if cfg.OIDC != nil {
-		if err := cfg.OIDC.CheckSecret(); err != nil {
-			return err
-		}
+	if err := serveable(cfg); err != nil {
+		return err
 	}
 	ln, err := listenFirst(cfg.Listen)
 	if err != nil {
@@ -104,27 +99,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		return startErr(err)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(st.Collectors()...)
-
+	reg := metricsRegistry(st)
+	lm, err := loop.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	var ix *indexer.Indexer
-	var scan server.ScanFunc
-	if index {
-		// A scan asked over HTTP belongs to the service, not to the request
-		// that asked: it runs under serve's ctx.
-		scan = func(_ context.Context, source string) (bool, error) {
-			running := ix.Status(source).Running
-			return running, ix.Trigger(ctx, source)
-		}
-	}
-	var push server.PushFunc
-	var gate server.GateFunc
-	if index {
-		push = pushFunc(ctx, &ix)
-		gate = func(gctx context.Context, source, tag string) error { return ix.GateTag(gctx, source, tag) }
-	}
-	dl, err := newDeliverer(startCtx, cfg, st, log, reg, func() bool { return ix != nil && ix.Leading() })
+	leading := func() bool { return ix != nil && ix.Leading() }
+	scan, push, gate := indexerHooks(ctx, index, &ix)
+	dl, err := newDeliverer(startCtx, cfg, st, log, reg, leading)
 	if err != nil {
 		return startErr(err)
 	}
@@ -155,29 +138,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	snaps.Subscribe(dl.SnapshotChanged)
 	// The indexing leader records the rollouts indexing starts; ix is set
 	// below, before the loops start asking.
-	loops := rolloutLoops(cfg, log, st, snaps, counts, func() bool { return ix != nil && ix.Leading() })
+	loops := rolloutLoops(cfg, log, st, snaps, counts, leading, lm)
 	// Start-up needs Postgres (the first snapshot comes from it), never the
 	// registry: indexing starts after the server answers.
 	if err := snaps.Reload(startCtx); err != nil {
 		return startErr(err)
 	}
 	started()
-
-	ix, err = indexer.New(indexer.Options{
-		Sources: cfg.IndexerSources(),
-		Store:   st,
-		Lock: func(ctx context.Context) (<-chan struct{}, func(), bool, error) {
-			l, held, err := st.TryIndexerLock(ctx)
-			return l.Lost(), l.Release, held, err
-		},
-		Log:        log,
-		Metrics:    reg,
-		RateLimits: cfg.RateLimits(),
-		Keychain:   authn.DefaultKeychain, // as docker pull would
-		OnChange:   func(source string) { snaps.Notify(snapshot.Change{Source: source}) },
-		MaxPending: cfg.Webhooks.MaxPending,
-	})
-	if err != nil {
+	if ix, err = newIndexer(cfg, st, log, reg, snaps); err != nil {
 		return err
 	}
 
@@ -191,34 +159,25 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		ready(ln.Addr())
 	}
 
-	ro := service.Options{
-		Log: log, HTTP: srv, Listener: ln, Snapshots: snaps,
-		Fleet: srv.Fleet(), Rollouts: loops, Governor: srv.Governor(),
-		// Changes made through other replicas (pins, blocks, their scans)
-		// arrive as notifications. The first comes once it listens, so a
-		// change made since the Reload above is picked up rather than lost.
-		Changes:   st.ListenChanges,
-		Ping:      st.Ping,
-		PingEvery: dbCheckEvery,
-		Hangup:    hup,
-		Reconfigure: func() ([]catalog.Channel, error) {
-			next, err := reconfigure(cfg, log, getenv)
-			if err != nil {
-				return nil, err
-			}
+	ro := serviceOptions(cfg, log, st, srv, snaps, hup, func() (*config.Config, error) {
+		next, err := reconfigure(cfg, log, getenv)
+		if err == nil {
 			reloadOnlineKey(next, signing, log)
-			return next.Channels, nil
-		},
+		}
+		return next, err
+	})
+	ro.Listener, ro.Rollouts = ln, loops
+	if ro.Governor != nil {
+		ro.Governor.Loops = lm
 	}
-	ro.Background = append(ro.Background, dl.Run)
 	if opts.Enrollment != nil {
 		ro.Background = append(ro.Background, opts.Enrollment.Run)
 	}
-	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, func() bool { return ix != nil && ix.Leading() })
+	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, leading)
 	if err != nil {
 		return err
 	}
-	ro.Background = append(ro.Background, promo.Run)
+	ro.Background = append(ro.Background, dl.Run, promo.Run)
 	if signing != nil {
 		ro.Background = append(ro.Background, signing.Run)
 	}
@@ -235,6 +194,3 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	log.Info("tidemark stopped")
 	return err
 }
-
-// dbCheckEvery is how often serve checks that the database still answers.
-const dbCheckEvery = 5 * time.Second

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/enroll"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
+	"github.com/tidemark-dev/tidemark/internal/loop"
 	"github.com/tidemark-dev/tidemark/internal/notify"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
@@ -75,9 +76,9 @@ func serverOptions(cfg *config.Config, log *slog.Logger, st *store.Store, reg *p
 // leader records the rollouts indexing starts (leading reports whether
 // this replica is it), and every replica counts its rollouts' clusters
 // into counts, which the server's channel objects show.
-func rolloutLoops(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, counts *rollouts.Counts, leading func() bool) *rollouts.Loops {
+func rolloutLoops(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, counts *rollouts.Counts, leading func() bool, lm *loop.Metrics) *rollouts.Loops {
 	loops := rollouts.New(rollouts.Options{Store: st, Snapshot: snaps.Current, Notify: snaps.Notify, Leading: leading,
-		DBTimeout: cfg.DatabaseTimeout, Counts: counts, Log: log})
+		DBTimeout: cfg.DatabaseTimeout, Counts: counts, Log: log, Loops: lm})
 	snaps.Subscribe(loops.Swapped)
 	return loops
 }

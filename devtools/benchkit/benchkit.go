@@ -61,3 +61,18 @@ func procStatus(pid int, field string) int64 {
 	}
 	return 0
 }
+
+// Found sends req with c and reads the answer whole; an error unless it
+// is the 302 a channel URL answers.
+func Found(c *http.Client, req *http.Request) error {
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound {
+		return fmt.Errorf("channel URL: %d", res.StatusCode)
+	}
+	return nil
+}

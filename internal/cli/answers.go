@@ -3,8 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/config"
 	"github.com/tidemark-dev/tidemark/openapi"
 )
 
@@ -29,6 +32,20 @@ func asChange(raw []byte) (openapi.Change, bool) {
 	return ch, true
 }
 
+// printChannelWrite prints a pin's or an unpin's answer: a change that
+// waits for approvals (202: nothing changed yet), or the channel after it,
+// as then says.
+func (f *clientFlags) printChannelWrite(e *Env, raw []byte, then func(after openapi.Channel) error) error {
+	if ch, ok := asChange(raw); ok {
+		return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
+	}
+	var after openapi.Channel
+	if err := decodeAnswer(raw, &after); err != nil {
+		return err
+	}
+	return f.output.print(e.Stdout, raw, func() error { return then(after) })
+}
+
 func decodeAnswer(raw []byte, out any) error {
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("the answer is not the JSON expected: %w", err)
@@ -48,6 +65,10 @@ func printPin(e *Env, name string, before, after openapi.Channel, rollback bool,
 		line = fmt.Sprintf("%s: already pinned to %s", name, to)
 	case before.Pinned && rollback && deref(before.Version) == deref(after.Version):
 		line = fmt.Sprintf("%s: now a rollback pin to %s: clusters on newer versions are sent down to it", name, to)
+	case before.Pinned && deref(before.Version) == deref(after.Version):
+		// The configuration's latest: fixed it; the pin answers the same
+		// and takes over from the configuration.
+		line = fmt.Sprintf("%s: pinned to %s, which it already served (fixed in the configuration); the pin now decides (tidemark unpin %s hands it back)", name, to, name)
 	default:
 		line = fmt.Sprintf("%s: %s -> %s (pinned)", name, from, to)
 		if older(deref(after.Version), deref(before.Version)) {
@@ -57,9 +78,26 @@ func printPin(e *Env, name string, before, after openapi.Channel, rollback bool,
 				line += "; clusters already on newer versions keep theirs (add --rollback to send them down)"
 			}
 		}
+		if p := after.RollsOut; p != nil && from != to && from != "-" {
+			line += rolloutStarts(p, name, from)
+		}
 	}
 	_, err := fmt.Fprintln(e.Stdout, line+heldNote(after))
 	return err
+}
+
+// rolloutStarts says that a pin on a channel with rollout: starts one,
+// and how long it takes at the least (a pause or a halt makes it longer).
+func rolloutStarts(p *openapi.RolloutPolicy, name, from string) string {
+	steps := make([]string, len(p.Steps))
+	for i, n := range p.Steps {
+		steps[i] = strconv.Itoa(n)
+	}
+	every := time.Duration(p.IntervalSeconds) * time.Second
+	all := time.Duration(max(len(p.Steps)-1, 0)) * every
+	return fmt.Sprintf("; a rollout starts: %s %% of clusters, a step every %s, all of them in %s unless paused "+
+		"(tidemark rollout %s); until then a request with no cluster ID gets %s",
+		strings.Join(steps, ", "), config.ShortDuration(every), config.ShortDuration(all), name, from)
 }
 
 // heldNote says why a channel's answer does not move yet: a freeze or a

@@ -119,7 +119,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach %s: %w", c.base.Redacted(), unwrapURLError(err))
+		// Most often no server listens where the default points: say how
+		// to point elsewhere.
+		return nil, nil, fmt.Errorf("cannot reach %s: %w (is tidemark serve running there? point --server or TIDEMARK_SERVER at it)", c.base.Redacted(), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -139,8 +141,9 @@ func (c *apiClient) call(ctx context.Context, method, path string, query url.Val
 }
 
 // get calls and decodes the answer into out, returning the raw JSON too.
+// A read that needs a token needs scope read, so a 401 advises that one.
 func (c *apiClient) get(ctx context.Context, path string, query url.Values, out any) ([]byte, http.Header, error) {
-	return c.do(ctx, http.MethodGet, path, query, nil, nil, out, "")
+	return c.do(ctx, http.MethodGet, path, query, nil, nil, out, "read")
 }
 
 // do calls and decodes the answer into out (unless nil).
@@ -186,4 +189,28 @@ func stampPtr(t *time.Time) string {
 		return "-"
 	}
 	return Stamp(*t)
+}
+
+// run is a client command's RunE: the client made from the flags, then
+// body.
+func (f *clientFlags) run(e *Env, body func(cmd *cobra.Command, c *apiClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := f.client(e)
+		if err != nil {
+			return err
+		}
+		return body(cmd, c, args)
+	}
+}
+
+// oneOrAll is GET path (every one) or, with a name in args, GET path/NAME
+// (that one), as a list either way; raw is the answer as sent.
+func oneOrAll[T any](ctx context.Context, c *apiClient, path string, args []string) (list []T, raw []byte, err error) {
+	if len(args) == 1 {
+		var one T
+		raw, _, err = c.get(ctx, path+"/"+url.PathEscape(args[0]), nil, &one)
+		return []T{one}, raw, err
+	}
+	raw, _, err = c.get(ctx, path, nil, &list)
+	return list, raw, err
 }

@@ -22,11 +22,7 @@ func newResolveCmd(e *Env) *cobra.Command {
 		Use:   "resolve (--source S | --channel C) --current V [--stream X] [--target T] [--builds]",
 		Short: "Ask a server what to upgrade to, and by what path (a dry run)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			if current == "" || (source == "" && channel == "") {
 				return fmt.Errorf("resolve needs --current and --source (or --channel, which names its source)")
 			}
@@ -48,7 +44,7 @@ func newResolveCmd(e *Env) *cobra.Command {
 				return err
 			}
 			return f.output.print(e.Stdout, raw, func() error { printResolve(e, c, a); return nil })
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&source, "source", "", "source name (required unless --channel is given)")
@@ -96,20 +92,8 @@ func newChannelsCmd(e *Env) *cobra.Command {
 		Use:   "channels [CHANNEL]",
 		Short: "List channels and the version each serves (or one channel)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
-			var list []openapi.Channel
-			var raw []byte
-			if len(args) == 1 {
-				var one openapi.Channel
-				raw, _, err = c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0]), nil, &one)
-				list = append(list, one)
-			} else {
-				raw, _, err = c.get(cmd.Context(), "/api/v1/channels", nil, &list)
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			list, raw, err := oneOrAll[openapi.Channel](cmd.Context(), c, "/api/v1/channels", args)
 			if err != nil {
 				return err
 			}
@@ -120,7 +104,7 @@ func newChannelsCmd(e *Env) *cobra.Command {
 				pending.Changes = nil
 			}
 			return f.output.print(e.Stdout, raw, func() error { return channelTable(e, list, pending.Changes) })
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -141,7 +125,17 @@ func channelTable(e *Env, list []openapi.Channel, pending []openapi.Change) erro
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ch.Name, ch.Source, ch.Stream, OrDash(deref(ch.Version)), yesNo(ch.Pinned),
 			stampPtr(ch.UpdatedAt), OrDash(strings.Join(waiting[ch.Name], "; ")))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// VERSION is the channel's target; during a rollout a channel URL
+	// answers some requests another one: say which, under the table.
+	for _, ch := range list {
+		if note := ch.Rollout.Note(); note != "" {
+			fmt.Fprintf(e.Stdout, "%s: %s\n", ch.Name, note)
+		}
+	}
+	return nil
 }
 
 func yesNo(b bool) string {
@@ -157,20 +151,8 @@ func newSourcesCmd(e *Env) *cobra.Command {
 		Use:   "sources [SOURCE]",
 		Short: "List sources and how their indexing went (or one source)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
-			var list []openapi.Source
-			var raw []byte
-			if len(args) == 1 {
-				var one openapi.Source
-				raw, _, err = c.get(cmd.Context(), "/api/v1/sources/"+url.PathEscape(args[0]), nil, &one)
-				list = append(list, one)
-			} else {
-				raw, _, err = c.get(cmd.Context(), "/api/v1/sources", nil, &list)
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			list, raw, err := oneOrAll[openapi.Source](cmd.Context(), c, "/api/v1/sources", args)
 			if err != nil {
 				return err
 			}
@@ -193,7 +175,7 @@ func newSourcesCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -219,11 +201,7 @@ func newVersionsCmd(e *Env) *cobra.Command {
 		Use:   "versions SOURCE [--stream X] [--constraint C]",
 		Short: "List a source's versions, ascending",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			q := url.Values{}
 			if stream != "" {
 				q.Set("stream", stream)
@@ -244,7 +222,7 @@ func newVersionsCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&stream, "stream", "", "only versions served on this stream (streams nest: devel includes released)")
@@ -258,11 +236,7 @@ func newHistoryCmd(e *Env) *cobra.Command {
 		Use:   "history CHANNEL",
 		Short: "Show a channel's audit history, newest first",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var events []openapi.AuditEvent
 			raw, _, err := c.get(cmd.Context(), "/api/v1/channels/"+url.PathEscape(args[0])+"/history", nil, &events)
 			if err != nil {
@@ -276,7 +250,7 @@ func newHistoryCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd

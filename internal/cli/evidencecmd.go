@@ -25,11 +25,8 @@ func newEvidenceCmd(e *Env) *cobra.Command {
 			"(stuck), when it was first told, the median time to adopt and rollout halts. Needs a token with scope read\n" +
 			"($TIDEMARK_TOKEN).",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			var err error
 			path := "/api/v1/channels/" + url.PathEscape(args[0]) + "/evidence"
 			var list []openapi.Evidence
 			var raw []byte
@@ -60,7 +57,7 @@ func newEvidenceCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&version, "version", "", "one version or tag's evidence alone")

@@ -34,11 +34,7 @@ func newScheduleCmd(e *Env) *cobra.Command {
 			Short:   "Schedule a " + action + " at an RFC 3339 time",
 			Example: "  tidemark schedule pin stable v1.34.1+k3s1 --at 2026-12-01T06:00:00Z --reason 'maintenance window'",
 			Args:    args,
-			RunE: func(cmd *cobra.Command, a []string) error {
-				c, err := f.client(e)
-				if err != nil {
-					return err
-				}
+			RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, a []string) error {
 				r := req
 				r.Action = action
 				at, err := absoluteTime(r.At, time.Now())
@@ -55,7 +51,7 @@ func newScheduleCmd(e *Env) *cobra.Command {
 					return err
 				}
 				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-			},
+			}),
 		}
 		f.register(sub)
 		fl := sub.Flags()
@@ -143,11 +139,7 @@ func newChangesCmd(e *Env) *cobra.Command {
 		Use:   "changes [--state S]",
 		Short: "List scheduled and pending changes and what became of them (no token needed)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			q := url.Values{}
 			if state != "" {
 				q.Set("state", state)
@@ -180,7 +172,7 @@ func newChangesCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&state, "state", "", "scheduled, pending, done, failed, cancelled or rejected")
@@ -197,11 +189,7 @@ func newDecideCmd(e *Env, verb string) *cobra.Command {
 		Use:   verb + " ID [--reason R]",
 		Short: short + "; needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, a []string) error {
 			method, path := http.MethodPost, "/api/v1/changes/"+url.PathEscape(a[0])+"/"+verb
 			if verb == "cancel" {
 				method, path = http.MethodDelete, "/api/v1/changes/"+url.PathEscape(a[0])
@@ -212,7 +200,7 @@ func newDecideCmd(e *Env, verb string) *cobra.Command {
 				return err
 			}
 			return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history)")

@@ -40,11 +40,7 @@ func newRiskAddCmd(e *Env) *cobra.Command {
 		Example: `  tidemark risk add k3s EtcdMigration --from '<1.33.5' --to '>=1.34.0' \
     --message 'etcd migration loses leases' --url https://example.com/etcd`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var r openapi.Risk
 			raw, _, err := c.do(cmd.Context(), http.MethodPut, riskPath(args[0], args[1]), nil, nil, req, &r, "promote")
 			if err != nil {
@@ -54,7 +50,7 @@ func newRiskAddCmd(e *Env) *cobra.Command {
 				_, err := fmt.Fprintf(e.Stdout, "%s risk %s: %s -> %s declared\n", r.Source, r.Name, r.From, r.To)
 				return err
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
@@ -73,11 +69,7 @@ func newRiskListCmd(e *Env) *cobra.Command {
 		Use:   "list SOURCE",
 		Short: "List a source's known risks",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var list openapi.RiskList
 			raw, _, err := c.get(cmd.Context(), riskPath(args[0]), nil, &list)
 			if err != nil {
@@ -95,7 +87,7 @@ func newRiskListCmd(e *Env) *cobra.Command {
 				}
 				return tw.Flush()
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -108,17 +100,14 @@ func newRiskRmCmd(e *Env) *cobra.Command {
 		Use:   "rm SOURCE NAME [--reason R]",
 		Short: "Remove a known risk; needs TIDEMARK_TOKEN with scope promote (not limited to channels)",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
+			var err error
 			if _, _, err := c.do(cmd.Context(), http.MethodDelete, riskPath(args[0], args[1]), nil, nil, reasonBody(reason), nil, "promote"); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(e.Stdout, "%s risk %s: removed\n", args[0], args[1])
 			return err
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history)")

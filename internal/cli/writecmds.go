@@ -24,11 +24,7 @@ func newPromoteCmd(e *Env) *cobra.Command {
 		Use:   "promote CHANNEL VERSION --reason R [--force] [--rollback] [--override-freeze]",
 		Short: "Pin a channel to a version (a promotion or a rollback); needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return fmt.Errorf("promote needs --reason: it goes in the channel's audit history")
 			}
@@ -44,23 +40,15 @@ func newPromoteCmd(e *Env) *cobra.Command {
 			if etag := hdr.Get("ETag"); etag != "" {
 				h.Set("If-Match", etag)
 			}
-			var after openapi.Channel
 			body := openapi.PinRequest{Version: version, Reason: reason, Force: force, Rollback: rollback, OverrideFreeze: override}
 			raw, afterHdr, err := c.do(cmd.Context(), http.MethodPut, "/api/v1/channels/"+url.PathEscape(name)+"/pin", nil, h, body, nil, "promote")
 			if err != nil {
 				return err
 			}
-			if ch, ok := asChange(raw); ok {
-				// 202: the channel needs approvals; nothing changed yet.
-				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-			}
-			if err := decodeAnswer(raw, &after); err != nil {
-				return err
-			}
-			return f.output.print(e.Stdout, raw, func() error {
+			return f.printChannelWrite(e, raw, func(after openapi.Channel) error {
 				return printPin(e, name, before, after, rollback, hdr.Get("ETag"), afterHdr.Get("ETag"))
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; required)")
@@ -78,31 +66,20 @@ func newUnpinCmd(e *Env) *cobra.Command {
 		Use:   "unpin CHANNEL [--reason R] [--override-freeze]",
 		Short: "Let a channel follow its stream again; needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var q url.Values
 			if override {
 				q = url.Values{"override_freeze": {"true"}}
 			}
-			var after openapi.Channel
 			raw, _, err := c.do(cmd.Context(), http.MethodDelete, "/api/v1/channels/"+url.PathEscape(args[0])+"/pin", q, nil, reasonBody(reason), nil, "promote")
 			if err != nil {
 				return err
 			}
-			if ch, ok := asChange(raw); ok {
-				return f.output.print(e.Stdout, raw, func() error { return printChange(e, ch) })
-			}
-			if err := decodeAnswer(raw, &after); err != nil {
-				return err
-			}
-			return f.output.print(e.Stdout, raw, func() error {
+			return f.printChannelWrite(e, raw, func(after openapi.Channel) error {
 				_, err := fmt.Fprintf(e.Stdout, "%s: following its stream, now %s%s\n", args[0], OrDash(deref(after.Version)), heldNote(after))
 				return err
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit history; optional)")
@@ -133,11 +110,7 @@ func blockCmd(e *Env, block bool) *cobra.Command {
 		Use:   use,
 		Short: short + "; needs TIDEMARK_TOKEN with scope promote",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if block && strings.TrimSpace(reason) == "" {
 				return fmt.Errorf("block needs --reason: it goes in the audit history")
 			}
@@ -163,7 +136,7 @@ func blockCmd(e *Env, block bool) *cobra.Command {
 				_, err := fmt.Fprintf(e.Stdout, "%s %s: %s\n", args[0], after.Version, state)
 				return err
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", reasonHelp)
@@ -176,11 +149,7 @@ func newScanCmd(e *Env) *cobra.Command {
 		Use:   "scan SOURCE",
 		Short: "Index a source now; needs TIDEMARK_TOKEN with scope scan or promote",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(e)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(e, func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var s openapi.ScanStarted
 			raw, _, err := c.do(cmd.Context(), http.MethodPost, "/api/v1/sources/"+url.PathEscape(args[0])+"/scan", nil, nil, nil, &s, "scan")
 			if err != nil {
@@ -194,7 +163,7 @@ func newScanCmd(e *Env) *cobra.Command {
 				_, err := fmt.Fprintf(e.Stdout, "%s: %s; see tidemark sources %s\n", s.Source, msg, s.Source)
 				return err
 			})
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd

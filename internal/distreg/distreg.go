@@ -86,7 +86,7 @@ func StartWith(ctx context.Context, dir string, o Options) (*Registry, error) {
 		r.tmp = tmp
 		return r, nil
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,8 @@ func putManifest(ctx context.Context, host, repo, tag, mediaType string, raw []b
 	return nil
 }
 
-func freePort() (int, error) {
+// FreePort is a loopback TCP port nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

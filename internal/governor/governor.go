@@ -15,11 +15,13 @@
 package governor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/loop"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/door"
@@ -62,30 +64,14 @@ type Options struct {
 	Now   func() time.Time // nil: time.Now
 	// Kick asks for a round now (a freeze declared or cancelled).
 	Kick <-chan struct{}
+	// Loops counts and times the rounds; nil: none.
+	Loops *loop.Metrics
 }
 
-// Run governs until ctx ends.
+// Run governs until ctx ends: a round every Every and at each kick.
 func Run(ctx context.Context, o Options) {
-	if o.Every <= 0 {
-		o.Every = time.Second
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	t := time.NewTicker(o.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-o.Kick:
-		}
-		Tick(ctx, o)
-	}
+	loop.Loop{Name: "governor", Every: cmp.Or(o.Every, time.Second), Kick: o.Kick, Metrics: o.Loops,
+		Pass: func(ctx context.Context) { Tick(ctx, o) }}.Run(ctx)
 }
 
 // Tick does one round: expiries, due changes, holds.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/metric"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -133,14 +135,8 @@ func New(opts Options) (*Deliverer, error) {
 		}
 		d.filters[e.Name] = f
 	}
-	d.backlog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tidemark_notify_backlog",
-		Help: "Outbox events an endpoint wants and has not been sent.",
-	}, []string{"endpoint"})
-	d.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_notify_deliveries_total",
-		Help: "Delivery attempts by endpoint and outcome (delivered, failed).",
-	}, []string{"endpoint", "outcome"})
+	d.backlog = metric.GaugeVec("tidemark_notify_backlog", "Outbox events an endpoint wants and has not been sent.", "endpoint")
+	d.sent = metric.CounterVec("tidemark_notify_deliveries_total", "Delivery attempts by endpoint and outcome (delivered, failed).", "endpoint", "outcome")
 	// Every endpoint's series exist from the start, at 0, so that rules
 	// and dashboards see a quiet endpoint, not a missing one.
 	for _, e := range opts.Endpoints {
@@ -148,12 +144,8 @@ func New(opts Options) (*Deliverer, error) {
 		d.sent.WithLabelValues(e.Name, "delivered")
 		d.sent.WithLabelValues(e.Name, "failed")
 	}
-	if opts.Metrics != nil {
-		for _, c := range []prometheus.Collector{d.backlog, d.sent} {
-			if err := opts.Metrics.Register(c); err != nil {
-				return nil, fmt.Errorf("registering notify metrics: %w", err)
-			}
-		}
+	if err := metric.Register(opts.Metrics, "notify", d.backlog, d.sent); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

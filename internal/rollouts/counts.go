@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/internal/loop"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
@@ -44,32 +45,22 @@ func (c *Counts) Of(r *resolver.Rollout) *openapi.RolloutClusters {
 	return &n
 }
 
-// count keeps the counts current until ctx ends: every CountEvery, and
-// after a snapshot change that brought a rollout with no counts yet.
+// count keeps the counts current until ctx ends: at once, every
+// CountEvery, and after a snapshot change that brought a rollout with no
+// counts yet.
 func (l *Loops) count(ctx context.Context) {
-	t := time.NewTicker(l.opts.CountEvery)
-	defer t.Stop()
 	failing := false
-	for {
-		if err := l.refresh(ctx); err != nil && ctx.Err() == nil {
-			if !failing {
-				l.opts.Log.Warn("counting rollouts' clusters failed; channel objects show the last counts", "err", err)
+	loop.Loop{Name: "rollouts-count", Every: l.opts.CountEvery, Kick: l.countKick, Kicked: l.missing, First: true,
+		Metrics: l.opts.Loops, Pass: func(ctx context.Context) {
+			if err := l.refresh(ctx); err != nil && ctx.Err() == nil {
+				if !failing {
+					l.opts.Log.Warn("counting rollouts' clusters failed; channel objects show the last counts", "err", err)
+				}
+				failing = true
+			} else if err == nil {
+				failing = false
 			}
-			failing = true
-		} else if err == nil {
-			failing = false
-		}
-		for wait := true; wait; {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				wait = false
-			case <-l.countKick:
-				wait = !l.missing()
-			}
-		}
-	}
+		}}.Run(ctx)
 }
 
 // rollouts are the current snapshot's rollouts the channel object shows.

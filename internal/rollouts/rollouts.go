@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/loop"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -49,6 +50,8 @@ type Options struct {
 	// Counts receives the counts (the server's channel objects read them).
 	Counts *Counts
 	Log    *slog.Logger
+	// Loops counts and times the loops' passes; nil: none.
+	Loops *loop.Metrics
 }
 
 // Loops are the rollout loops of one replica.
@@ -74,52 +77,34 @@ func New(opts Options) *Loops {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Loops{opts: opts, leadKick: make(chan struct{}, 1), countKick: make(chan struct{}, 1)}
+	return &Loops{opts: opts, leadKick: loop.NewKick(), countKick: loop.NewKick()}
 }
 
 // Swapped wakes both loops after a snapshot change (live.Swap); it never
 // blocks.
 func (l *Loops) Swapped(_, _ *snapshot.Snapshot) {
-	for _, k := range []chan struct{}{l.leadKick, l.countKick} {
-		select {
-		case k <- struct{}{}:
-		default:
-		}
-	}
+	loop.Kick(l.leadKick)
+	loop.Kick(l.countKick)
 }
 
 // Run runs the counting loop, and the leader's loop when Leading is set,
 // until ctx ends.
+//
+// The leader's loop, after every snapshot change and every Every, records
+// the rollouts that indexing started (a channel whose version moved away
+// from its last rollout's) and audits the steps that have passed. A
+// leader that is late only makes the history late.
 func (l *Loops) Run(ctx context.Context) {
 	done := make(chan struct{})
 	if l.opts.Leading != nil {
-		go func() { defer close(done); l.lead(ctx) }()
+		lead := loop.Loop{Name: "rollouts-lead", Every: l.opts.Every, Kick: l.leadKick, Leading: l.opts.Leading,
+			Pass: l.leadOnce, Metrics: l.opts.Loops}
+		go func() { defer close(done); lead.Run(ctx) }()
 	} else {
 		close(done)
 	}
 	l.count(ctx)
 	<-done
-}
-
-// lead is the indexing leader's part in rollouts, until ctx ends: after
-// every snapshot change and every Every it records the rollouts that
-// indexing started (a channel whose version moved away from its last
-// rollout's) and audits the steps that have passed. A leader that is late
-// only makes the history late.
-func (l *Loops) lead(ctx context.Context) {
-	t := time.NewTicker(l.opts.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-l.leadKick:
-		}
-		if l.opts.Leading() {
-			l.leadOnce(ctx)
-		}
-	}
 }
 
 func (l *Loops) leadOnce(ctx context.Context) {

@@ -172,9 +172,9 @@ func (f Filter) WhyNot(v *resolver.VersionView) string {
 	canon := v.Version.String()
 	switch {
 	case c.Include != nil && !c.Include.MatchString(canon):
-		return fmt.Sprintf("%s does not match channel %q include %q", canon, c.Name, c.Include)
+		return fmt.Sprintf("%s does not match channel %q include /%s/", canon, c.Name, c.Include)
 	case c.Exclude != nil && c.Exclude.MatchString(canon):
-		return fmt.Sprintf("%s matches channel %q exclude %q", canon, c.Name, c.Exclude)
+		return fmt.Sprintf("%s matches channel %q exclude /%s/", canon, c.Name, c.Exclude)
 	}
 	return ""
 }

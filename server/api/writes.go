@@ -36,11 +36,7 @@ func (s *API) registerWrites(e *echo.Echo) {
 // snapshot this replica serves; the If-Match check is on the database, in
 // the store's transaction, so it holds across replicas and racing writers.
 func (s *API) pin(c echo.Context) error {
-	v, e, err := s.ChannelParam(c)
-	if err != nil {
-		return err
-	}
-	ifRev, err := core.IfMatchRevision(c.Request())
+	v, e, ifRev, err := s.channelWrite(c)
 	if err != nil {
 		return err
 	}
@@ -106,11 +102,7 @@ func (s *API) moveHold(ctx context.Context, e *core.Entry, version string) {
 // `latest:` in configuration goes back to that version: a database pin
 // overrides the configured one, and unpinning removes only the database pin.
 func (s *API) unpin(c echo.Context) error {
-	v, e, err := s.ChannelParam(c)
-	if err != nil {
-		return err
-	}
-	ifRev, err := core.IfMatchRevision(c.Request())
+	v, e, ifRev, err := s.channelWrite(c)
 	if err != nil {
 		return err
 	}
@@ -319,4 +311,16 @@ func (s *API) liftHold(c echo.Context) error {
 		return core.BadParam("version", err)
 	}
 	return c.JSON(http.StatusOK, core.VersionJSON(vv))
+}
+
+// channelWrite is what a pin and an unpin start from: the view, the
+// channel the path names and the revision If-Match asks for
+// (resolver.AnyRevision without one).
+func (s *API) channelWrite(c echo.Context) (*core.View, *core.Entry, int64, error) {
+	v, e, err := s.ChannelParam(c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ifRev, err := core.IfMatchRevision(c.Request())
+	return v, e, ifRev, err
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -26,6 +27,8 @@ type uiEvidence struct {
 	Problem *openapi.Problem
 	Promote *uiPromotion
 	Yank    string // the yank policy in words, "" without one
+	// StuckAfter is fleet.stuck_after in words ("2m"), for the caption.
+	StuckAfter string
 }
 
 type uiEvidenceRow struct {
@@ -53,7 +56,7 @@ func (s *Console) channelEvidence(c echo.Context, v *core.View, e *core.Entry) *
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.Opts.DBTimeout)
 	defer cancel()
 	ch := e.Ans.Channel
-	out := &uiEvidence{}
+	out := &uiEvidence{StuckAfter: config.ShortDuration(cmp.Or(s.Opts.Fleet.StuckAfter, config.DefaultStuckAfter))}
 	if y := ch.Yank; y != nil {
 		out.Yank = fmt.Sprintf("a version it serves is halted and held once %d or more clusters were told it and more than %.0f%% of them are stuck", y.MinTold, y.MaxStuckRatio*100)
 	}

@@ -68,7 +68,7 @@ func (s *Console) channelRows(ctx context.Context, v *core.View) []uiChannelRow 
 	counts, on, err := s.fleetCounts(ctx)
 	rows := make([]uiChannelRow, 0, len(v.List))
 	for _, e := range v.List {
-		r := uiChannelRow{Channel: core.ChannelJSON(e), Why: e.Ans.Why}
+		r := channelRow(e)
 		if on {
 			r.Fleet = &uiFleetCount{FleetCount: counts[e.Ans.Channel.Name], Unknown: err != nil}
 		}

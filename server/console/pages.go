@@ -60,6 +60,19 @@ type uiChannelRow struct {
 	openapi.Channel
 	Why   string        // why nothing is served, when nothing is
 	Fleet *uiFleetCount // nil when the server records no fleet
+	// Fixed is the version the configuration's latest: fixes, when no
+	// pin through the API overrides it: the row says "fixed", not
+	// "pinned" beside "last pin: none".
+	Fixed string
+}
+
+// channelRow is e's row: the channel object and why it serves nothing.
+func channelRow(e *core.Entry) uiChannelRow {
+	r := uiChannelRow{Channel: core.ChannelJSON(e), Why: e.Ans.Why}
+	if e.Ans.State.Pin == "" && e.Ans.Channel.Latest != "" {
+		r.Fixed = e.Ans.Channel.Latest
+	}
+	return r
 }
 
 type uiChannelBody struct {
@@ -209,7 +222,7 @@ func (s *Console) uiChannel(c echo.Context) error {
 		return s.uiError(c, err)
 	}
 	ch := e.Ans.Channel
-	b := uiChannelBody{Row: uiChannelRow{Channel: core.ChannelJSON(e), Why: e.Ans.Why}, Latest: ch.Latest, ETag: e.ETagAt(time.Now())}
+	b := uiChannelBody{Row: channelRow(e), Latest: ch.Latest, ETag: e.ETagAt(time.Now())}
 	if ch.Include != nil {
 		b.Include = ch.Include.String()
 	}

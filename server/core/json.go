@@ -43,6 +43,9 @@ func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) opena
 		j.Digest = StrOrNil(e.digest)
 	}
 	j.Rollout = channelRollout(a.Rollout, now, cc)
+	if p := a.Channel.Rollout; p != nil {
+		j.RollsOut = &openapi.RolloutPolicy{Steps: p.Steps, IntervalSeconds: int64(p.Interval / time.Second)}
+	}
 	if p := a.Channel.Promote; p != nil {
 		j.Promotion = &openapi.ChannelPromotion{From: p.From, Paused: evidence.Paused(a.State.Pin, a.State.PinnedBy)}
 	}

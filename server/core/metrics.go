@@ -2,13 +2,14 @@ package core
 
 import (
 	"cmp"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tidemark-dev/tidemark/internal/metric"
 
 	"github.com/tidemark-dev/tidemark/resolver/door"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
@@ -36,78 +37,37 @@ type metrics struct {
 
 func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics, error) {
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tidemark_http_requests_total",
-			Help: "HTTP requests by route template, method and status code.",
-		}, []string{"route", "method", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tidemark_http_request_duration_seconds",
-			Help: "HTTP request latency by route template.",
-			// Channel answers come from memory: most land well under a millisecond.
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
-		}, []string{"route"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tidemark_source_last_success_timestamp_seconds",
-			Help: "End of the newest successful scan per source, as seen in the served snapshot.",
-		}, []string{"source"}),
-		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tidemark_versions_held",
-			Help: "Versions a release gate of their source holds back (not servable), per gate (platforms, signature, soak), in the served snapshot. A version held by two gates counts under each.",
-		}, []string{"source", "gate"}),
-		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tidemark_snapshot_reload_failures_total",
-			Help: "Snapshot reloads that failed; the previous snapshot kept being served.",
-		}),
-		Webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tidemark_webhook_events_total",
-			Help: "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable, queue_full).",
-		}, []string{"kind", "outcome"}),
+		requests: metric.CounterVec("tidemark_http_requests_total", "HTTP requests by route template, method and status code.", "route", "method", "code"),
+		// Channel answers come from memory: most land well under a millisecond.
+		latency:        metric.HistogramVec("tidemark_http_request_duration_seconds", "HTTP request latency by route template.", []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}, "route"),
+		lastSuccess:    metric.GaugeVec("tidemark_source_last_success_timestamp_seconds", "End of the newest successful scan per source, as seen in the served snapshot.", "source"),
+		held:           metric.GaugeVec("tidemark_versions_held", "Versions a release gate of their source holds back (not servable), per gate (platforms, signature, soak), in the served snapshot. A version held by two gates counts under each.", "source", "gate"),
+		reloadFailures: metric.Counter("tidemark_snapshot_reload_failures_total", "Snapshot reloads that failed; the previous snapshot kept being served."),
+		Webhooks:       metric.CounterVec("tidemark_webhook_events_total", "Tags named by registry webhooks by kind and outcome (queued, unknown_repository), and payloads by outcome (rejected, no_tag, unavailable, queue_full).", "kind", "outcome"),
 	}
-	m.heldAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_answers_held_total",
-		Help: "Cluster answers that held a cluster at its own version, by channel and reason (downgrade: the channel's answer was older than what it runs; risk: every version it could move to is behind a known risk for it).",
-	}, []string{"channel", "reason"})
-	m.risks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tidemark_risks",
-		Help: "Known risks declared per source, in the served snapshot.",
-	}, []string{"source"})
-	m.capiPlans = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_capi_upgrade_plans_total",
-		Help: "Cluster API GenerateUpgradePlan answers, by source and status (Success, Failure).",
-	}, []string{"source", "status"})
-	m.viewCache = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_registry_view_manifest_cache_total",
-		Help: "Manifests the registry view asked its cache for by digest, by result (hit, miss).",
-	}, []string{"result"})
-	m.viewUpstream = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_registry_view_upstream_requests_total",
-		Help: "Requests the registry view made to upstream registries, by kind (manifest, blob, tag).",
-	}, []string{"kind"})
+	m.heldAnswers = metric.CounterVec("tidemark_answers_held_total", "Cluster answers that held a cluster at its own version, by channel and reason (downgrade: the channel's answer was older than what it runs; risk: every version it could move to is behind a known risk for it).", "channel", "reason")
+	m.risks = metric.GaugeVec("tidemark_risks", "Known risks declared per source, in the served snapshot.", "source")
+	m.capiPlans = metric.CounterVec("tidemark_capi_upgrade_plans_total", "Cluster API GenerateUpgradePlan answers, by source and status (Success, Failure).", "source", "status")
+	m.viewCache = metric.CounterVec("tidemark_registry_view_manifest_cache_total", "Manifests the registry view asked its cache for by digest, by result (hit, miss).", "result")
+	m.viewUpstream = metric.CounterVec("tidemark_registry_view_upstream_requests_total", "Requests the registry view made to upstream registries, by kind (manifest, blob, tag).", "kind")
 	for _, r := range []string{"hit", "miss"} {
 		m.viewCache.WithLabelValues(r)
 	}
 	for _, k := range []string{"manifest", "blob", "tag"} {
 		m.viewUpstream.WithLabelValues(k)
 	}
-	m.governed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_governance_events_total",
-		Help: "Governance events by kind: requested, approved, rejected, cancelled, freeze (API); applied, failed, expired, held, released (the governor).",
-	}, []string{"event"})
+	m.governed = metric.CounterVec("tidemark_governance_events_total", "Governance events by kind: requested, approved, rejected, cancelled, freeze (API); applied, failed, expired, held, released (the governor).", "event")
 	for _, ev := range []string{"requested", "approved", "rejected", "cancelled", "freeze", "applied", "failed", "expired", "held", "released"} {
 		m.governed.WithLabelValues(ev)
 	}
-	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_decisions_total",
-		Help: "The one decision's verdicts on changes, by door (api.pin, governor.apply, ...), outcome (allow, defer, pending, refuse) and the rule that decided (none, scope, override, freeze, window, approvals).",
-	}, []string{"door", "outcome", "rule"})
+	m.decisions = metric.CounterVec("tidemark_decisions_total", "The one decision's verdicts on changes, by door (api.pin, governor.apply, ...), outcome (allow, defer, pending, refuse) and the rule that decided (none, scope, override, freeze, window, approvals).", "door", "outcome", "rule")
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register server metrics: %w", err)
-		}
+	if err := metric.Register(reg, "server", m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks,
+		m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age); err != nil {
+		return nil, err
 	}
 	m.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	return m, nil

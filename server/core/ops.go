@@ -1,11 +1,15 @@
 package core
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // Healthz says the process is up; it never looks at data or the database,
@@ -25,7 +29,33 @@ func (s *Server) Readyz(c echo.Context) error {
 	if why := s.snaps.Degraded(); why != "" {
 		return c.String(http.StatusOK, "degraded: "+why+"\n")
 	}
+	// A registry that is down leaves the replica ready (it serves what was
+	// indexed), but the body says so: "ok" alone read as all is well.
+	var failed []string
+	snap := s.Cur.Load().Snap
+	for i := range snap.NumSources() {
+		if why := ScanFailed(snap.SourceAt(i)); why != "" {
+			failed = append(failed, why)
+		}
+	}
+	if len(failed) > 0 {
+		return c.String(http.StatusOK, "ok, serving what was indexed before: "+strings.Join(failed, "; ")+"\n")
+	}
 	return c.String(http.StatusOK, "ok\n")
+}
+
+// ScanFailed says that sv's last scan failed, when and why ("" when it did
+// not): a channel that answers nothing, and /readyz, name it.
+func ScanFailed(sv snapshot.SourceView) string {
+	l := sv.LastScan
+	if l == nil || l.Outcome != "failed" {
+		return ""
+	}
+	at := l.Finished
+	if at.IsZero() {
+		at = l.Started
+	}
+	return fmt.Sprintf("source %q's last scan failed at %s: %s", sv.Source.Name, at.UTC().Format(time.RFC3339), l.Error)
 }
 
 func (s *Server) Spec(c echo.Context) error {

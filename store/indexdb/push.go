@@ -33,11 +33,7 @@ func (s *Index) IndexTag(ctx context.Context, source string, t resolver.Tag, see
 				prerelease, build, build_meta, canonical, stream, digest, first_seen, last_seen, present)
 			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, true)
 			on conflict (source, tag) do update set
-				valid = excluded.valid, error = excluded.error, major = excluded.major,
-				minor = excluded.minor, patch = excluded.patch, pre = excluded.pre,
-				pre_number = excluded.pre_number, prerelease = excluded.prerelease,
-				build = excluded.build, build_meta = excluded.build_meta,
-				canonical = excluded.canonical, stream = excluded.stream,
+				`+parsedFromExcluded+`
 				digest = excluded.digest,
 				previous_digest = case when t.digest not in ('', excluded.digest) then t.digest else t.previous_digest end,
 				retagged_at = case when t.digest not in ('', excluded.digest) then now() else t.retagged_at end,

@@ -176,11 +176,7 @@ func mergeTags(ctx context.Context, tx pgx.Tx, source string, seen time.Time, co
 			from scan_tags s
 			`+unchangedFilter+`
 			on conflict (source, tag) do update set
-				valid = excluded.valid, error = excluded.error, major = excluded.major,
-				minor = excluded.minor, patch = excluded.patch, pre = excluded.pre,
-				pre_number = excluded.pre_number, prerelease = excluded.prerelease,
-				build = excluded.build, build_meta = excluded.build_meta,
-				canonical = excluded.canonical, stream = excluded.stream,
+				`+parsedFromExcluded+`
 				last_seen = greatest(t.last_seen, excluded.last_seen), present = true
 			where not $3 or (t.valid, t.error, t.major, t.minor, t.patch, t.pre, t.pre_number,
 					t.prerelease, t.build, t.build_meta, t.canonical, t.stream, t.present)
@@ -355,3 +351,11 @@ func (s *Index) FailScan(ctx context.Context, scanID int64, cause error) error {
 		return s.notify(ctx, tx, "scan", source)
 	})
 }
+
+// parsedFromExcluded sets what parsing a tag gives from the row an upsert
+// was refused for: a scan and a push both rewrite a known tag's parse.
+const parsedFromExcluded = `valid = excluded.valid, error = excluded.error, major = excluded.major,
+	minor = excluded.minor, patch = excluded.patch, pre = excluded.pre,
+	pre_number = excluded.pre_number, prerelease = excluded.prerelease,
+	build = excluded.build, build_meta = excluded.build_meta,
+	canonical = excluded.canonical, stream = excluded.stream,`

@@ -35,9 +35,6 @@ import (
 
 	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/config"
-	"github.com/tidemark-dev/tidemark/internal/service"
-	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
@@ -91,22 +88,13 @@ func child(ctx context.Context, unlimited bool, container int64) error {
 	if container > 0 {
 		debug.SetMemoryLimit(container * 9 / 10)
 	}
-	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
-	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
-	now := time.Now()
-	sd := catalog.SourceData{Source: src}
-	for i := range 40 {
-		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
-		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
-		sd.Tags = append(sd.Tags, t)
-	}
-	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{sd}, nil, now)
+	snap := benchkit.SemverSnapshot(40)
 	limits := connlimit.Options{Max: config.DefaultMaxConnections, PerAddress: config.DefaultMaxConnectionsPerAddress,
 		PerNetwork: config.DefaultMaxConnectionsPerNetwork}
 	if unlimited {
 		limits = connlimit.Options{Max: -1, PerAddress: -1, PerNetwork: -1}
 	}
-	s, err := server.New(server.Options{
+	base, stop, err := benchkit.Serve(ctx, server.Options{
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 		Connections: limits,
@@ -115,22 +103,9 @@ func child(ctx context.Context, unlimited bool, container int64) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Reload(ctx); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- service.Run(rctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
-	}()
-	fmt.Println("http://" + ln.Addr().String())
+	fmt.Println(base)
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	cancel()
-	return <-done
+	return stop()
 }
 
 // replica is the replica's process (this program with -serve).
@@ -206,14 +181,8 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 			case <-tick.C:
 			}
 			start := time.Now()
-			res, err := c.Get(base + "/v1-release/channels/stable")
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusFound {
+			req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/stable", nil)
+			if benchkit.Found(c, req) != nil {
 				failed.Add(1)
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -128,15 +129,7 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, er
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 				req.Header.Set("X-SUC-Cluster-ID", fmt.Sprintf("cluster-%d", i%1_000_000+1))
 				req.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
-				res, err := client.Do(req)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != http.StatusFound {
-						err = fmt.Errorf("channel URL: %d", res.StatusCode)
-					}
-				}
-				if err != nil {
+				if err := benchkit.Found(client, req); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()

@@ -13,9 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/evidence"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/store"
 )
 
@@ -45,7 +47,7 @@ func runEvidence(ctx context.Context, records int, d time.Duration) error {
 		return err
 	}
 	defer stop()
-	loop, err := promotion.New(promotion.Options{Store: st, Snapshot: buildSnapshot, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	loop, err := promotion.New(promotion.Options{Store: st, Snapshot: func() *snapshot.Snapshot { return benchkit.SemverSnapshot(40) }, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
@@ -263,14 +265,7 @@ func channelLatency(ctx context.Context, base string, d time.Duration) (stats, e
 			for time.Now().Before(end) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1-release/channels/stable", nil)
 				t := time.Now()
-				res, err := client.Do(req)
-				if err == nil {
-					res.Body.Close()
-					if res.StatusCode != http.StatusFound {
-						err = fmt.Errorf("channel URL: %d", res.StatusCode)
-					}
-				}
-				if err != nil {
+				if err := benchkit.Found(client, req); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()

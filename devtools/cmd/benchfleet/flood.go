@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -161,14 +160,5 @@ func poll(c *http.Client, u, id, reported string) error {
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("X-SUC-Cluster-ID", id)
 	req.Header.Set("X-SUC-Latest-Version", reported)
-	res, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		return fmt.Errorf("status %d", res.StatusCode)
-	}
-	return nil
+	return benchkit.Found(c, req)
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -25,10 +24,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/fleet"
-	"github.com/tidemark-dev/tidemark/internal/service"
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/store"
@@ -224,7 +222,7 @@ func serveWith(ctx context.Context, fs fleet.Store, fo fleet.Options) (string, f
 
 // serveWithProxies is serveWith trusting X-Forwarded-For from proxies.
 func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, proxies []netip.Prefix) (string, func(), error) {
-	snap := buildSnapshot()
+	snap := benchkit.SemverSnapshot(40)
 	opts := server.Options{
 		TrustedProxies: proxies,
 		ExternalURL:    "https://tidemark.example.com",
@@ -241,38 +239,11 @@ func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, pro
 			opts.Store = st
 		}
 	}
-	s, err := server.New(opts)
+	base, stop, err := benchkit.Serve(ctx, opts)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := s.Reload(ctx); err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- service.Run(rctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
-	}()
-	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
-}
-
-// snapshot is one source of 40 versions and its channel "stable".
-func buildSnapshot() *snapshot.Snapshot {
-	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
-	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
-	now := time.Now()
-	sd := catalog.SourceData{Source: src}
-	for i := range 40 {
-		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
-		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
-		sd.Tags = append(sd.Tags, t)
-	}
-	return snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}},
-		[]catalog.SourceData{sd}, nil, now)
+	return base, func() { _ = stop() }, nil
 }
 
 type stats struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/store"
@@ -267,15 +268,9 @@ func loadgen(ctx context.Context, u string, workers int, d time.Duration) (stats
 			for time.Now().Before(end) {
 				t := time.Now()
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-				res, err := client.Do(req)
-				if err != nil {
+				if err := benchkit.Found(client, req); err != nil {
 					failed.Add(1)
 					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode != http.StatusFound {
-					failed.Add(1)
 				}
 				mine = append(mine, time.Since(t))
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tidemark-dev/tidemark/internal/distreg"
 )
 
 func sourceName(i int) string { return fmt.Sprintf("r%04d", i) }
@@ -53,7 +54,7 @@ type replica struct {
 // startReplica starts `tidemark serve` (indexing or --no-index); a
 // non-empty profile is where it writes its CPU profile until stopped.
 func startReplica(ctx context.Context, bin, name, config, db string, index bool, profile string) (*replica, error) {
-	port, err := freePort()
+	port, err := distreg.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +191,4 @@ func procStatus(pid int, field string) int64 {
 		}
 	}
 	return -1
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

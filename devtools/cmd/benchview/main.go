@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/distreg"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
@@ -78,7 +78,7 @@ func run(count, n, workers int, dur time.Duration) error {
 		d.Tags = append(d.Tags, tag)
 	}
 	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}, []catalog.SourceData{d}, nil, time.Now())
-	s, err := server.New(server.Options{
+	base, stop, err := benchkit.Serve(ctx, server.Options{
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AccessLog:    server.AccessLogOff,
 		Load:         func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
@@ -87,17 +87,8 @@ func run(count, n, workers int, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Reload(ctx); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go func() { _ = s.Serve(sctx, ln) }()
-	view := "http://" + ln.Addr().String() + "/v2/channels/stable"
+	view := base + "/v2/channels/stable"
 	up := "http://" + reg.Host + "/v2/" + repo
 	last := tags[len(tags)-1]
 

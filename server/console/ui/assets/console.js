@@ -12,6 +12,7 @@
 (function () {
   const KEY = "tidemark.token";
   const POLL_MS = 3000;
+  const FLASH = "tidemark.flash";
 
   const $ = (sel, root) => (root || document).querySelector(sel);
 
@@ -111,8 +112,12 @@
           return;
         }
         if (res.ok) {
+          // The reload would wipe a message here: it is kept for the
+          // reloaded page to show (showFlash).
+          const done = doneText(form);
           status.className = "form-status ok";
-          status.textContent = "Done. Reloading…";
+          status.textContent = done + " Reloading…";
+          sessionStorage.setItem(FLASH, done);
           location.reload();
           return;
         }
@@ -123,7 +128,13 @@
           tok = await askToken("The server refused that token: " + p.detail);
           if (tok) continue;
         }
-        let text = p.title + (p.detail ? ": " + p.detail : "");
+        // The API tells a script to send "force": true; here that is the
+        // Force checkbox.
+        let detail = p.detail;
+        if (form.elements.force) {
+          detail = detail.replace(/send "force": true \(tidemark promote --force\)/, "tick Force and pin again");
+        }
+        let text = p.title + (detail ? ": " + detail : "");
         if (res.status === 412) text += " Reload the page to see what changed.";
         status.className = "form-status error";
         status.textContent = text;
@@ -140,6 +151,36 @@
     } finally {
       buttons.forEach((b) => { b.disabled = false; });
     }
+  }
+
+  // doneText says what a write did, from the form: "Pinned v1.33 to
+  // v1.33.5+k3s1." (data-done names the action, the version field its
+  // object).
+  function doneText(form) {
+    const what = form.dataset.done || "Done";
+    const v = form.elements.version && form.elements.version.value.trim();
+    return what + (v ? " " + v : "") + ".";
+  }
+
+  // showFlash shows, once, what the write before the reload did.
+  function showFlash() {
+    const text = sessionStorage.getItem(FLASH);
+    const el = $("#flash");
+    if (!text || !el) return;
+    sessionStorage.removeItem(FLASH);
+    el.textContent = text;
+    el.hidden = false;
+  }
+
+  // The graph's "swipe it sideways" hint is for a graph wider than its
+  // box; one that fits has none.
+  function setUpGraphHint() {
+    const wrap = $(".graph-wrap");
+    const hint = $(".graph-scroll-hint");
+    if (!wrap || !hint) return;
+    const fit = () => { hint.hidden = wrap.scrollWidth <= wrap.clientWidth + 1; };
+    fit();
+    window.addEventListener("resize", fit);
   }
 
   function setUpWrites() {
@@ -204,6 +245,8 @@
     document.addEventListener("visibilitychange", poll);
   }
 
+  showFlash();
   setUpWrites();
   setUpLive();
+  setUpGraphHint();
 })();
