@@ -14,12 +14,18 @@ import (
 // PendingTUFRoot is the root that `tuf rotate-online` signed and no
 // replica has published yet; ErrNotFound when there is none.
 func (s *Store) PendingTUFRoot(ctx context.Context) (signed.Meta, error) {
+	return s.newestRoot(ctx, "pending", true, "no pending TUF root")
+}
+
+// newestRoot is the newest root (only a pending one when pendingOnly);
+// ErrNotFound saying none when there is none.
+func (s *Store) newestRoot(ctx context.Context, what string, pendingOnly bool, none string) (signed.Meta, error) {
 	m := signed.Meta{Role: signed.Root}
-	err := s.inTx(ctx, "read the pending TUF root", func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and pending order by version desc limit 1`).
-			Scan(&m.Version, &m.Body, &m.Expires)
+	err := s.inTx(ctx, "read the "+what+" TUF root", func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and (pending or not $1)
+			order by version desc limit 1`, pendingOnly).Scan(&m.Version, &m.Body, &m.Expires)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: no pending TUF root", resolver.ErrNotFound)
+			return fmt.Errorf("%w: %s", resolver.ErrNotFound, none)
 		}
 		return err
 	})

@@ -130,14 +130,5 @@ func (s *Store) TUFRevisions(ctx context.Context) (map[string]int64, error) {
 // NewestTUFRoot is the newest root, pending or not: the one whose online
 // key a signer must hold. ErrNotFound before tuf init.
 func (s *Store) NewestTUFRoot(ctx context.Context) (signed.Meta, error) {
-	m := signed.Meta{Role: signed.Root}
-	err := s.inTx(ctx, "read the newest TUF root", func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' order by version desc limit 1`).
-			Scan(&m.Version, &m.Body, &m.Expires)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: no TUF root: run tidemark tuf init (after tidemark migrate)", resolver.ErrNotFound)
-		}
-		return err
-	})
-	return m, err
+	return s.newestRoot(ctx, "newest", false, "no TUF root: run tidemark tuf init (after tidemark migrate)")
 }

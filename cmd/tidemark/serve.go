@@ -173,7 +173,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if opts.Enrollment != nil {
 		ro.Background = append(ro.Background, opts.Enrollment.Run)
 	}
-	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, leading)
+	promo, err := promotionLoop(cfg, log, st, snaps, srv, reg, leading, lm)
 	if err != nil {
 		return err
 	}

@@ -200,9 +200,9 @@ func signedAnswers(cfg *config.Config, st *store.Store, snaps *live.Snapshots, l
 // indexing leader runs it (leading), so two replicas never promote twice.
 // It also computes every channel's evidence, which every replica reads.
 func promotionLoop(cfg *config.Config, log *slog.Logger, st *store.Store, snaps *live.Snapshots, srv *server.Server,
-	reg *prometheus.Registry, leading func() bool) (*promotion.Loop, error) {
+	reg *prometheus.Registry, leading func() bool, lm *loop.Metrics) (*promotion.Loop, error) {
 	return promotion.New(promotion.Options{Store: st, Snapshot: snaps.Current, Leading: leading, Applied: srv.Notify, Log: log,
-		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter, Metrics: reg})
+		ActiveWindow: cfg.Fleet.ActiveWindow, StuckAfter: cfg.Fleet.StuckAfter, Metrics: reg, Loops: lm})
 }
 
 // enrollment keeps the enrolled clusters' keys in memory when

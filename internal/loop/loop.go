@@ -90,7 +90,7 @@ type Metrics struct {
 // tidemark_loop_pass_seconds with reg (nil: kept, not registered).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		passes:  metric.CounterVec("tidemark_loop_passes_total", "Passes of each background loop (governor, rollouts-lead, rollouts-count) this replica ran.", "loop"),
+		passes:  metric.CounterVec("tidemark_loop_passes_total", "Passes of each background loop (governor, rollouts-lead, rollouts-count, promotion) this replica ran.", "loop"),
 		seconds: metric.HistogramVec("tidemark_loop_pass_seconds", "Time one pass of a background loop took.", []float64{.001, .005, .025, .1, .5, 2.5, 10}, "loop"),
 	}
 	if err := metric.Register(reg, "loop", m.passes, m.seconds); err != nil {

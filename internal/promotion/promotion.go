@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark-dev/tidemark/internal/loop"
+
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/door"
@@ -60,6 +62,7 @@ type Options struct {
 	// is at most 5 s behind the requests (1 s for the recorder's flush).
 	Every   time.Duration
 	Metrics prometheus.Registerer // nil: none
+	Loops   *loop.Metrics         // the background loops' metrics; nil: none
 	// ActiveWindow and StuckAfter are the fleet's (0: 1h each).
 	ActiveWindow, StuckAfter time.Duration
 	Now                      func() time.Time
@@ -115,21 +118,9 @@ func (l *Loop) StatusOf(channel string) (Status, bool) {
 	return s, ok
 }
 
-// Run evaluates every Every until ctx ends.
+// Run evaluates every Every, on the leader, until ctx ends.
 func (l *Loop) Run(ctx context.Context) {
-	t := time.NewTicker(l.o.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if l.o.Leading != nil && !l.o.Leading() {
-			continue
-		}
-		l.Round(ctx)
-	}
+	loop.Loop{Name: "promotion", Every: l.o.Every, Leading: l.o.Leading, Pass: l.Round, Metrics: l.o.Loops}.Run(ctx)
 }
 
 // Round records when each channel's answer became what it is, computes

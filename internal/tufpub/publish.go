@@ -112,9 +112,19 @@ func (p *Publisher) Publish(ctx context.Context, answers []signed.Answer) (bool,
 // PublishRevisions is Publish, also answering every channel's revision as
 // published now (by this call or another replica's).
 func (p *Publisher) PublishRevisions(ctx context.Context, answers []signed.Answer) (bool, map[string]int64, error) {
+	build, revs := p.recording(answers)
+	wrote, err := p.Store.PublishTUF(ctx, build)
+	return wrote, revs, err
+}
+
+// recording is build over answers at now as a PublishTUF callback, and
+// the map it fills with every channel's revision as published (this
+// call's, or another replica's found in the state).
+func (p *Publisher) recording(answers []signed.Answer) (func(signed.State) (*signed.Write, error), map[string]int64) {
 	now := p.Now().UTC()
 	revs := map[string]int64{}
-	wrote, err := p.Store.PublishTUF(ctx, func(st signed.State) (*signed.Write, error) {
+	return func(st signed.State) (*signed.Write, error) {
+		clear(revs)
 		for k, c := range st.Channels {
 			revs[k] = c.Revision
 		}
@@ -125,8 +135,7 @@ func (p *Publisher) PublishRevisions(ctx context.Context, answers []signed.Answe
 			}
 		}
 		return w, err
-	})
-	return wrote, revs, err
+	}, revs
 }
 
 func (p *Publisher) build(st signed.State, answers []signed.Answer, now time.Time) (*signed.Write, error) {

@@ -24,21 +24,8 @@ var (
 
 // publishAs is PublishRevisions under the signer lock held, recording pub.
 func (p *Publisher) publishAs(ctx context.Context, held Held, pub signed.Publication, answers []signed.Answer) (bool, map[string]int64, error) {
-	now := p.Now().UTC()
-	revs := map[string]int64{}
-	wrote, err := held.PublishTUF(ctx, pub, func(st signed.State) (*signed.Write, error) {
-		clear(revs)
-		for k, c := range st.Channels {
-			revs[k] = c.Revision
-		}
-		w, err := p.build(st, answers, now)
-		if w != nil {
-			for _, c := range w.Channels {
-				revs[c.Channel] = c.Revision
-			}
-		}
-		return w, err
-	})
+	build, revs := p.recording(answers)
+	wrote, err := held.PublishTUF(ctx, pub, build)
 	return wrote, revs, err
 }
 

@@ -22,7 +22,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime/debug"
@@ -165,30 +164,9 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 
 	// The other address: every 10 ms, on a keep-alive connection of its own.
 	stop := make(chan struct{})
-	var lat []time.Duration
-	var failed atomic.Int64
+	other := newProbe(base, true)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
-		c := &http.Client{Transport: tr, Timeout: 5 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			start := time.Now()
-			req, _ := http.NewRequest(http.MethodGet, base+"/v1-release/channels/stable", nil)
-			if benchkit.Found(c, req) != nil {
-				failed.Add(1)
-				continue
-			}
-			lat = append(lat, time.Since(start))
-		}
-	})
+	wg.Go(func() { other.every(10*time.Millisecond, stop) })
 
 	// The flood: n connections from one address, left idle, in processes
 	// of floodPer each (a process's open files are limited, and raising
@@ -198,38 +176,22 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 	var flooders []*exec.Cmd
 	var fins []io.WriteCloser
 	for left := n; left > 0; left -= floodPer {
-		f := exec.Command(self, "-flood", strconv.Itoa(min(left, floodPer)), "-to", hostport)
-		f.Stderr = os.Stderr
-		fin, err := f.StdinPipe()
+		f, fin, o, e, err := startFlooder(self, "-flood", strconv.Itoa(min(left, floodPer)), "-to", hostport)
 		if err != nil {
-			return err
-		}
-		fout, err := f.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		if err := f.Start(); err != nil {
 			return err
 		}
 		flooders, fins = append(flooders, f), append(fins, fin)
-		var o, e int64
-		line, _ := bufio.NewReader(fout).ReadString('\n')
-		if _, err := fmt.Sscanf(line, "%d %d", &o, &e); err != nil {
-			return fmt.Errorf("a flooder said %q: %w", line, err)
-		}
 		open, dialErrs = open+o, dialErrs+e
 	}
 	opened := time.Since(start)
 	time.Sleep(hold)
-	close(stop)
-	wg.Wait()
-	metrics := benchkit.Scrape(base)
-	for i, f := range flooders {
-		fins[i].Close()
-		_ = f.Wait()
-	}
+	metrics := endFlood(stop, &wg, base, flooders, fins)
 
 	rss := benchkit.PeakRSS(cmd.Process.Pid)
+	other.mu.Lock()
+	lat := slices.Clone(other.lat)
+	other.mu.Unlock()
+	failed := &other.failed
 	slices.Sort(lat)
 	p50, p99 := pct(lat, 50), pct(lat, 99)
 	fmt.Printf("%-34s %d of %d in %s (%d dial errors)\n", "flood connections opened", open, n, opened.Round(time.Millisecond), dialErrs)
@@ -313,4 +275,40 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 func numCPU() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
+}
+
+// startFlooder starts this program as a flooder with args and reads the
+// line it prints once its connections are open: how many opened and how
+// many failed. Writing to (or closing) fin tells it to let them go.
+func startFlooder(self string, args ...string) (f *exec.Cmd, fin io.WriteCloser, opened, failed int64, err error) {
+	f = exec.Command(self, args...)
+	f.Stderr = os.Stderr
+	if fin, err = f.StdinPipe(); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	fout, err := f.StdoutPipe()
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	if err := f.Start(); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	line, _ := bufio.NewReader(fout).ReadString('\n')
+	if _, err := fmt.Sscanf(line, "%d %d", &opened, &failed); err != nil {
+		return f, fin, 0, 0, fmt.Errorf("a flooder said %q: %w", line, err)
+	}
+	return f, fin, opened, failed, nil
+}
+
+// endFlood stops the probes (stop, wg), scrapes the replica's metrics
+// while the flood still holds, then lets the flooders go.
+func endFlood(stop chan struct{}, wg *sync.WaitGroup, base string, flooders []*exec.Cmd, fins []io.WriteCloser) string {
+	close(stop)
+	wg.Wait()
+	metrics := benchkit.Scrape(base)
+	for i, f := range flooders {
+		fins[i].Close()
+		_ = f.Wait()
+	}
+	return metrics
 }

@@ -48,7 +48,7 @@ func runMany(o manyOpts) error {
 	defer r.stop()
 	pid, base := r.cmd.Process.Pid, r.base
 	hostport := strings.TrimPrefix(base, "http://")
-	other := newProbe(base)
+	other := newProbe(base, false)
 	for range 20 { // warm: the first requests allocate what every later one reuses
 		other.get("/v1-release/channels/stable", http.StatusFound)
 	}
@@ -75,41 +75,21 @@ func runMany(o manyOpts) error {
 		for i := first; i < min(o.addresses, first+perProc); i++ {
 			from = append(from, sourceAddr(i))
 		}
-		f := exec.Command(self, "-floodfrom", strings.Join(from, ","), "-per", strconv.Itoa(o.per), "-reopen", o.reopen.String(), "-to", hostport)
-		f.Stderr = os.Stderr
-		fin, err := f.StdinPipe()
+		f, fin, op, fa, err := startFlooder(self, "-floodfrom", strings.Join(from, ","), "-per", strconv.Itoa(o.per), "-reopen", o.reopen.String(), "-to", hostport)
 		if err != nil {
-			return err
-		}
-		fout, err := f.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		if err := f.Start(); err != nil {
 			return err
 		}
 		flooders, fins = append(flooders, f), append(fins, fin)
-		var op, fa int64
-		line, _ := bufio.NewReader(fout).ReadString('\n')
-		if _, err := fmt.Sscanf(line, "%d %d", &op, &fa); err != nil {
-			return fmt.Errorf("a flooder said %q: %w", line, err)
-		}
 		opened, failed = opened+op, failed+fa
 	}
 	openedIn := time.Since(start)
 	time.Sleep(o.hold / 2)
 	// /metrics and /readyz, each on a new connection, while the flood holds.
-	ops := newProbe(base)
+	ops := newProbe(base, false)
 	metricsOK := ops.get("/metrics", http.StatusOK)
 	readyOK := ops.get("/readyz", http.StatusOK)
 	time.Sleep(o.hold - o.hold/2)
-	close(stop)
-	wg.Wait()
-	metrics := benchkit.Scrape(base)
-	for i, f := range flooders {
-		fins[i].Close()
-		_ = f.Wait()
-	}
+	metrics := endFlood(stop, &wg, base, flooders, fins)
 	ended := time.Now()
 	peak, rssEnd := benchkit.PeakRSS(pid), benchkit.RSS(pid)
 	time.Sleep(time.Until(ended.Add(o.after)))
@@ -174,8 +154,10 @@ type probe struct {
 	failed atomic.Int64
 }
 
-func newProbe(base string) *probe {
-	tr := &http.Transport{DisableKeepAlives: true,
+// newProbe asks from 127.0.0.1, on a connection of its own when
+// keepAlive, else on a new one each time.
+func newProbe(base string, keepAlive bool) *probe {
+	tr := &http.Transport{DisableKeepAlives: !keepAlive,
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
 	return &probe{base: base, c: &http.Client{Transport: tr, Timeout: 5 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
