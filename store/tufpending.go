@@ -11,36 +11,28 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver/signed"
 )
 
-// PendingTUFRoot is the root that `tuf rotate-online` signed and no
-// replica has published yet; ErrNotFound when there is none.
+// PendingTUFRoot is the root tuf rotate-online signed that no replica has
+// published yet; ErrNotFound when there is none.
 func (s *Store) PendingTUFRoot(ctx context.Context) (signed.Meta, error) {
+	return s.pendingRoot(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and pending`)
+}
+
+// DiscardPendingTUFRoot drops the pending root (under the publication lock).
+func (s *Store) DiscardPendingTUFRoot(ctx context.Context) (signed.Meta, error) {
+	return s.pendingRoot(ctx, `delete from tuf_metadata where role = 'root' and pending returning version, body, expires_at`)
+}
+
+func (s *Store) pendingRoot(ctx context.Context, q string) (signed.Meta, error) {
 	m := signed.Meta{Role: signed.Root}
-	err := s.inTx(ctx, "read the pending TUF root", func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and pending order by version desc limit 1`).
-			Scan(&m.Version, &m.Body, &m.Expires)
+	err := s.inTx(ctx, "the pending TUF root", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, q).Scan(&m.Version, &m.Body, &m.Expires)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: no pending TUF root", resolver.ErrNotFound)
+			return fmt.Errorf("%w: no TUF root is pending", resolver.ErrNotFound)
 		}
 		return err
 	})
 	return m, err
-}
-
-// DiscardPendingTUFRoot drops pending root version, under the lock every
-// publication takes: a replica that published it in the meantime made it
-// the served root, and then it is not dropped (ErrState).
-func (s *Store) DiscardPendingTUFRoot(ctx context.Context, version int64) error {
-	return s.inTx(ctx, "discard the pending TUF root", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `delete from tuf_metadata where role = 'root' and version = $1 and pending`, version)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: root version %d is not pending any more (a replica published it, or it was discarded)", resolver.ErrState, version)
-		}
-		return nil
-	})
 }
