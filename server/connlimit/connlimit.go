@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -248,7 +249,8 @@ func (l *Listener) releaseLocked(c *conn) {
 	l.countIdle()
 	if l.peak >= l.floodSize && l.open <= l.peak/10 {
 		l.peak = l.open
-		go l.afterFlood()
+		// A second on, the flood's last connections have closed too.
+		time.AfterFunc(time.Second, l.afterFlood)
 	}
 }
 
