@@ -107,6 +107,7 @@ type Listener struct {
 	// flood; afterFlood runs when a flood of floodSize or more has ended.
 	peak       int
 	floodSize  int
+	settle     time.Duration // from a flood's end to afterFlood
 	afterFlood func()
 }
 
@@ -122,7 +123,7 @@ func Wrap(ln net.Listener, opts Options, m *Metrics) *Listener {
 		opts.PerNetwork = DefaultPerNetwork
 	}
 	return &Listener{Listener: ln, opts: opts, m: m, byAdr: map[netip.Addr]int{}, byNet: map[netip.Prefix]int{},
-		floodSize: floodSize, afterFlood: collect}
+		floodSize: floodSize, settle: time.Second, afterFlood: collect}
 }
 
 // Accept returns the next connection within the limits; those past a
@@ -250,7 +251,7 @@ func (l *Listener) releaseLocked(c *conn) {
 	if l.peak >= l.floodSize && l.open <= l.peak/10 {
 		l.peak = l.open
 		// A second on, the flood's last connections have closed too.
-		time.AfterFunc(time.Second, l.afterFlood)
+		time.AfterFunc(l.settle, l.afterFlood)
 	}
 }
 
