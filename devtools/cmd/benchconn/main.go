@@ -22,11 +22,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,36 +188,9 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 
 	// The other address: every 10 ms, on a keep-alive connection of its own.
 	stop := make(chan struct{})
-	var lat []time.Duration
-	var failed atomic.Int64
+	other := newProbe(base, true)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
-		c := &http.Client{Transport: tr, Timeout: 5 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			start := time.Now()
-			res, err := c.Get(base + "/v1-release/channels/stable")
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusFound {
-				failed.Add(1)
-				continue
-			}
-			lat = append(lat, time.Since(start))
-		}
-	})
+	wg.Go(func() { other.every(10*time.Millisecond, stop) })
 
 	// The flood: n connections from one address, left idle, in processes
 	// of floodPer each (a process's open files are limited, and raising
@@ -261,12 +232,12 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 	}
 
 	rss := benchkit.PeakRSS(cmd.Process.Pid)
-	slices.Sort(lat)
+	lat := other.latencies()
 	p50, p99 := pct(lat, 50), pct(lat, 99)
 	fmt.Printf("%-34s %d of %d in %s (%d dial errors)\n", "flood connections opened", open, n, opened.Round(time.Millisecond), dialErrs)
 	fmt.Printf("%-34s %s\n", "refused (total, address)", refused(metrics, "total")+", "+refused(metrics, "address"))
 	fmt.Printf("%-34s %.1f MB\n", "replica peak RSS", float64(rss)/1e6)
-	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), failed.Load(), ms(p50), ms(p99))
+	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), other.failed.Load(), ms(p50), ms(p99))
 	var missed []string
 	if rss >= 150e6 {
 		missed = append(missed, fmt.Sprintf("peak RSS %.1f MB >= 150 MB", float64(rss)/1e6))
@@ -274,8 +245,8 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 	if p99 >= 100*time.Millisecond || len(lat) == 0 {
 		missed = append(missed, fmt.Sprintf("p99 %s >= 100 ms", ms(p99)))
 	}
-	if failed.Load() > 0 {
-		missed = append(missed, fmt.Sprintf("%d requests from the other address failed", failed.Load()))
+	if n := other.failed.Load(); n > 0 {
+		missed = append(missed, fmt.Sprintf("%d requests from the other address failed", n))
 	}
 	if len(missed) > 0 {
 		fmt.Printf("GOAL MISSED: %s\n", strings.Join(missed, "; "))

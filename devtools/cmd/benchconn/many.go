@@ -48,7 +48,7 @@ func runMany(o manyOpts) error {
 	defer r.stop()
 	pid, base := r.cmd.Process.Pid, r.base
 	hostport := strings.TrimPrefix(base, "http://")
-	other := newProbe(base)
+	other := newProbe(base, false)
 	for range 20 { // warm: the first requests allocate what every later one reuses
 		other.get("/v1-release/channels/stable", http.StatusFound)
 	}
@@ -99,7 +99,7 @@ func runMany(o manyOpts) error {
 	openedIn := time.Since(start)
 	time.Sleep(o.hold / 2)
 	// /metrics and /readyz, each on a new connection, while the flood holds.
-	ops := newProbe(base)
+	ops := newProbe(base, false)
 	metricsOK := ops.get("/metrics", http.StatusOK)
 	readyOK := ops.get("/readyz", http.StatusOK)
 	time.Sleep(o.hold - o.hold/2)
@@ -164,8 +164,9 @@ func metricOr(metrics, series string) string {
 	return "?"
 }
 
-// probe asks the replica from 127.0.0.1, a new connection a request: the
-// admission of a new connection at the limit is what is measured.
+// probe asks the replica from 127.0.0.1, on one keep-alive connection or
+// on a new connection a request (then the admission of a new connection
+// at the limit is what is measured).
 type probe struct {
 	base   string
 	c      *http.Client
@@ -174,8 +175,8 @@ type probe struct {
 	failed atomic.Int64
 }
 
-func newProbe(base string) *probe {
-	tr := &http.Transport{DisableKeepAlives: true,
+func newProbe(base string, keepAlive bool) *probe {
+	tr := &http.Transport{DisableKeepAlives: !keepAlive,
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
 	return &probe{base: base, c: &http.Client{Transport: tr, Timeout: 5 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
