@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/server/capi"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
 
@@ -84,6 +86,26 @@ func TestRoutesThatTakeNoBodyStillBoundIt(t *testing.T) {
 					t.Error("the scan ran although its request was refused")
 				}
 			})
+		}
+	}
+}
+
+// TestClusterAPIHooksAnswer413PastTheirLimit: the Cluster API hooks take
+// up to 1 MiB; past it they answer 413 naming the limit like every other
+// route, not a 400 saying the body is malformed.
+func TestClusterAPIHooksAnswer413PastTheirLimit(t *testing.T) {
+	snap := k3sSnapshot(t)
+	srv, err := New(Options{Load: func(context.Context) (*snapshot.Snapshot, error) { return snap, nil }, ClusterAPI: []string{"k3s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runOnLoopback(t, srv, runOpts{})
+	for _, path := range []string{capi.Prefix + "/discovery", capi.Prefix + "/generateupgradeplan/k3s"} {
+		res, body := send(t, http.MethodPost, base+path, "", `{"x":"`+strings.Repeat("a", capi.MaxBody)+`"}`)
+		var p openapi.Problem
+		_ = json.Unmarshal(body, &p)
+		if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(p.Detail, "1048576") {
+			t.Errorf("%s past 1 MiB: %d %.300s, want 413 naming 1048576", path, res.StatusCode, body)
 		}
 	}
 }

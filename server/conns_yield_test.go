@@ -92,6 +92,17 @@ func metricIs(srv *Server, series string, want int) bool {
 	return strings.Contains(scrape(srv), fmt.Sprintf("%s %d\n", series, want))
 }
 
+// waitMetric waits up to 5 s for series to read want (the server counts
+// in its own goroutines, after the client has its answer).
+func waitMetric(srv *Server, series string, want int) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if metricIs(srv, series, want) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestIdleConnectionsYieldAtTheTotal: with max_connections held by idle
 // keep-alive connections, a new connection from another address is
 // answered, and the connection idle longest (only it) was closed to admit
@@ -118,9 +129,11 @@ func TestIdleConnectionsYieldAtTheTotal(t *testing.T) {
 			t.Fatalf("connection %d of %d was not answered", i+1, max)
 		}
 		held = append(held, c)
-	}
-	if !metricIs(srv, "tidemark_connections_idle", max) {
-		t.Errorf("after %d answered keep-alive requests: %s, want all idle", max, metricLine(srv, "tidemark_connections_idle "))
+		// The server marks a connection idle just after its answer is
+		// out: wait for it, so that they are idle in the order opened.
+		if !waitMetric(srv, "tidemark_connections_idle", i+1) {
+			t.Errorf("after %d answered keep-alive requests: %s, want all idle", i+1, metricLine(srv, "tidemark_connections_idle "))
+		}
 	}
 	others := held[2:]
 	for _, path := range []string{"/readyz", "/metrics"} {
@@ -133,6 +146,7 @@ func TestIdleConnectionsYieldAtTheTotal(t *testing.T) {
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("%s waited %s", path, took)
 		}
+		waitMetric(srv, "tidemark_connections_idle", max)
 	}
 	// The two idle longest made way, in that order; the others still serve.
 	for i, c := range held {
@@ -150,21 +164,13 @@ func TestIdleConnectionsYieldAtTheTotal(t *testing.T) {
 	for _, c := range busy {
 		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n", lc.hostport)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !metricIs(srv, "tidemark_connections_idle", 0) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the requests never became in flight: %s", metricLine(srv, "tidemark_connections_idle "))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitMetric(srv, "tidemark_connections_idle", 0) {
+		t.Fatalf("the requests never became in flight: %s", metricLine(srv, "tidemark_connections_idle "))
 	}
 	if c := lc.dial("127.0.0.5"); lc.ask(c, "/healthz") {
 		t.Fatal("with every connection busy, a new one was answered")
 	}
-	deadline = time.Now().Add(2 * time.Second)
-	for !metricIs(srv, `tidemark_connections_refused_total{reason="total"}`, 1) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !metricIs(srv, `tidemark_connections_refused_total{reason="total"}`, 1) {
+	if !waitMetric(srv, `tidemark_connections_refused_total{reason="total"}`, 1) {
 		t.Errorf("want one refused, reason total:\n%s", scrape(srv))
 	}
 	for _, c := range busy {
@@ -206,10 +212,7 @@ func TestAddressesShareALimitPerNetwork(t *testing.T) {
 			t.Error("a trusted proxy in the full /24 was refused")
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !metricIs(srv, `tidemark_connections_refused_total{reason="network"}`, 1) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitMetric(srv, `tidemark_connections_refused_total{reason="network"}`, 1)
 	if m := scrape(srv); !strings.Contains(m, `tidemark_connections_refused_total{reason="network"} 1`+"\n") || !strings.Contains(m, `tidemark_connections_refused_total{reason="address"} 0`+"\n") {
 		t.Errorf("want one refused for network, none for address:\n%s", m)
 	}

@@ -312,6 +312,23 @@ func TestSignInWithARealProvider(t *testing.T) {
 		}
 	}
 
+	// A sign-out whose body is over 64 KiB is 413 naming the limit, and
+	// the session goes on.
+	big, _ := http.NewRequest(http.MethodPost, e.base+"/ui/logout", strings.NewReader(strings.Repeat("x", core.MaxWriteBody+1)))
+	big.Header.Set("Origin", e.base)
+	res, err = client.Do(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(refused), "65536") {
+		t.Errorf("a sign-out with a body over 64 KiB: %d %.200s, want 413 naming 65536", res.StatusCode, refused)
+	}
+	if code := write(core.ConsoleHeader, "1"); code != 200 {
+		t.Errorf("a write after a refused sign-out: %d, want 200", code)
+	}
+
 	// Sign out, as the console's form does (a browser sends its Origin).
 	if code := logout(t, client, e.base, "Origin", e.base); code != http.StatusOK {
 		t.Fatalf("sign-out: %d", code)

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"io/fs"
 
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/tidemark-dev/tidemark/migrations"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/store/internal/pg"
 )
 
@@ -53,5 +55,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return pg.Err("migrate: current version", err)
 	}
 	s.log.InfoContext(ctx, "database migrated", "from", before, "to", after, "db", s.addr)
+	return nil
+}
+
+// CheckMigrated says whether the database holds every migration this
+// binary has (token and tuf check it before they make anything).
+func (s *Store) CheckMigrated(ctx context.Context) error {
+	want, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	if have, err := pg.SchemaVersion(ctx, s.pool, versionTable); err != nil {
+		return pg.Err("read the schema version", err)
+	} else if int(have) < len(want) {
+		return fmt.Errorf("%w: the database at %s is not migrated (schema version %d, this tidemark needs %d): run tidemark migrate first",
+			resolver.ErrState, s.addr, have, len(want))
+	}
 	return nil
 }

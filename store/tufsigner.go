@@ -130,5 +130,6 @@ func (s *Store) TUFRevisions(ctx context.Context) (map[string]int64, error) {
 // NewestTUFRoot is the newest root, pending or not: the one whose online
 // key a signer must hold. ErrNotFound before tuf init.
 func (s *Store) NewestTUFRoot(ctx context.Context) (signed.Meta, error) {
-	return s.newestRoot(ctx, "newest", false, "no TUF root: run tidemark tuf init (after tidemark migrate)")
+	return s.rootBy(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' order by version desc limit 1`,
+		"no TUF root: run tidemark tuf init (after tidemark migrate)")
 }

@@ -96,8 +96,8 @@ func printConfig(w io.Writer, cfg *config.Config) error {
 	row("access_log", cfg.AccessLog)
 	row("read_timeout", config.ShortDuration(cfg.ReadTimeout))
 	row("database_timeout", config.ShortDuration(cfg.DatabaseTimeout))
-	row("limits", fmt.Sprintf("%d connections, %d per address, idle %s", cfg.Limits.MaxConnections,
-		cfg.Limits.MaxConnectionsPerAddress, config.ShortDuration(cfg.Limits.IdleTimeout)))
+	row("limits", fmt.Sprintf("%d connections, %d per address, %d per network, idle %s", cfg.Limits.MaxConnections,
+		cfg.Limits.MaxConnectionsPerAddress, cfg.Limits.MaxConnectionsPerNetwork, config.ShortDuration(cfg.Limits.IdleTimeout)))
 	row("fleet", fleetText(cfg.Fleet))
 	row("")
 

@@ -17,7 +17,7 @@ import (
 type RootStore interface {
 	TUFMeta(ctx context.Context, role string, version int64) (signed.Meta, error)
 	PendingTUFRoot(ctx context.Context) (signed.Meta, error)
-	DiscardPendingTUFRoot(ctx context.Context, version int64) error
+	DiscardPendingTUFRoot(ctx context.Context) (signed.Meta, error)
 }
 
 // ErrPending refuses a rotation while a root signed by rotate-online
@@ -70,7 +70,7 @@ func DiscardPending(ctx context.Context, st RootStore, rootKeyFile string) (int6
 	if err := checkRootKey(cur, rk); err != nil {
 		return 0, "", err
 	}
-	p, err := st.PendingTUFRoot(ctx)
+	p, err := st.DiscardPendingTUFRoot(ctx)
 	if errors.Is(err, resolver.ErrNotFound) {
 		return 0, "", fmt.Errorf("no root is pending (the newest, version %d, is published): nothing to discard", cur.Version)
 	}
@@ -82,9 +82,6 @@ func DiscardPending(ctx context.Context, st RootStore, rootKeyFile string) (int6
 		if r := root.Signed.Roles[metadata.TIMESTAMP]; r != nil && len(r.KeyIDs) > 0 {
 			online = r.KeyIDs[0]
 		}
-	}
-	if err := st.DiscardPendingTUFRoot(ctx, p.Version); err != nil {
-		return 0, "", err
 	}
 	return p.Version, online, nil
 }

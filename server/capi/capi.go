@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
+	"github.com/tidemark-dev/tidemark/server/core"
 )
 
 // GroupVersion is the hooks' API group and version.
@@ -124,7 +125,9 @@ func (h *Hooks) generateUpgradePlan(c echo.Context) error {
 			Message: fmt.Sprintf("no GenerateUpgradePlan handler %q (sources with cluster_api: true: %v)", source, h.Sources)})
 	}
 	var req UpgradePlanRequest
-	if err := decode(c, &req); err != nil {
+	if err := decode(c, &req); errors.Is(err, core.ErrBodyTooLarge) {
+		return err // 413 naming the limit, as every route answers it
+	} else if err != nil {
 		return h.answer(c, source, UpgradePlanResponse{Status: statusFailure, Message: err.Error()}, http.StatusBadRequest)
 	}
 	switch {
@@ -164,6 +167,9 @@ func (h *Hooks) answer(c echo.Context, source string, r UpgradePlanResponse, cod
 func decode(c echo.Context, dst any) error {
 	r := c.Request()
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBody))
+	if tl := core.OverLimit(err); tl != nil {
+		return tl
+	}
 	if err != nil {
 		return fmt.Errorf("request body: %w (at most %d bytes)", err, MaxBody)
 	}
@@ -176,6 +182,9 @@ func decode(c echo.Context, dst any) error {
 // drain reads (and bounds) a body the hook does not need.
 func drain(c echo.Context) error {
 	_, err := io.Copy(io.Discard, http.MaxBytesReader(c.Response(), c.Request().Body, MaxBody))
+	if tl := core.OverLimit(err); tl != nil {
+		return tl
+	}
 	if err != nil {
 		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
 	}

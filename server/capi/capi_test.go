@@ -157,8 +157,9 @@ func TestGenerateUpgradePlan(t *testing.T) {
 		t.Errorf("unknown handler: %d", code)
 	}
 	big := append([]byte(`{"x":"`), bytes.Repeat([]byte("a"), capi.MaxBody)...)
-	if code, _ := post(t, ts.URL+capi.Prefix+"/generateupgradeplan/kube-apiserver", append(big, '"', '}')); code != 400 {
-		t.Errorf("a body past %d bytes: %d, want 400", capi.MaxBody, code)
+	// (The server answers it 413 naming the limit: server/bodies_test.go.)
+	if code, _ := post(t, ts.URL+capi.Prefix+"/generateupgradeplan/kube-apiserver", append(big, '"', '}')); code < 400 {
+		t.Errorf("a body past %d bytes: %d, want it refused", capi.MaxBody, code)
 	}
 	if code, _ := post(t, ts.URL+capi.Prefix+"/generateupgradeplan/kube-apiserver", []byte(`{"fromControlPlaneKubernetesVersion":"v1.29.0","toKubernetesVersion":"v1.30.0","x":"`+strings.Repeat("a", capi.MaxBody-200)+`"}`)); code != 200 {
 		t.Errorf("a body just under %d bytes: %d, want 200", capi.MaxBody, code)

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -106,6 +107,7 @@ type Listener struct {
 	// flood; afterFlood runs when a flood of floodSize or more has ended.
 	peak       int
 	floodSize  int
+	settle     time.Duration // from a flood's end to afterFlood
 	afterFlood func()
 }
 
@@ -121,7 +123,7 @@ func Wrap(ln net.Listener, opts Options, m *Metrics) *Listener {
 		opts.PerNetwork = DefaultPerNetwork
 	}
 	return &Listener{Listener: ln, opts: opts, m: m, byAdr: map[netip.Addr]int{}, byNet: map[netip.Prefix]int{},
-		floodSize: floodSize, afterFlood: collect}
+		floodSize: floodSize, settle: time.Second, afterFlood: collect}
 }
 
 // Accept returns the next connection within the limits; those past a
@@ -248,7 +250,8 @@ func (l *Listener) releaseLocked(c *conn) {
 	l.countIdle()
 	if l.peak >= l.floodSize && l.open <= l.peak/10 {
 		l.peak = l.open
-		go l.afterFlood()
+		// A second on, the flood's last connections have closed too.
+		time.AfterFunc(l.settle, l.afterFlood)
 	}
 }
 

@@ -274,7 +274,7 @@ func TestTheEndOfAFloodIsCollected(t *testing.T) {
 	defer inner.Close()
 	l := Wrap(inner, Options{}, nil)
 	collected := make(chan struct{}, 4)
-	l.floodSize, l.afterFlood = 10, func() { collected <- struct{}{} }
+	l.floodSize, l.settle, l.afterFlood = 10, 0, func() { collected <- struct{}{} }
 	open := func(n int) []net.Conn {
 		var cs []net.Conn
 		for range n {

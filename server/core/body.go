@@ -65,7 +65,7 @@ func decode(c echo.Context, dst any, required, strict bool, limit int64) error {
 		if errors.Is(err, io.EOF) && !required {
 			return nil
 		}
-		if tl := overLimit(err); tl != nil {
+		if tl := OverLimit(err); tl != nil {
 			return tl
 		}
 		return fmt.Errorf("%w: request body: %w", resolver.ErrInvalid, err)
@@ -91,7 +91,7 @@ func IgnoreBody(c echo.Context) error {
 		return tooLarge(MaxWriteBody)
 	}
 	_, err := io.Copy(io.Discard, http.MaxBytesReader(c.Response(), r.Body, MaxWriteBody))
-	if tl := overLimit(err); tl != nil {
+	if tl := OverLimit(err); tl != nil {
 		return tl
 	}
 	if err != nil {
@@ -100,9 +100,9 @@ func IgnoreBody(c echo.Context) error {
 	return nil
 }
 
-// overLimit is the 413 for a read that hit http.MaxBytesReader's limit,
-// nil for any other outcome.
-func overLimit(err error) error {
+// OverLimit is the 413 naming the limit for a read that hit
+// http.MaxBytesReader's limit, nil for any other outcome.
+func OverLimit(err error) error {
 	var tl *http.MaxBytesError
 	if errors.As(err, &tl) {
 		return tooLarge(tl.Limit)

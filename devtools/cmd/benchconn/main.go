@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +33,9 @@ import (
 
 	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/internal/config"
+	"github.com/tidemark-dev/tidemark/internal/service"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server"
 	"github.com/tidemark-dev/tidemark/server/connlimit"
@@ -87,13 +89,22 @@ func child(ctx context.Context, unlimited bool, container int64) error {
 	if container > 0 {
 		debug.SetMemoryLimit(container * 9 / 10)
 	}
-	snap := benchkit.SemverSnapshot(40)
+	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
+	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
+	now := time.Now()
+	sd := catalog.SourceData{Source: src}
+	for i := range 40 {
+		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
+		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
+		sd.Tags = append(sd.Tags, t)
+	}
+	snap := snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{sd}, nil, now)
 	limits := connlimit.Options{Max: config.DefaultMaxConnections, PerAddress: config.DefaultMaxConnectionsPerAddress,
 		PerNetwork: config.DefaultMaxConnectionsPerNetwork}
 	if unlimited {
 		limits = connlimit.Options{Max: -1, PerAddress: -1, PerNetwork: -1}
 	}
-	base, stop, err := benchkit.Serve(ctx, server.Options{
+	s, err := server.New(server.Options{
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
 		Connections: limits,
@@ -102,9 +113,22 @@ func child(ctx context.Context, unlimited bool, container int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(base)
+	if err := s.Reload(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- service.Run(rctx, service.Options{HTTP: s, Listener: ln, Snapshots: s.Snapshots(), Fleet: s.Fleet()})
+	}()
+	fmt.Println("http://" + ln.Addr().String())
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	return stop()
+	cancel()
+	return <-done
 }
 
 // replica is the replica's process (this program with -serve).
@@ -188,16 +212,12 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 	metrics := endFlood(stop, &wg, base, flooders, fins)
 
 	rss := benchkit.PeakRSS(cmd.Process.Pid)
-	other.mu.Lock()
-	lat := slices.Clone(other.lat)
-	other.mu.Unlock()
-	failed := &other.failed
-	slices.Sort(lat)
+	lat := other.latencies()
 	p50, p99 := pct(lat, 50), pct(lat, 99)
 	fmt.Printf("%-34s %d of %d in %s (%d dial errors)\n", "flood connections opened", open, n, opened.Round(time.Millisecond), dialErrs)
 	fmt.Printf("%-34s %s\n", "refused (total, address)", refused(metrics, "total")+", "+refused(metrics, "address"))
 	fmt.Printf("%-34s %.1f MB\n", "replica peak RSS", float64(rss)/1e6)
-	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), failed.Load(), ms(p50), ms(p99))
+	fmt.Printf("%-34s %d answered, %d failed, p50 %s, p99 %s\n", "other address (every 10 ms)", len(lat), other.failed.Load(), ms(p50), ms(p99))
 	var missed []string
 	if rss >= 150e6 {
 		missed = append(missed, fmt.Sprintf("peak RSS %.1f MB >= 150 MB", float64(rss)/1e6))
@@ -205,8 +225,8 @@ func run(ctx context.Context, n int, hold time.Duration, unlimited bool, contain
 	if p99 >= 100*time.Millisecond || len(lat) == 0 {
 		missed = append(missed, fmt.Sprintf("p99 %s >= 100 ms", ms(p99)))
 	}
-	if failed.Load() > 0 {
-		missed = append(missed, fmt.Sprintf("%d requests from the other address failed", failed.Load()))
+	if n := other.failed.Load(); n > 0 {
+		missed = append(missed, fmt.Sprintf("%d requests from the other address failed", n))
 	}
 	if len(missed) > 0 {
 		fmt.Printf("GOAL MISSED: %s\n", strings.Join(missed, "; "))

@@ -144,8 +144,9 @@ func metricOr(metrics, series string) string {
 	return "?"
 }
 
-// probe asks the replica from 127.0.0.1, a new connection a request: the
-// admission of a new connection at the limit is what is measured.
+// probe asks the replica from 127.0.0.1, on one keep-alive connection or
+// on a new connection a request (then the admission of a new connection
+// at the limit is what is measured).
 type probe struct {
 	base   string
 	c      *http.Client
@@ -154,8 +155,6 @@ type probe struct {
 	failed atomic.Int64
 }
 
-// newProbe asks from 127.0.0.1, on a connection of its own when
-// keepAlive, else on a new one each time.
 func newProbe(base string, keepAlive bool) *probe {
 	tr := &http.Transport{DisableKeepAlives: !keepAlive,
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
