@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark-dev/tidemark/store/lockdb"
 	"github.com/tidemark-dev/tidemark/store/outboxdb"
 	"github.com/tidemark-dev/tidemark/store/tokendb"
+	"github.com/tidemark-dev/tidemark/store/tufdb"
 )
 
 // Store is a handle on the database. Safe for concurrent use.
@@ -41,6 +42,7 @@ type Store struct {
 	*outboxdb.Outbox
 	*lockdb.Locker
 	*indexdb.Index
+	*tufdb.TUF
 }
 
 // RedactURL is a database URL as logs may show it (password xxxxx).
@@ -52,6 +54,7 @@ func newStore(log *slog.Logger, pool *pgxpool.Pool, addr string) *Store {
 	s := &Store{log: log, pool: pool, addr: addr, Locker: &lockdb.Locker{Pool: pool, Log: log, Ping: 5 * time.Second, PingTimeout: 5 * time.Second},
 		origin: newOrigin(), db: db, Fleet: fleetdb.New(db), Tokens: tokendb.New(db), Outbox: outboxdb.New(db)}
 	s.Index = indexdb.New(db, s.notify)
+	s.TUF = tufdb.New(db, s.Locker)
 	return s
 }
 

@@ -23,7 +23,7 @@ func newTUFCmd(e *cli.Env) *cobra.Command {
 			"root in the database serve uses: --config FILE or TIDEMARK_CONFIG, or\n" +
 			"DATABASE_URL alone. Keep the root key offline: serve never reads it.",
 	}
-	cmd.AddCommand(newTUFInitCmd(e), newTUFRotateRootCmd(e), newTUFRotateOnlineCmd(e), newTUFDiscardPendingCmd(e), newTUFVerifyCmd(e))
+	cmd.AddCommand(newTUFInitCmd(e), newTUFRotateRootCmd(e), newTUFRotateOnlineCmd(e), newTUFDiscardPendingCmd(e), cli.NewTUFVerifyCmd(e))
 	return cli.CommandGroup(cmd)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/metric"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/announce"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -285,7 +286,7 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 	if !leading {
 		return
 	}
-	evs := snapshot.ServedChanges(prev, next)
+	evs := announce.ServedChanges(prev, next)
 	if len(evs) == 0 {
 		return
 	}
@@ -337,7 +338,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 				}
 				continue
 			}
-			evs := snapshot.ServedSince(recorded, snap)
+			evs := announce.ServedSince(recorded, snap)
 			for i := range evs {
 				evs[i].Actor, evs[i].Reason = "tidemark", why(snap, evs[i])
 			}

@@ -90,7 +90,7 @@ type LoopOptions struct {
 	Metrics prometheus.Registerer
 }
 
-// Held is the held signer lock (*store.SignerLock).
+// Held is the held signer lock (*tufdb.SignerLock).
 type Held interface {
 	// Lost is closed when the lock's session ended under it.
 	Lost() <-chan struct{}

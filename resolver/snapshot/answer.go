@@ -64,9 +64,7 @@ type Decision struct {
 // channel's answer gets its own version back, held names why
 // (HeldDowngrade), unless the channel's pin was made as a rollback or its
 // rollout was halted as one. Nor above the channel: one on a blocked
-// version is steered only up to the newest version of the channel's
-// served set (on a stepwise channel, its destination), else it stays
-// (HeldBlocked).
+// version is steered no higher than ceiling, else stays (HeldBlocked).
 // ErrNotFound for an unknown channel or one with nothing eligible;
 // ErrNoReportedVersion for a stepwise channel asked without a version.
 func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Decision, error) {
@@ -84,12 +82,10 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Decision, error) {
 	case c > 0 && (a.State.Rollback || a.Rollout != nil && a.Rollout.RolledBack(q.Now)):
 		return Decision{Tag: t, Directed: true}, nil
 	}
-	// A stay: the cluster runs a version newer than its answer, or a
-	// stepwise channel has no step for it (yet).
+	// A stay: it runs a version newer than its answer, or has no step yet.
 	if idx := s.bySource[a.Channel.Source]; idx != nil {
 		if i := idx.byVersion(q.Reported); i >= 0 && idx.versions[i].Blocked {
-			// Never named: the newest servable version above it, up to
-			// the channel's ceiling, instead.
+			// Never named: the newest servable above it, up to the ceiling.
 			top := s.ceiling(channel, q, dest)
 			if up, ok := s.firstAbove(channel, q, &top, q.Reported.Minor+1); ok {
 				return Decision{Tag: up, Directed: true}, nil
@@ -104,10 +100,8 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Decision, error) {
 	return Decision{Tag: s.versionTag(a.Channel.Source, q.Reported), Held: HeldDowngrade}, nil
 }
 
-// ceiling is the newest version channel may steer the asker to: the
-// newest of its served set (the asker's own record is one of many the
-// fleet part is made of, and only its directed answers count there), or
-// on a stepwise channel the destination its steps lead to.
+// ceiling is the newest version channel may steer the asker to: the newest
+// of its served set, or on a stepwise channel its steps' destination.
 func (s *Snapshot) ceiling(channel string, q Asker, dest resolver.Tag) resolver.Version {
 	if s.answers[s.byChannel[channel]].Channel.Stepwise {
 		return dest.Version

@@ -107,13 +107,11 @@ type Options struct {
 	// Fleet records the clusters that ask channel URLs (internal/fleet,
 	// flushed under service.Run) and serves the fleet routes (fleetapi.go).
 	Fleet fleet.Options
-	// Version is the build's version, and ConfigDigest the digest of the
-	// running configuration of sources and channels (GET /api/v1/status);
-	// nil: none.
+	// Version is the build's; ConfigDigest the running configuration's
+	// (GET /api/v1/status), nil: none.
 	Version      string
 	ConfigDigest func() string
-	// Signing says how this replica stands to the signed answers (the
-	// TUF loop); nil without tuf:.
+	// Signing: this replica's part in signing (the TUF loop); nil: none.
 	Signing SigningStatus
 	// Enrollment is the enrolled clusters' keys (fleet.enrollment,
 	// internal/enroll); nil: enrollment is off. Enroller enrolls and

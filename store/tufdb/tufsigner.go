@@ -1,4 +1,4 @@
-package store
+package tufdb
 
 import (
 	"context"
@@ -24,14 +24,14 @@ type signerPublication struct {
 // SignerLock is the held signer lock: only its holder publishes signed
 // metadata (TakeSignerLock).
 type SignerLock struct {
-	s    *Store
+	s    *TUF
 	lock *lockdb.IndexerLock
 }
 
 // TakeSignerLock tries to become the one replica that signs; held false
 // (and a nil lock) when another replica holds it.
-func (s *Store) TakeSignerLock(ctx context.Context) (*SignerLock, bool, error) {
-	l, held, err := s.TrySignerLock(ctx)
+func (s *TUF) TakeSignerLock(ctx context.Context) (*SignerLock, bool, error) {
+	l, held, err := s.locks.TrySignerLock(ctx)
 	if err != nil || !held {
 		return nil, false, err
 	}
@@ -94,9 +94,9 @@ func (p *signerPublication) record(ctx context.Context, tx pgx.Tx, w *signed.Wri
 
 // LastTUFPublication is the newest publication's record; ErrNotFound
 // before the first.
-func (s *Store) LastTUFPublication(ctx context.Context) (signed.Publication, error) {
+func (s *TUF) LastTUFPublication(ctx context.Context) (signed.Publication, error) {
 	var p signed.Publication
-	err := s.inTx(ctx, "read the last TUF publication", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "read the last TUF publication", func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `select timestamp_version, config_digest, store_revision, replica, published_at
 			from tuf_publications order by timestamp_version desc limit 1`).Scan(&p.Timestamp, &p.ConfigDigest, &p.StoreRevision, &p.Replica, &p.At)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -108,9 +108,9 @@ func (s *Store) LastTUFPublication(ctx context.Context) (signed.Publication, err
 }
 
 // TUFRevisions is every channel's published revision.
-func (s *Store) TUFRevisions(ctx context.Context) (map[string]int64, error) {
+func (s *TUF) TUFRevisions(ctx context.Context) (map[string]int64, error) {
 	out := map[string]int64{}
-	err := s.inTx(ctx, "read TUF revisions", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "read TUF revisions", func(tx pgx.Tx) error {
 		clear(out)
 		rows, err := tx.Query(ctx, `select channel, revision from tuf_channels`)
 		if err != nil {
@@ -129,7 +129,7 @@ func (s *Store) TUFRevisions(ctx context.Context) (map[string]int64, error) {
 
 // NewestTUFRoot is the newest root, pending or not: the one whose online
 // key a signer must hold. ErrNotFound before tuf init.
-func (s *Store) NewestTUFRoot(ctx context.Context) (signed.Meta, error) {
+func (s *TUF) NewestTUFRoot(ctx context.Context) (signed.Meta, error) {
 	return s.rootBy(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' order by version desc limit 1`,
 		"no TUF root: run tidemark tuf init (after tidemark migrate)")
 }

@@ -1,7 +1,11 @@
-package snapshot
+// Package announce says which channels moved between two snapshots, or
+// since what was last announced, as channel.changed events: what the
+// notifier sends. Pure: no I/O.
+package announce
 
 import (
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
 // ServedChanges lists the channels whose served version differs between
@@ -9,25 +13,23 @@ import (
 // channel new in next, or gone from it, is a configuration change, not a
 // move, and is left out; so is one whose pin changed (its revision moved),
 // since the pin's own transaction recorded that event.
-func ServedChanges(prev, next *Snapshot) []resolver.Event {
+func ServedChanges(prev, next *snapshot.Snapshot) []resolver.Event {
 	if prev == nil || next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for k := range next.answers {
+	for k, a := range next.Channels() {
 		if next.SameAnswerAt(prev, k) {
 			continue // carried: it serves what it served (every reload, most channels)
 		}
-		a := &next.answers[k]
-		i, ok := prev.byChannel[a.Channel.Name]
-		if !ok {
+		b, err := prev.Channel(a.Channel.Name)
+		if err != nil {
 			continue
 		}
-		b := &prev.answers[i]
 		if b.State.Revision != a.State.Revision || b.Channel.Source != a.Channel.Source {
 			continue
 		}
-		from, to := servedVersion(b), servedVersion(a)
+		from, to := servedVersion(&b), servedVersion(&a)
 		if from == to {
 			continue
 		}
@@ -40,14 +42,13 @@ func ServedChanges(prev, next *Snapshot) []resolver.Event {
 // channel's last announced version, from the outbox) up to date with next:
 // one for every channel whose served version differs. A channel never
 // announced counts as having served nothing.
-func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
+func ServedSince(recorded map[string]string, next *snapshot.Snapshot) []resolver.Event {
 	if next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for i := range next.answers {
-		a := &next.answers[i]
-		from, to := recorded[a.Channel.Name], servedVersion(a)
+	for _, a := range next.Channels() {
+		from, to := recorded[a.Channel.Name], servedVersion(&a)
 		if from == to {
 			continue
 		}
@@ -56,7 +57,7 @@ func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
 	return out
 }
 
-func servedVersion(a *ChannelAnswer) string {
+func servedVersion(a *snapshot.ChannelAnswer) string {
 	if a.Tag == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package store
+package tufdb
 
 import (
 	"context"
@@ -13,20 +13,20 @@ import (
 
 // PendingTUFRoot is the root tuf rotate-online signed that no replica has
 // published yet; ErrNotFound when there is none.
-func (s *Store) PendingTUFRoot(ctx context.Context) (signed.Meta, error) {
+func (s *TUF) PendingTUFRoot(ctx context.Context) (signed.Meta, error) {
 	return s.rootBy(ctx, `select version, body, expires_at from tuf_metadata where role = 'root' and pending`, "no TUF root is pending")
 }
 
 // DiscardPendingTUFRoot drops the pending root (under the publication lock).
-func (s *Store) DiscardPendingTUFRoot(ctx context.Context) (signed.Meta, error) {
+func (s *TUF) DiscardPendingTUFRoot(ctx context.Context) (signed.Meta, error) {
 	return s.rootBy(ctx, `delete from tuf_metadata where role = 'root' and pending returning version, body, expires_at`, "no TUF root is pending")
 }
 
 // rootBy is the root query q reads (or deletes), under the publication
 // lock; ErrNotFound saying none when there is none.
-func (s *Store) rootBy(ctx context.Context, q, none string) (signed.Meta, error) {
+func (s *TUF) rootBy(ctx context.Context, q, none string) (signed.Meta, error) {
 	m := signed.Meta{Role: signed.Root}
-	err := s.inTx(ctx, "read a TUF root", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "read a TUF root", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
 			return err
 		}

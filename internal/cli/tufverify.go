@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -14,15 +14,14 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 
-	"github.com/tidemark-dev/tidemark/internal/cli"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
 )
 
-// newTUFVerifyCmd checks a channel's signed answer from the shell the way
+// NewTUFVerifyCmd checks a channel's signed answer from the shell the way
 // a client does: go-tuf's stock updater, trusting only the root given.
-func newTUFVerifyCmd(e *cli.Env) *cobra.Command {
+func NewTUFVerifyCmd(e *Env) *cobra.Command {
 	var rootFile, server, cache string
-	var out cli.OutputFlag
+	var out OutputFlag
 	cmd := &cobra.Command{
 		Use:   "verify CHANNEL --root 1.root.json [--server URL] [--cache DIR]",
 		Short: "Verify a channel's signed answer with a stock TUF client, trusting only the root given",
@@ -101,16 +100,16 @@ func verifyChannel(base *url.URL, root []byte, cache, channel string) (signed.An
 	return a, nil
 }
 
-func printVerified(e *cli.Env, a signed.Answer) error {
+func printVerified(e *Env, a signed.Answer) error {
 	answer := "nothing"
 	if v := a.Answer; v != nil {
-		answer = fmt.Sprintf("%s (tag %s, digest %s)", v.Version, v.Tag, cli.OrDash(v.Digest))
+		answer = fmt.Sprintf("%s (tag %s, digest %s)", v.Version, v.Tag, OrDash(v.Digest))
 	}
 	served := make([]string, len(a.Served))
 	for i, v := range a.Served {
 		served[i] = v.Version
 	}
 	_, err := fmt.Fprintf(e.Stdout, "%s: verified %s, revision %d, issued %s\nanswers %s\nserved: %s\n",
-		a.Channel, signed.Path(a.Channel), a.Revision, cli.Stamp(a.Issued), answer, cli.OrDash(strings.Join(served, ", ")))
+		a.Channel, signed.Path(a.Channel), a.Revision, Stamp(a.Issued), answer, OrDash(strings.Join(served, ", ")))
 	return err
 }

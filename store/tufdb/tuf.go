@@ -1,4 +1,8 @@
-package store
+// Package tufdb keeps the signed metadata in Postgres (docs/tuf.md):
+// roots (published and pending), every role's bytes as published, the
+// targets, the publications and the signer lock. *store.Store embeds its
+// TUF, so callers see one store.
+package tufdb
 
 import (
 	"context"
@@ -9,18 +13,30 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/signed"
+	"github.com/tidemark-dev/tidemark/store/internal/pg"
+	"github.com/tidemark-dev/tidemark/store/lockdb"
 )
 
 // Signed answers (The Update Framework): the metadata as signed and the
 // target files, kept so that every replica serves the same bytes and
 // versions only grow.
 
+// TUF is the signed metadata's part of the store.
+type TUF struct {
+	db    *pg.DB
+	locks *lockdb.Locker
+}
+
+// New is the signed metadata's part of the store on db; locks takes the
+// signer lock.
+func New(db *pg.DB, locks *lockdb.Locker) *TUF { return &TUF{db: db, locks: locks} }
+
 // tufLock serializes publications across replicas (pg_advisory_xact_lock).
 const tufLock = 0x74756621 // "tuf!"
 
 // InitTUF stores the first root; ErrState when one exists already.
-func (s *Store) InitTUF(ctx context.Context, root signed.Meta) error {
-	return s.inTx(ctx, "store the first TUF root", func(tx pgx.Tx) error {
+func (s *TUF) InitTUF(ctx context.Context, root signed.Meta) error {
+	return s.db.InTx(ctx, "store the first TUF root", func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `select count(*) from tuf_metadata where role = 'root'`).Scan(&n); err != nil {
 			return err
@@ -35,8 +51,8 @@ func (s *Store) InitTUF(ctx context.Context, root signed.Meta) error {
 
 // AddTUFRoot stores the next root (version = the newest + 1, checked),
 // pending when it waits for serve to run with the online key it names.
-func (s *Store) AddTUFRoot(ctx context.Context, root signed.Meta, pending bool) error {
-	return s.inTx(ctx, "store the next TUF root", func(tx pgx.Tx) error {
+func (s *TUF) AddTUFRoot(ctx context.Context, root signed.Meta, pending bool) error {
+	return s.db.InTx(ctx, "store the next TUF root", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
 			return err
 		}
@@ -55,9 +71,9 @@ func (s *Store) AddTUFRoot(ctx context.Context, root signed.Meta, pending bool) 
 
 // TUFMeta is role's metadata version (0: the newest) as served: a pending
 // root is not; ErrNotFound when there is none.
-func (s *Store) TUFMeta(ctx context.Context, role string, version int64) (signed.Meta, error) {
+func (s *TUF) TUFMeta(ctx context.Context, role string, version int64) (signed.Meta, error) {
 	m := signed.Meta{Role: role}
-	err := s.inTx(ctx, "read TUF metadata", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "read TUF metadata", func(tx pgx.Tx) error {
 		q := `select version, body, expires_at from tuf_metadata where role = $1 and version = $2 and not pending`
 		args := []any{role, version}
 		if version == 0 {
@@ -73,9 +89,9 @@ func (s *Store) TUFMeta(ctx context.Context, role string, version int64) (signed
 }
 
 // TUFTarget is the target file at path with hash; ErrNotFound when none.
-func (s *Store) TUFTarget(ctx context.Context, path, hash string) ([]byte, error) {
+func (s *TUF) TUFTarget(ctx context.Context, path, hash string) ([]byte, error) {
 	var b []byte
-	err := s.inTx(ctx, "read a TUF target", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "read a TUF target", func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `select body from tuf_targets where path = $1 and hash = $2`, path, hash).Scan(&b)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: no target %s with hash %s", resolver.ErrNotFound, path, hash)
@@ -88,13 +104,13 @@ func (s *Store) TUFTarget(ctx context.Context, path, hash string) ([]byte, error
 // PublishTUF reads what is published and writes what build makes of it,
 // in one transaction that no other replica's publication runs beside; a
 // build that returns nil writes nothing.
-func (s *Store) PublishTUF(ctx context.Context, build func(signed.State) (*signed.Write, error)) (bool, error) {
+func (s *TUF) PublishTUF(ctx context.Context, build func(signed.State) (*signed.Write, error)) (bool, error) {
 	return s.publishTUF(ctx, nil, build)
 }
 
-func (s *Store) publishTUF(ctx context.Context, as *signerPublication, build func(signed.State) (*signed.Write, error)) (bool, error) {
+func (s *TUF) publishTUF(ctx context.Context, as *signerPublication, build func(signed.State) (*signed.Write, error)) (bool, error) {
 	wrote := false
-	err := s.inTx(ctx, "publish TUF metadata", func(tx pgx.Tx) error {
+	err := s.db.InTx(ctx, "publish TUF metadata", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1)`, tufLock); err != nil {
 			return err
 		}
