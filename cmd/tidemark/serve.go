@@ -204,6 +204,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 				return nil, err
 			}
 			reloadOnlineKey(next, signing, log)
+			snaps.SetLifecycle(next.Lifecycles())
 			return next.Channels, nil
 		},
 	}

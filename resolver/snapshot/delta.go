@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // Delta is what changed since a snapshot was built: the parts a reload read
@@ -20,6 +21,9 @@ type Delta struct {
 	States map[string]catalog.ChannelState
 	// Channels, when non-nil, replaces the configured channels.
 	Channels []catalog.Channel
+	// Lifecycle, when non-nil, replaces every source's lifecycle policy
+	// (a configuration reload), by source name.
+	Lifecycle map[string]lifecycle.Policy
 }
 
 // Apply returns a new snapshot with d applied; s is not changed. Only the
@@ -57,6 +61,16 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 		}
 		changed[name] = true
 	}
+	n.policies = s.policies
+	if d.Lifecycle != nil {
+		n.policies = maps.Clone(d.Lifecycle)
+	} else if len(d.Sources) > 0 {
+		n.policies = maps.Clone(s.policies)
+		for i := range d.Sources {
+			n.policies[d.Sources[i].Source.Name] = d.Sources[i].Source.Lifecycle
+		}
+	}
+	n.classify(s, changed, d.Lifecycle != nil)
 	channels, states, prev := s.channels, s.states, s
 	if d.Channels != nil {
 		channels, prev = d.Channels, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // Snapshot is an immutable, fully indexed view of every source, channel, pin
@@ -40,6 +41,10 @@ type Snapshot struct {
 	// serials[i] names the computation of answers[i]: Apply carries it
 	// with an answer it keeps (SameAnswer).
 	serials []uint64
+	// policies and lines are each source's lifecycle policy and its lines
+	// classified at LoadedAt (lifecycle.go).
+	policies map[string]lifecycle.Policy
+	lines    map[string]*lifecycle.Table
 }
 
 // sourceIndex is one source, indexed.
@@ -97,6 +102,8 @@ func newSnapshot(channels []catalog.Channel, data []catalog.SourceData, states m
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
+	s.policies = policiesOf(s.sources)
+	s.classify(nil, nil, true)
 	s.answerChannels(channels, states, nil, true, nil)
 	return s
 }
