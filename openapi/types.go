@@ -180,6 +180,9 @@ type Version struct {
 	// Held is {"reason":"evidence"} while a yank holds the version: no
 	// promotion takes it until an admin lifts the hold.
 	Held *Held `json:"held,omitempty"`
+	// Lifecycle is the version's line and its classification; null when
+	// the version is no line's (not indexed).
+	Lifecycle *VersionLifecycle `json:"lifecycle,omitempty"`
 }
 
 // Gates is a version's state per release gate; a gate the source does not

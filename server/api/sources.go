@@ -86,7 +86,9 @@ func (s *API) listVersions(c echo.Context) error {
 	}
 	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
-		out = append(out, core.VersionJSON(vv))
+		j := core.VersionJSON(vv)
+		j.Lifecycle = core.LineJSON(v.Snap.LineOf(source, vv.Version))
+		out = append(out, j)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -105,6 +107,7 @@ func (s *API) getVersion(c echo.Context) error {
 		return core.ParamIf("version", resolver.ErrNotFound, err)
 	}
 	j := core.VersionJSON(vv)
+	j.Lifecycle = core.LineJSON(v.Snap.LineOf(source, vv.Version))
 	if hs, ok := s.Opts.Store.(heldStore); ok {
 		// A yank's hold is in the database, not the snapshot; the version
 		// is still answered, without it, when the database is away.

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
+	"github.com/tidemark-dev/tidemark/server/core"
+)
+
+// sourceLifecycle is a source's lines, newest first, with the active
+// clusters on each (no token, like the versions).
+func (s *API) sourceLifecycle(c echo.Context) error {
+	v, err := s.View()
+	if err != nil {
+		return err
+	}
+	source := core.PathParam(c, "source")
+	tab, err := v.Snap.Lifecycle(source)
+	if err != nil {
+		return core.ParamIf("source", resolver.ErrNotFound, err)
+	}
+	counts := s.LineClusters(c.Request().Context(), v, source)
+	out := openapi.SourceLifecycle{Lines: make([]openapi.LifecycleLine, 0, len(tab.Lines))}
+	for _, l := range tab.Lines {
+		out.Lines = append(out.Lines, openapi.LifecycleLine{Line: l.Line, Release: core.TimeOrNil(l.Release),
+			DeprecatedFrom: core.TimeOrNil(l.DeprecatedFrom), End: core.TimeOrNil(l.End), Classification: string(l.Class),
+			Clusters: counts[l.Line]})
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, out)
+}
+
+// activeCounter counts the active clusters by channel and reported
+// version (*store.Store).
+type activeCounter interface {
+	FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error)
+}
+
+// LineClusters counts the active clusters per line of source, over its
+// channels; empty when the fleet is not kept or the database is away (the
+// lines are still answered).
+func (s *API) LineClusters(ctx context.Context, v *core.View, source string) map[string]int {
+	out := map[string]int{}
+	ac, ok := s.Opts.Fleet.Store.(activeCounter)
+	if !ok || s.FleetRec == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
+	defer cancel()
+	active, err := ac.FleetActive(ctx, time.Now().Add(-s.FleetRec.ActiveWindow()))
+	if err != nil {
+		s.Log.WarnContext(ctx, "counting clusters per line failed; answering without them", "source", source, "err", err)
+		return out
+	}
+	for ch, counts := range active {
+		e := v.Entry(ch)
+		if e == nil || e.Ans.Channel.Source != source {
+			continue
+		}
+		for _, vc := range counts {
+			if rv, ok := v.Snap.Reported(ch, vc.Version); ok {
+				out[lifecycle.Name(rv.Major, rv.Minor)] += vc.Clusters
+			}
+		}
+	}
+	return out
+}
