@@ -31,6 +31,12 @@ type Channel struct {
 	// Promotion is present on a channel with promote: what it promotes
 	// from, and whether a person's or a token's pin pauses it.
 	Promotion *ChannelPromotion `json:"promotion,omitempty"`
+	// Running is the asking cluster's version when its line is deprecated
+	// or expired (a channel URL with its headers); absent otherwise.
+	Running *Running `json:"running,omitempty"`
+	// Lifecycle is present when the channel's version is on a deprecated
+	// or expired line.
+	Lifecycle *ChannelLifecycle `json:"lifecycle,omitempty"`
 }
 
 // ChannelPromotion is a promoting channel's state (docs/promotion.md).
@@ -371,6 +377,9 @@ type ChannelRelease struct {
 	Version          string     `json:"version"` // the registry tag
 	ReleaseTimestamp *time.Time `json:"releaseTimestamp,omitempty"`
 	Digest           string     `json:"digest,omitempty"`
+	// IsDeprecated marks a release of an expired line: Renovate (with
+	// ignoreDeprecated, its default) moves nobody onto it.
+	IsDeprecated bool `json:"isDeprecated,omitempty"`
 }
 
 // CincinnatiGraph is GET /api/upgrades_info/v1/graph: the OpenShift Update

@@ -40,6 +40,9 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
 	h["Vary"] = hdrVary
+	if w := e.Warning(); w != nil {
+		h["Warning"] = w
+	}
 	if wantsJSON(req) {
 		return core.SendChannel(c, e)
 	}

@@ -46,6 +46,9 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	addr := s.ClientAddr(r)
 	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, addr, now)
 	ans, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
+	if sighting.Reported != "" && ans != nil {
+		ans = ans.WithRunning(v.Snap, reported) // its line's warning, if it ends
+	}
 	if admitted {
 		if ans != nil {
 			sighting.Served = ans.Version

@@ -70,7 +70,12 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 			n.policies[d.Sources[i].Source.Name] = d.Sources[i].Source.Lifecycle
 		}
 	}
-	n.classify(s, changed, d.Lifecycle != nil)
+	for _, name := range n.classify(s, changed, d.Lifecycle != nil) {
+		if changed == nil {
+			changed = map[string]bool{}
+		}
+		changed[name] = true
+	}
 	channels, states, prev := s.channels, s.states, s
 	if d.Channels != nil {
 		channels, prev = d.Channels, nil

@@ -16,8 +16,10 @@ import (
 
 // classify fills s.lines for every source: a table from prev is kept when
 // its source was not re-indexed (changed), its policy is the same and no
-// date of it has passed since.
-func (s *Snapshot) classify(prev *Snapshot, changed map[string]bool, policiesChanged bool) {
+// date of it has passed since. It returns the sources whose table it
+// built again although changed does not name them: their channels are
+// answered again too, so what an answer says of its line is never stale.
+func (s *Snapshot) classify(prev *Snapshot, changed map[string]bool, policiesChanged bool) (rebuilt []string) {
 	s.lines = make(map[string]*lifecycle.Table, len(s.sources))
 	for _, idx := range s.sources {
 		name := idx.view.Source.Name
@@ -28,7 +30,11 @@ func (s *Snapshot) classify(prev *Snapshot, changed map[string]bool, policiesCha
 			}
 		}
 		s.lines[name] = lifecycle.Build(s.policies[name], idx.releasedLines(), s.LoadedAt)
+		if prev != nil && !changed[name] {
+			rebuilt = append(rebuilt, name)
+		}
 	}
+	return rebuilt
 }
 
 // releasedLines are idx's lines, each with when its first released

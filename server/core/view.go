@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -50,6 +51,11 @@ type Entry struct {
 	counts *rollouts.Counts
 	// tufRev is each channel's published signed revision; nil: none.
 	tufRev func(channel string) (int64, bool)
+	// Line is the channel's version's line when it is deprecated or
+	// expired (the channel object says so); Running the asking cluster's
+	// (WithRunning). Both nil otherwise.
+	Line    *lifecycle.Line
+	Running *Running
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
@@ -67,6 +73,9 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		a := &answers[i]
 		e := newEntry(*a, externalURL)
 		e.counts, e.tufRev = counts, tufRev
+		if a.Tag != nil {
+			e.Line = endingLine(snap.LineOf(a.Channel.Source, a.Tag.Version))
+		}
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)
 		}
