@@ -259,6 +259,8 @@ type PinRequest struct {
 	Rollback bool `json:"rollback,omitempty"`
 	// OverrideFreeze (admin only) pins a frozen channel, at once.
 	OverrideFreeze bool `json:"override_freeze,omitempty"`
+	// AllowExpired (admin only) pins a version whose line has expired.
+	AllowExpired bool `json:"allow_expired,omitempty"`
 }
 
 // ReasonRequest is the (optional) body of unpin, block and unblock.

@@ -36,6 +36,7 @@ type lifecycleEnv struct {
 	srv    *Server
 	url    string // validating front of srv
 	offset atomic.Int64
+	tokens map[string]string // "promote", "admin"
 }
 
 // now is the wall clock moved on by the test's offset.
@@ -121,6 +122,12 @@ func startLifecycle(t *testing.T, grace time.Duration, channels []catalog.Channe
 		t.Fatal(err)
 	}
 	e.ix = ix
+	e.tokens = map[string]string{}
+	for _, scope := range []string{ScopePromote, ScopeAdmin} {
+		if e.tokens[scope], err = st.CreateToken(ctx, scope+"-bot", []string{scope}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if e.srv, err = New(Options{Snapshots: snaps, Store: st, Governance: st, ClusterAPI: []string{"k3s"}, WriteRate: 100, WriteBurst: 100,
 		Rollouts: RolloutOptions{Store: st}}); err != nil {
 		t.Fatal(err)
@@ -234,5 +241,50 @@ func TestALineExpiresWithoutARestart(t *testing.T) {
 	_, b = e.do(http.MethodPost, "/capi/hooks.runtime.cluster.x-k8s.io/v1alpha1/generateupgradeplan/k3s", plan, "Content-Type", "application/json")
 	if !bytes.Contains(b, []byte(`"status":"Failure"`)) || !bytes.Contains(b, []byte("expired")) || !bytes.Contains(b, []byte(end.Format(time.DateOnly))) {
 		t.Errorf("hook to an expired target: %s", b)
+	}
+}
+
+// TestNoPinOrScheduledChangeStartsOnAnExpiredVersion: a pin or scheduled
+// change to an expired version is 422 urn:tidemark:problem:expired naming
+// the end, allow_expired is an admin's (403 for anyone else), and the
+// admin's pin is audited as allow_expired.
+func TestNoPinOrScheduledChangeStartsOnAnExpiredVersion(t *testing.T) {
+	channels := []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
+	e := startLifecycle(t, time.Second, channels, "v1.31.0-k3s1", "v1.32.0-k3s1")
+	end := e.lines()["1.31"].End
+	if end == nil {
+		t.Fatal("1.31 has no end")
+	}
+	e.offset.Store(int64(time.Until(*end) + time.Second))
+	e.srv.Snapshots().Tick()
+	e.until("1.31 expired", func() bool { return e.lines()["1.31"].Classification == "expired" })
+
+	auth := func(scope string) []string {
+		return []string{"Authorization", "Bearer " + e.tokens[scope], "Content-Type", "application/json"}
+	}
+	res, b := e.do(http.MethodPut, "/api/v1/channels/stable/pin", `{"version":"v1.31.0+k3s1","reason":"old"}`, auth(ScopePromote)...)
+	if res.StatusCode != http.StatusUnprocessableEntity || !bytes.Contains(b, []byte("urn:tidemark:problem:expired")) ||
+		!bytes.Contains(b, []byte("ended "+end.Format(time.DateOnly))) {
+		t.Errorf("pin to an expired version: %d %s", res.StatusCode, b)
+	}
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	res, b = e.do(http.MethodPost, "/api/v1/channels/stable/changes", `{"action":"pin","version":"v1.31.0+k3s1","at":"`+at+`"}`, auth(ScopePromote)...)
+	if res.StatusCode != http.StatusUnprocessableEntity || !bytes.Contains(b, []byte("urn:tidemark:problem:expired")) {
+		t.Errorf("scheduled pin to an expired version: %d %s", res.StatusCode, b)
+	}
+	res, b = e.do(http.MethodPut, "/api/v1/channels/stable/pin", `{"version":"v1.31.0+k3s1","allow_expired":true}`, auth(ScopePromote)...)
+	if res.StatusCode != http.StatusForbidden || !bytes.Contains(b, []byte("urn:tidemark:problem:scope")) {
+		t.Errorf("a promoter's allow_expired: %d %s", res.StatusCode, b)
+	}
+	res, b = e.do(http.MethodPut, "/api/v1/channels/stable/pin", `{"version":"v1.31.0+k3s1","reason":"lab","allow_expired":true}`, auth(ScopeAdmin)...)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's allow_expired: %d %s", res.StatusCode, b)
+	}
+	_, b = e.do(http.MethodGet, "/api/v1/channels/stable/history", "")
+	if !bytes.Contains(b, []byte("lab (allow_expired)")) {
+		t.Errorf("history does not say allow_expired: %s", b)
+	}
+	if res, _ := e.do(http.MethodPut, "/api/v1/channels/stable/pin", `{"version":"v1.32.0+k3s1"}`, auth(ScopePromote)...); res.StatusCode != http.StatusOK {
+		t.Errorf("pin to a supported version: %d", res.StatusCode)
 	}
 }

@@ -116,3 +116,19 @@ func (s *Snapshot) LifecycleChanges(prev *Snapshot) map[string][]lifecycle.Line 
 	}
 	return out
 }
+
+// TargetLine is the line of version (canonical or tag) on channel's
+// source, for the one decision (door.Change.TargetLine): nil when the
+// channel, the version or its line is unknown.
+func (s *Snapshot) TargetLine(channel, version string) *lifecycle.Line {
+	i, ok := s.byChannel[channel]
+	if !ok {
+		return nil
+	}
+	src := s.answers[i].Channel.Source
+	v, err := s.Version(src, version)
+	if err != nil {
+		return nil
+	}
+	return s.LineOf(src, v.Version)
+}
