@@ -57,6 +57,9 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (t resolver.Tag, held 
 	if err != nil || !q.HasReported {
 		return t, "", err
 	}
+	if f, held, ok := s.forcedExpired(channel, q); ok { // forced.go
+		return f, held, nil
+	}
 	switch c := resolver.Compare(q.Reported, t.Version); {
 	case c < 0:
 		return s.avoidRisks(channel, q, t)
