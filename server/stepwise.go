@@ -83,6 +83,12 @@ func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id 
 	if err != nil {
 		return nil, err
 	}
+	if f := forced(v, ch.Name, q, tag, held); f != "" {
+		s.Metrics.Forced(ch.Name)
+		fe := *e.EntryFor(&tag, s.Opts.ExternalURL)
+		fe.Forced = f
+		return &fe, nil
+	}
 	if held != "" {
 		s.Metrics.HeldAnswer(ch.Name, held)
 		he := *e.EntryFor(&tag, s.Opts.ExternalURL)

@@ -56,6 +56,9 @@ type Entry struct {
 	// (WithRunning). Both nil otherwise.
 	Line    *lifecycle.Line
 	Running *Running
+	// Forced is snapshot.ForcedExpired when this answer moves the asking
+	// cluster off an expired line; "" otherwise.
+	Forced string
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
