@@ -324,6 +324,9 @@ type FleetCluster struct {
 	Served        *string    `json:"served"`
 	FirstSeen     time.Time  `json:"first_seen"`
 	LastSeen      time.Time  `json:"last_seen"`
+	// Forced is "expired" when the last answer moved the cluster off an
+	// expired line (lifecycle: {upgrade_expired: true}); absent otherwise.
+	Forced string `json:"forced,omitempty"`
 }
 
 // FleetClusterPage is a page of a channel's clusters (GET /api/v1/fleet/clusters).

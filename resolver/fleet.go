@@ -18,6 +18,9 @@ type Sighting struct {
 	// Outside: the client is outside fleet.evidence_networks, so the
 	// record does not count as evidence.
 	Outside bool
+	// Forced is "expired" when Served moved the cluster off an expired
+	// line (snapshot.ForcedExpired); "" otherwise.
+	Forced string
 }
 
 // ClusterRecord is what the fleet knows of one cluster on one channel.
@@ -27,6 +30,7 @@ type ClusterRecord struct {
 	Reported      string    // "" when it never reported a version
 	ReportedSince time.Time // when any replica first saw Reported; zero when none
 	Served        string    // "" when never answered with a version
+	Forced        string    // "expired": the last answer moved it off an expired line
 	FirstSeen     time.Time
 	LastSeen      time.Time
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/indexer"
 	"github.com/tidemark-dev/tidemark/internal/distreg"
+	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/live"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
@@ -130,7 +131,7 @@ func startLifecycle(t *testing.T, grace time.Duration, channels []catalog.Channe
 		}
 	}
 	if e.srv, err = New(Options{Snapshots: snaps, Store: st, Governance: st, ClusterAPI: []string{"k3s"}, WriteRate: 100, WriteBurst: 100,
-		Rollouts: RolloutOptions{Store: st}}); err != nil {
+		Rollouts: RolloutOptions{Store: st}, Fleet: fleet.Options{Store: st, FlushEvery: 50 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	e.push(tags...)
@@ -348,6 +349,20 @@ func TestAnOptedInFleetMovesOffExpiredLinesOneMinorAtATime(t *testing.T) {
 	}
 	if n := forcedCount(t, e, "open"); n != 3 {
 		t.Errorf("tidemark_lifecycle_forced_total{channel=open} = %v, want 3", n)
+	}
+	read := []string{"Authorization", "Bearer " + e.tokens[ScopeAdmin]}
+	forcedRecord := func(cluster string) string {
+		_, b := e.do(http.MethodGet, "/api/v1/fleet/clusters/"+cluster, "", read...)
+		var recs openapi.FleetClusterChannels
+		if err := json.Unmarshal(b, &recs); err != nil || len(recs.Channels) != 1 {
+			return "?" + string(b)
+		}
+		return recs.Channels[0].Forced
+	}
+	e.answer("open", "c6", "v1.31.0+k3s1")
+	e.until("the fleet record of a forced answer says forced", func() bool { return forcedRecord("c6") == "expired" })
+	if got := forcedRecord("c3"); got != "" {
+		t.Errorf("the record of a usual answer says forced %q", got)
 	}
 
 	// A freeze holds the channel: the cluster stays where it is.

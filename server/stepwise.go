@@ -51,7 +51,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	}
 	if admitted {
 		if ans != nil {
-			sighting.Served = ans.Version
+			sighting.Served, sighting.Forced = ans.Version, ans.Forced
 		}
 		sighting.Outside = !s.FleetRec.Counts(addr)
 		s.FleetRec.Record(sighting)

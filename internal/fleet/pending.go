@@ -63,7 +63,7 @@ func (p *pending) merge(q queued) bool {
 	}
 	c.Outside = s.Outside // the latest request's address decides
 	if s.Served != "" {
-		c.Served = s.Served
+		c.Served, c.Forced = s.Served, s.Forced
 	}
 	if s.Reported != "" && s.Reported != c.Reported {
 		c.Reported, c.Since = s.Reported, s.At

@@ -117,7 +117,7 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 	for i, r := range recs {
 		out[i] = openapi.FleetCluster{
 			ID: r.ID, Channel: r.Channel, Reported: core.StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
-			Served: core.StrOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
+			Served: core.StrOrNil(r.Served), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Forced: r.Forced,
 		}
 	}
 	return out

@@ -35,13 +35,14 @@ const fleetChunk = 5000
 // their clocks' skew; it starts again when the version changes. An empty
 // reported or served (none this time) keeps what was known.
 const fleetUpsert = `
-insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since, evidence)
+insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since, evidence, forced)
 select u.channel, u.cluster, u.at, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
-	case when u.served = '' then null else u.at end, u.evidence
-from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[])
-	as u(channel, cluster, at, reported, since, served, evidence)
+	case when u.served = '' then null else u.at end, u.evidence, u.forced
+from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[])
+	as u(channel, cluster, at, reported, since, served, evidence, forced)
 on conflict (channel, cluster) do update set
 	evidence = excluded.evidence,
+	forced = case when excluded.served = '' then f.forced else excluded.forced end,
 	first_seen = least(f.first_seen, excluded.first_seen),
 	last_seen = greatest(f.last_seen, excluded.last_seen),
 	reported = case when excluded.reported = '' then f.reported else excluded.reported end,
@@ -72,9 +73,9 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 		chunk := rows[:n]
 		rows = rows[n:]
 		cols := struct {
-			channel, cluster, reported, served []string
-			at, since                          []time.Time
-			evidence                           []bool
+			channel, cluster, reported, served, forced []string
+			at, since                                  []time.Time
+			evidence                                   []bool
 		}{}
 		for _, r := range chunk {
 			since := r.Since
@@ -88,8 +89,9 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			cols.at = append(cols.at, r.At)
 			cols.since = append(cols.since, since)
 			cols.evidence = append(cols.evidence, !r.Outside)
+			cols.forced = append(cols.forced, r.Forced)
 		}
-		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence)
+		recs, err := s.recordChunk(ctx, cols.channel, cols.cluster, cols.reported, cols.served, cols.at, cols.since, cols.evidence, cols.forced)
 		if err != nil && !errors.Is(err, resolver.ErrUnavailable) && ctx.Err() == nil {
 			// The database refused the data, not the connection: one bad
 			// record must not drop the others, so each goes on its own.
@@ -97,7 +99,7 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 			var first error
 			for i := range chunk {
 				one, err := s.recordChunk(ctx, cols.channel[i:i+1], cols.cluster[i:i+1], cols.reported[i:i+1],
-					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1])
+					cols.served[i:i+1], cols.at[i:i+1], cols.since[i:i+1], cols.evidence[i:i+1], cols.forced[i:i+1])
 				recs = append(recs, one...)
 				if err != nil {
 					bad++
@@ -117,11 +119,11 @@ func (s *Fleet) RecordFleet(ctx context.Context, sightings []resolver.Sighting) 
 	return out, nil
 }
 
-func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool) ([]resolver.ClusterRecord, error) {
+func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, served []string, at, since []time.Time, evidence []bool, forced []string) ([]resolver.ClusterRecord, error) {
 	var out []resolver.ClusterRecord
 	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(channel)), func(tx pgx.Tx) error {
 		out = out[:0]
-		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence)
+		res, err := tx.Query(ctx, fleetUpsert, channel, cluster, at, reported, since, served, evidence, forced)
 		if err != nil {
 			return err
 		}
@@ -145,12 +147,12 @@ func (s *Fleet) recordChunk(ctx context.Context, channel, cluster, reported, ser
 	return out, nil
 }
 
-const fleetColumns = `channel, cluster, reported, reported_since, served, first_seen, last_seen`
+const fleetColumns = `channel, cluster, reported, reported_since, served, first_seen, last_seen, forced`
 
 func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 	var c resolver.ClusterRecord
 	var since *time.Time
-	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.FirstSeen, &c.LastSeen)
+	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.FirstSeen, &c.LastSeen, &c.Forced)
 	if since != nil {
 		c.ReportedSince = *since
 	}
