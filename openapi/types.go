@@ -247,6 +247,10 @@ type ResolveAnswer struct {
 	// Risks are the known risks on the edges from current to available
 	// versions; target and path avoid those not accepted.
 	Risks []ResolveRisk `json:"risks"`
+	// Warning is what a cluster running current is told when its line is
+	// deprecated or expired (the channel URL's Warning header, without its
+	// 299 tidemark prefix); absent otherwise.
+	Warning *string `json:"warning,omitempty"`
 }
 
 // PinRequest is the body of PUT .../pin.

@@ -208,6 +208,15 @@ func TestALineExpiresWithoutARestart(t *testing.T) {
 		t.Errorf("a channel on an expired version keeps answering it and says so: %s", b)
 	}
 
+	_, b = e.do(http.MethodGet, "/ui/", "")
+	if !bytes.Contains(b, []byte(`<span class="badge lifecycle-expired">expired: its line ends`)) {
+		t.Errorf("the console's channels do not show old's expired version:\n%s", b)
+	}
+	_, b = e.do(http.MethodGet, "/ui/resolve?source=k3s&current=v1.31.0%2Bk3s1", "")
+	if !bytes.Contains(b, []byte(`id="warning"`)) || !bytes.Contains(b, []byte("v1.31.0&#43;k3s1 is expired: its line 1.31 ends "+end.Format(time.DateOnly))) {
+		t.Errorf("the console's Resolve page does not show the warning:\n%s", b)
+	}
+
 	_, b = e.do(http.MethodGet, "/api/v1/channels/stable/releases", "")
 	var rel openapi.ChannelReleases
 	if err := json.Unmarshal(b, &rel); err != nil {
