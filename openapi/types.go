@@ -311,6 +311,17 @@ type FleetSummary struct {
 	Active   int            `json:"active"`
 	Versions []VersionCount `json:"versions"`
 	Served   []VersionCount `json:"served"`
+	// Lifecycle counts the clusters by their reported version's line:
+	// supported (or no known line), deprecated, expired.
+	Lifecycle FleetLifecycle `json:"lifecycle"`
+}
+
+// FleetLifecycle is how many of a channel's clusters run a version of a
+// supported, deprecated or expired line.
+type FleetLifecycle struct {
+	Supported  int `json:"supported"`
+	Deprecated int `json:"deprecated"`
+	Expired    int `json:"expired"`
 }
 
 // VersionCount is how many clusters report, or were served, one version.

@@ -68,8 +68,11 @@ type FleetCount struct {
 
 // ClusterQuery selects a page of one channel's clusters, ordered by ID.
 type ClusterQuery struct {
-	Channel string
+	Channel string    // "": every channel (with Versions only), paged by cluster then channel
 	Version string    // "": any reported version
+	// Versions, when non-nil, keeps the clusters reporting one of them (a
+	// classification= filter: the versions of the lines so classified).
+	Versions []string
 	Stale   bool      // only clusters last seen before ActiveSince
 	Since   time.Time // the start of the active window
 	Limit   int

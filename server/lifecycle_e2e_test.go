@@ -374,6 +374,38 @@ func TestAnOptedInFleetMovesOffExpiredLinesOneMinorAtATime(t *testing.T) {
 		t.Errorf("the record of a usual answer says forced %q", got)
 	}
 
+	// The fleet on ending lines: c2 (shut) still reports 1.30, c3 (plain)
+	// 1.30, c4 (capped) 1.31; c1 (open) is on 1.33.
+	ids := func(query string) string {
+		_, b := e.do(http.MethodGet, "/api/v1/fleet/clusters?"+query, "", read...)
+		var page openapi.FleetClusterPage
+		if err := json.Unmarshal(b, &page); err != nil {
+			return "?" + string(b)
+		}
+		var out []string
+		for _, c := range page.Clusters {
+			out = append(out, c.ID+"@"+c.Channel)
+		}
+		return strings.Join(out, " ")
+	}
+	e.until("the fleet lists the clusters on expired lines", func() bool {
+		return ids("classification=expired") == "c2@shut c3@plain c4@capped c6@open"
+	})
+	if got := ids("classification=expired&channel=shut"); got != "c2@shut" {
+		t.Errorf("expired on shut: %q", got)
+	}
+	if got := ids("classification=expired&limit=2"); got != "c2@shut c3@plain" {
+		t.Errorf("first page: %q", got)
+	}
+	if got := ids("classification=expired&after=c3/plain"); got != "c4@capped c6@open" {
+		t.Errorf("after c3/plain: %q", got)
+	}
+	_, b := e.do(http.MethodGet, "/api/v1/fleet?channel=open", "", read...)
+	var sum openapi.FleetSummary
+	if err := json.Unmarshal(b, &sum); err != nil || sum.Lifecycle != (openapi.FleetLifecycle{Supported: 1, Expired: 1}) {
+		t.Errorf("open's fleet: %s", b)
+	}
+
 	// A freeze holds the channel: the cluster stays where it is.
 	from, until := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	res, b := e.do(http.MethodPost, "/api/v1/freezes", `{"channels":["open"],"from":"`+from+`","until":"`+until+`","reason":"holidays"}`,

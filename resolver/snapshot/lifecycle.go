@@ -132,3 +132,20 @@ func (s *Snapshot) TargetLine(channel, version string) *lifecycle.Line {
 	}
 	return s.LineOf(src, v.Version)
 }
+
+// Classified lists source's indexed versions (canonical) whose line is
+// classified c: what a fleet filter by classification matches.
+func (s *Snapshot) Classified(source string, c lifecycle.Classification) []string {
+	idx, t := s.bySource[source], s.lines[source]
+	out := []string{}
+	if idx == nil || t == nil {
+		return out
+	}
+	for i := range idx.versions {
+		v := &idx.versions[i].Version
+		if l, ok := t.Of(v.Major, v.Minor); ok && l.Class == c {
+			out = append(out, v.String())
+		}
+	}
+	return out
+}

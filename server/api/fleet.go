@@ -68,11 +68,11 @@ func (s *API) fleetSummary(c echo.Context) error {
 }
 
 func (s *API) fleetClusters(c echo.Context) error {
-	v, name, err := s.fleetChannel(c)
+	v, name, versions, err := s.fleetFilter(c)
 	if err != nil {
 		return err
 	}
-	q := resolver.ClusterQuery{Channel: name, Limit: defaultFleetLimit, After: c.QueryParam("after"),
+	q := resolver.ClusterQuery{Channel: name, Versions: versions, Limit: defaultFleetLimit, After: c.QueryParam("after"),
 		Since: time.Now().Add(-s.FleetRec.ActiveWindow())}
 	if ver := c.QueryParam("version"); ver != "" {
 		// Records keep canonical versions; a tag asks for its version.

@@ -71,3 +71,32 @@ func (s *API) LineClusters(ctx context.Context, v *core.View, source string) map
 	}
 	return out
 }
+
+// fleetFilter is a fleet listing's channel= and classification=: with a
+// classification, the versions of the lines so classified (of the
+// channel's source, or of every source without a channel, which is then
+// optional); versions is nil without one.
+func (s *API) fleetFilter(c echo.Context) (v *core.View, channel string, versions []string, err error) {
+	class := lifecycle.Classification(c.QueryParam("classification"))
+	if class == "" {
+		v, channel, err = s.fleetChannel(c)
+		return v, channel, nil, err
+	}
+	if class != lifecycle.Deprecated && class != lifecycle.Expired && class != lifecycle.Supported {
+		return nil, "", nil, core.InvalidParam("classification", "classification %q: want expired, deprecated or supported", class)
+	}
+	if c.QueryParam("channel") != "" {
+		if v, channel, err = s.fleetChannel(c); err != nil {
+			return nil, "", nil, err
+		}
+		return v, channel, v.Snap.Classified(v.Entry(channel).Ans.Channel.Source, class), nil
+	}
+	if v, err = s.View(); err != nil {
+		return nil, "", nil, err
+	}
+	versions = []string{}
+	for _, sv := range v.Snap.Sources() {
+		versions = append(versions, v.Snap.Classified(sv.Source.Name, class)...)
+	}
+	return v, "", versions, nil
+}

@@ -74,3 +74,27 @@ func (e *Entry) lifecycleJSON(j *openapi.Channel) {
 		j.Lifecycle = &openapi.ChannelLifecycle{Classification: string(l.Class), End: TimeOrNil(l.End)}
 	}
 }
+
+// lifecycleCounts sorts counts (clusters by reported version on channel)
+// by their version's line: a version of no known line counts as supported.
+func lifecycleCounts(v *View, channel string, counts []resolver.VersionCount) openapi.FleetLifecycle {
+	var out openapi.FleetLifecycle
+	e := v.Entry(channel)
+	for _, c := range counts {
+		class := lifecycle.Supported
+		if rv, ok := v.Snap.Reported(channel, c.Version); ok && e != nil {
+			if l := v.Snap.LineOf(e.Ans.Channel.Source, rv); l != nil {
+				class = l.Class
+			}
+		}
+		switch class {
+		case lifecycle.Expired:
+			out.Expired += c.Clusters
+		case lifecycle.Deprecated:
+			out.Deprecated += c.Clusters
+		default:
+			out.Supported += c.Clusters
+		}
+	}
+	return out
+}

@@ -84,6 +84,7 @@ func (s *Server) FleetSummaryOf(ctx context.Context, v *View, channel string) (o
 	return openapi.FleetSummary{
 		Channel: sum.Channel, Clusters: sum.Clusters, Active: sum.Active,
 		Versions: countsJSON(sum.Versions), Served: countsJSON(sum.Served),
+		Lifecycle: lifecycleCounts(v, channel, sum.Versions),
 	}, nil
 }
 

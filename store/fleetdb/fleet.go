@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -203,18 +204,38 @@ func (s *Fleet) FleetSummary(ctx context.Context, channel string, activeSince ti
 	return sum, err
 }
 
+// fleetPage is a page of one channel's clusters; fleetPageAll of every
+// channel's ($1, $2: the last cluster and channel of the previous page).
+const (
+	fleetPage = `select ` + fleetColumns + ` from fleet
+			where channel = $1 and cluster > $2
+				and ($3 = '' or reported = $3)
+				and (not $4 or last_seen < $5)
+				and ($7::text[] is null or reported = any($7))
+			order by cluster limit $6`
+	fleetPageAll = `select ` + fleetColumns + ` from fleet
+			where (cluster, channel) > ($1, $2)
+				and ($3 = '' or reported = $3)
+				and (not $4 or last_seen < $5)
+				and ($7::text[] is null or reported = any($7))
+			order by cluster, channel limit $6`
+)
+
 // FleetClusters is one page of a channel's clusters by ID; next is the last
 // ID when more may follow, "" at the end.
 func (s *Fleet) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (page []resolver.ClusterRecord, next string, err error) {
 	if q.Limit <= 0 {
 		return nil, "", fmt.Errorf("%w: fleet page limit %d", resolver.ErrInvalid, q.Limit)
 	}
+	query, after := fleetPage, []any{q.Channel, q.After}
+	if q.Channel == "" {
+		// Across channels a page ends at a (cluster, channel) pair: After
+		// is "cluster/channel" then ('/' is in neither).
+		cluster, channel, _ := strings.Cut(q.After, "/")
+		query, after = fleetPageAll, []any{cluster, channel}
+	}
 	err = s.db.InTxOpts(ctx, fmt.Sprintf("list fleet clusters of channel %q", q.Channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet
-			where channel = $1 and cluster > $2
-				and ($3 = '' or reported = $3)
-				and (not $4 or last_seen < $5)
-			order by cluster limit $6`, q.Channel, q.After, q.Version, q.Stale, q.Since, q.Limit+1)
+		rows, err := tx.Query(ctx, query, after[0], after[1], q.Version, q.Stale, q.Since, q.Limit+1, q.Versions)
 		if err != nil {
 			return err
 		}
@@ -227,6 +248,9 @@ func (s *Fleet) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (pag
 	if len(page) > q.Limit {
 		page = page[:q.Limit]
 		next = page[len(page)-1].ID
+		if q.Channel == "" {
+			next += "/" + page[len(page)-1].Channel
+		}
 	}
 	return page, next, nil
 }
