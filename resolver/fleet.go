@@ -68,15 +68,15 @@ type FleetCount struct {
 
 // ClusterQuery selects a page of one channel's clusters, ordered by ID.
 type ClusterQuery struct {
-	Channel string    // "": every channel (with Versions only), paged by cluster then channel
-	Version string    // "": any reported version
+	Channel string // "": every channel (with Versions only), paged by cluster then channel
+	Version string // "": any reported version
 	// Versions, when non-nil, keeps the clusters reporting one of them (a
 	// classification= filter: the versions of the lines so classified).
 	Versions []string
-	Stale   bool      // only clusters last seen before ActiveSince
-	Since   time.Time // the start of the active window
-	Limit   int
-	After   string // the last ID of the previous page
+	Stale    bool      // only clusters last seen before ActiveSince
+	Since    time.Time // the start of the active window
+	Limit    int
+	After    string // the last ID of the previous page
 }
 
 // EvidenceRow is one group of the evidence counters kept as the fleet is
