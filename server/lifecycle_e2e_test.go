@@ -400,6 +400,10 @@ func TestAnOptedInFleetMovesOffExpiredLinesOneMinorAtATime(t *testing.T) {
 	if got := ids("classification=expired&after=c3/plain"); got != "c4@capped c6@open" {
 		t.Errorf("after c3/plain: %q", got)
 	}
+	e.until("the fleet metric counts the clusters on expired lines", func() bool {
+		return metric(t, e, `tidemark_fleet_lifecycle_clusters{classification="expired",source="k3s"}`) == 4 &&
+			metric(t, e, `tidemark_fleet_lifecycle_clusters{classification="supported",source="k3s"}`) == 1
+	})
 	_, b := e.do(http.MethodGet, "/api/v1/fleet?channel=open", "", read...)
 	var sum openapi.FleetSummary
 	if err := json.Unmarshal(b, &sum); err != nil || sum.Lifecycle != (openapi.FleetLifecycle{Supported: 1, Expired: 1}) {
@@ -421,10 +425,15 @@ func TestAnOptedInFleetMovesOffExpiredLinesOneMinorAtATime(t *testing.T) {
 
 // forcedCount reads tidemark_lifecycle_forced_total{channel}.
 func forcedCount(t *testing.T, e *lifecycleEnv, channel string) float64 {
+	return metric(t, e, `tidemark_lifecycle_forced_total{channel="`+channel+`"}`)
+}
+
+// metric reads one series from /metrics (0 when absent).
+func metric(t *testing.T, e *lifecycleEnv, series string) float64 {
 	t.Helper()
 	_, b := e.do(http.MethodGet, "/metrics", "")
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, `tidemark_lifecycle_forced_total{channel="`+channel+`"} `); ok {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			var n float64
 			if _, err := fmt.Sscan(rest, &n); err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -36,40 +35,18 @@ func (s *API) sourceLifecycle(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// activeCounter counts the active clusters by channel and reported
-// version (*store.Store).
-type activeCounter interface {
-	FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error)
-}
-
 // LineClusters counts the active clusters per line of source, over its
 // channels; empty when the fleet is not kept or the database is away (the
 // lines are still answered).
 func (s *API) LineClusters(ctx context.Context, v *core.View, source string) map[string]int {
-	out := map[string]int{}
-	ac, ok := s.Opts.Fleet.Store.(activeCounter)
-	if !ok || s.FleetRec == nil {
-		return out
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.Opts.DBTimeout)
-	defer cancel()
-	active, err := ac.FleetActive(ctx, time.Now().Add(-s.FleetRec.ActiveWindow()))
+	byLine, _, err := s.ActiveByLine(ctx, v)
 	if err != nil {
 		s.Log.WarnContext(ctx, "counting clusters per line failed; answering without them", "source", source, "err", err)
-		return out
 	}
-	for ch, counts := range active {
-		e := v.Entry(ch)
-		if e == nil || e.Ans.Channel.Source != source {
-			continue
-		}
-		for _, vc := range counts {
-			if rv, ok := v.Snap.Reported(ch, vc.Version); ok {
-				out[lifecycle.Name(rv.Major, rv.Minor)] += vc.Clusters
-			}
-		}
+	if byLine[source] == nil {
+		return map[string]int{}
 	}
-	return out
+	return byLine[source]
 }
 
 // fleetFilter is a fleet listing's channel= and classification=: with a
