@@ -83,6 +83,7 @@ type Deliverer struct {
 	// (a version "gone from the registry" that was served).
 	derived chan derivedWork
 	led     atomic.Bool // whether this replica led at the last snapshot
+	lines   lineCounter
 	backlog *prometheus.GaugeVec
 	sent    *prometheus.CounterVec
 	mu      sync.Mutex
@@ -294,11 +295,12 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 		return
 	}
 	evs := snapshot.ServedChanges(prev, next)
-	if len(evs) == 0 {
-		return
-	}
 	for i := range evs {
 		evs[i].Actor, evs[i].Reason = "tidemark", why(next, evs[i])
+	}
+	evs = append(evs, lineEvents(prev, next)...) // lines.go
+	if len(evs) == 0 {
+		return
 	}
 	select {
 	case d.derived <- derivedWork{evs: evs}:
@@ -359,6 +361,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 			continue
 		}
 		if evs := w.evs; len(evs) > 0 {
+			d.countLines(ctx, evs)
 			for attempt := 1; ; attempt++ {
 				err := d.opts.Store.AddEvents(ctx, evs)
 				if err == nil {

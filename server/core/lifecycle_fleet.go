@@ -117,3 +117,14 @@ func (f *fleetLifecycle) metrics() []prometheus.Metric {
 	f.at, f.last = time.Now(), out
 	return out
 }
+
+// LineClusters counts the whole fleet's active clusters on line of
+// source now (a line event's data).
+func (s *Server) LineClusters(ctx context.Context, source, line string) (int, error) {
+	v := s.Cur.Load()
+	if v == nil {
+		return 0, nil
+	}
+	byLine, _, err := s.ActiveByLine(ctx, v)
+	return byLine[source][line], err
+}
