@@ -212,6 +212,13 @@ func TestALineExpiresWithoutARestart(t *testing.T) {
 	if !bytes.Contains(b, []byte(`<span class="badge lifecycle-expired">expired: its line ends`)) {
 		t.Errorf("the console's channels do not show old's expired version:\n%s", b)
 	}
+	_, b = e.do(http.MethodGet, "/ui/sources/k3s", "")
+	for _, want := range []string{`<li data-line="1.31" data-classification="expired">`, `<rect class="expired"`, `<rect class="today"`,
+		`; ends <time datetime="` + end.Format(time.RFC3339) + `"`, `<li data-line="1.32" data-classification="supported">`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the source page's timeline lacks %s", want)
+		}
+	}
 	_, b = e.do(http.MethodGet, "/ui/resolve?source=k3s&current=v1.31.0%2Bk3s1", "")
 	if !bytes.Contains(b, []byte(`id="warning"`)) || !bytes.Contains(b, []byte("v1.31.0&#43;k3s1 is expired: its line 1.31 ends "+end.Format(time.DateOnly))) {
 		t.Errorf("the console's Resolve page does not show the warning:\n%s", b)
