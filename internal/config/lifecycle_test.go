@@ -68,3 +68,55 @@ func TestLifecycleIsReadAndNeedsNoRestart(t *testing.T) {
 		t.Error("a lifecycle change counts as a source change (it needs no restart)")
 	}
 }
+
+// TestLifecycleDocsExampleLoads: docs/lifecycle.md's configuration, with
+// its endoflife.date file beside it, loads and means what the page says;
+// the problems the page quotes are the ones config check prints.
+func TestLifecycleDocsExampleLoads(t *testing.T) {
+	b, err := os.ReadFile("../../docs/lifecycle.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	block := func(lang string) string {
+		_, after, _ := strings.Cut(doc, "```"+lang+"\n")
+		out, _, _ := strings.Cut(after, "```")
+		return out
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubernetes.json"), []byte(block("json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(filepath.Join(dir, "tidemark.yaml"), []byte(block("yaml")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Lifecycles()["k3s"]
+	day := func(s string) time.Time { d, _ := lifecycle.ParseDate(s); return d }
+	if p.Minors != 3 || p.Grace != 90*24*time.Hour || p.DeprecateBefore != 60*24*time.Hour || !p.End["1.30"].Equal(day("2025-06-28")) ||
+		len(p.Cycles) != 3 || !p.Cycles["1.32"].EOL.Equal(day("2026-02-28")) || !p.Cycles["1.34"].EOL.IsZero() {
+		t.Errorf("policy %+v", p)
+	}
+	if len(cfg.Channels) != 1 || !cfg.Channels[0].UpgradeExpired {
+		t.Errorf("channels %+v", cfg.Channels)
+	}
+	even := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, bad := range []struct{ lifecycle, file string }{
+		{`{suport: {minors: 3}}`, ""},
+		{`{file: kubernetes.json}`, `[{"cycle":"1.31","eol":"2025-02-30"}]`},
+	} {
+		if bad.file != "" {
+			if err := os.WriteFile(filepath.Join(dir, "kubernetes.json"), []byte(bad.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Parse(filepath.Join(dir, "t.yaml"), []byte(base+"    lifecycle: "+bad.lifecycle+"\n"), nil)
+		if err == nil {
+			t.Fatalf("%s loads", bad.lifecycle)
+		}
+		_, msg, _ := strings.Cut(err.Error(), `source "k3s": `)
+		if !strings.Contains(even(doc), "`"+msg+"`") {
+			t.Errorf("docs/lifecycle.md does not quote the problem as printed: %s", msg)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +83,13 @@ func TestALineCrossingIsAnnouncedOnceByTheLeader(t *testing.T) {
 	want := map[string]string{
 		"dev.tidemark.line.expired":    `{"source":"k3s","line":"1.31","end":"2026-10-28T00:00:00Z","clusters":3}`,
 		"dev.tidemark.line.deprecated": `{"source":"k3s","line":"1.32","end":"2026-10-30T00:00:00Z","clusters":0}`,
+	}
+	doc, err := os.ReadFile("../../docs/lifecycle.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "`"+want["dev.tidemark.line.expired"]+"`") {
+		t.Errorf("docs/lifecycle.md does not show a line event's data as sent: %s", want["dev.tidemark.line.expired"])
 	}
 	if len(bodies) != 2 || got["dev.tidemark.line.expired"] != want["dev.tidemark.line.expired"] || got["dev.tidemark.line.deprecated"] != want["dev.tidemark.line.deprecated"] {
 		t.Errorf("%d events: %v\nwant %v", len(bodies), got, want)
