@@ -75,6 +75,7 @@ func TestLifecycleCommandsEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	checkDocExample(t, "../../docs/lifecycle.md", "$ tidemark lifecycle k3s", out)
+	checkDocExample(t, "../../docs/cli.md", "$ tidemark lifecycle k3s", out)
 	out = c.must("resolve", "--channel", "latest", "--current", "v1.32.9-k3s1")
 	checkDocExample(t, "../../docs/lifecycle.md", "$ tidemark resolve --channel latest --current v1.32.9-k3s1", out)
 	base := c.env["TIDEMARK_SERVER"]
