@@ -450,3 +450,18 @@ func metric(t *testing.T, e *lifecycleEnv, series string) float64 {
 	}
 	return 0
 }
+
+// TestALineExpiresOnTheClockAlone: nothing but time passes (no Tick, no
+// scan, no request): the snapshot holder's timer rebuilds the source's
+// part when 1.31's end (1 s after 1.32 was indexed) comes.
+func TestALineExpiresOnTheClockAlone(t *testing.T) {
+	channels := []catalog.Channel{{Name: "stable", Source: "k3s", Stream: resolver.Released}}
+	e := startLifecycle(t, time.Second, channels, "v1.31.0-k3s1")
+	e.push("v1.32.0-k3s1")
+	e.until("1.31's end set", func() bool { return e.lines()["1.31"].End != nil })
+	end := *e.lines()["1.31"].End
+	e.until("1.31 expired", func() bool { return e.lines()["1.31"].Classification == "expired" })
+	if time.Now().Before(end) {
+		t.Errorf("1.31 expired before its end %s", end)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -123,5 +124,25 @@ func TestLifecycleCommandsEndToEnd(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no EndOfLife risk for 1.32 in the graph: %s", graph)
+	}
+
+	// SIGHUP re-reads the file: 1.34 gets an end in the past, no restart.
+	ended := strings.Replace(docBlock(t, "json"), `"cycle": "1.34", "releaseDate": "2025-08-27", "eol": false`,
+		`"cycle": "1.34", "releaseDate": "2025-08-27", "eol": "2026-10-27"`, 1)
+	if err := os.WriteFile(file, []byte(ended), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(c.must("lifecycle", "k3s"), "1.34  expired") {
+		if time.Now().After(deadline) {
+			t.Fatalf("1.34 not expired after SIGHUP:\n%s", c.must("lifecycle", "k3s"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if logs := c.logs.String(); strings.Contains(logs, "sources changed") {
+		t.Errorf("a lifecycle change is said to need a restart:\n%s", logs)
 	}
 }

@@ -70,6 +70,9 @@ type Line struct {
 	End            time.Time // zero: no end
 	Successor      string    // the next line with a released version; "": none
 	Class          Classification
+	// warning is Warning's text after the version, made once per table:
+	// a cluster on an ending line is told it on every poll.
+	warning string
 }
 
 // Name is a line's name, "major.minor".
@@ -168,6 +171,7 @@ func Build(p Policy, lines []Released, now time.Time) *Table {
 			}
 		}
 		l.Class = l.At(now)
+		l.warning = l.warningText()
 		for _, at := range []time.Time{l.DeprecatedFrom, l.End} {
 			if at.After(now) && (t.Next.IsZero() || at.Before(t.Next)) {
 				t.Next = at
@@ -242,9 +246,17 @@ func (l *Line) Warning(version string) string {
 	if l == nil || l.Class == Supported {
 		return ""
 	}
-	w := fmt.Sprintf("%s is %s: its line %s ends %s", version, l.Class, l.Line, l.End.UTC().Format(time.DateOnly))
+	if l.warning == "" { // a Line not made by Build
+		return version + l.warningText()
+	}
+	return version + l.warning
+}
+
+// warningText is Warning's text after the version.
+func (l *Line) warningText() string {
+	w := fmt.Sprintf(" is %s: its line %s ends %s", l.Class, l.Line, l.End.UTC().Format(time.DateOnly))
 	if l.End.IsZero() {
-		w = fmt.Sprintf("%s is %s: its line %s", version, l.Class, l.Line)
+		w = fmt.Sprintf(" is %s: its line %s", l.Class, l.Line)
 	}
 	if l.Successor != "" {
 		w += "; move to " + l.Successor

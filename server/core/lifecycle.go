@@ -98,3 +98,16 @@ func lifecycleCounts(v *View, channel string, counts []resolver.VersionCount) op
 	}
 	return out
 }
+
+// lifecycleTag is what the object says of lines, for its ETag: a line
+// crossing a date changes the object with no new revision.
+func (e *Entry) lifecycleTag() string {
+	t := ""
+	if e.Line != nil {
+		t += "-l" + string(e.Line.Class[0])
+	}
+	if e.Running != nil {
+		t += "-u" + string(e.Running.Line.Class[0]) + e.Running.Version
+	}
+	return t
+}

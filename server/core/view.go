@@ -250,10 +250,10 @@ func (e *Entry) ETagAt(now time.Time) string {
 func (e *Entry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
 	rv := e.Ans.Rollout
 	rev, signed := e.tufRevision()
-	if (rv == nil || rv.Baseline) && !signed {
+	if (rv == nil || rv.Baseline) && !signed && e.Line == nil && e.Running == nil {
 		return e.etag
 	}
-	tag := e.etag[:len(e.etag)-1]
+	tag := e.etag[:len(e.etag)-1] + e.lifecycleTag()
 	if rv != nil && !rv.Baseline {
 		p := rv.Progress(now)
 		tag += "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State)
