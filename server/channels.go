@@ -40,7 +40,7 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
 	h["Vary"] = hdrVary
-	if w := e.Warning(); w != nil {
+	if w := warning(e); w != nil {
 		h["Warning"] = w
 	}
 	if wantsJSON(req) {

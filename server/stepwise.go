@@ -47,7 +47,7 @@ func (s *Server) clusterAnswer(r *http.Request, v *core.View, e *core.Entry) (*c
 	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, addr, now)
 	ans, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
 	if sighting.Reported != "" && ans != nil {
-		ans = ans.WithRunning(v.Snap, reported) // its line's warning, if it ends
+		ans = withRunning(v, ans, reported) // its line's warning, if it ends
 	}
 	if admitted {
 		if ans != nil {
@@ -84,7 +84,7 @@ func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id 
 		return nil, err
 	}
 	if f := forced(v, ch.Name, q, tag, held); f != "" {
-		s.Metrics.Forced(ch.Name)
+		s.forced.WithLabelValues(ch.Name).Inc()
 		fe := *e.EntryFor(&tag, s.Opts.ExternalURL)
 		fe.Forced = f
 		return &fe, nil

@@ -26,7 +26,7 @@ func (s *Snapshots) scheduleSoaks(snap *snapshot.Snapshot) {
 	ends := maps.Clone(snap.SoakEnds()) // the snapshot's own map: never written
 	// A lifecycle date passing changes a line's classification: the same
 	// rebuild of the source's part classifies it again.
-	for src, at := range snap.LifecycleNext() {
+	for src, at := range snap.Lines().Next() {
 		if cur, ok := ends[src]; !ok || at.Before(cur) {
 			if ends == nil {
 				ends = map[string]time.Time{}
@@ -83,7 +83,7 @@ func (s *Snapshots) Tick() {
 			s.Notify(snapshot.Change{Source: src})
 		}
 	}
-	for src, at := range snap.LifecycleNext() {
+	for src, at := range snap.Lines().Next() {
 		if !at.After(now) {
 			s.Notify(snapshot.Change{Source: src})
 		}

@@ -27,7 +27,7 @@ func (d *Deliverer) SetLineClusters(fn LineClusters) { d.lines.fn.Store(&fn) }
 // between prev and next (the leader's swap: one replica announces them,
 // once). A line first seen already past a date is no crossing.
 func lineEvents(prev, next *snapshot.Snapshot) []resolver.Event {
-	changes := next.LifecycleChanges(prev)
+	changes := next.Lines().Changes(prevLines(prev))
 	sources := make([]string, 0, len(changes))
 	for src := range changes {
 		sources = append(sources, src)
@@ -81,4 +81,11 @@ func lineData(e resolver.Event) EventData {
 		d.End = &end
 	}
 	return d
+}
+
+func prevLines(prev *snapshot.Snapshot) *lifecycle.Set {
+	if prev == nil {
+		return nil
+	}
+	return prev.Lines()
 }

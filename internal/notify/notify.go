@@ -294,7 +294,7 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 	if !leading {
 		return
 	}
-	evs := snapshot.ServedChanges(prev, next)
+	evs := servedChanges(prev, next)
 	for i := range evs {
 		evs[i].Actor, evs[i].Reason = "tidemark", why(next, evs[i])
 	}
@@ -347,7 +347,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 				}
 				continue
 			}
-			evs := snapshot.ServedSince(recorded, snap)
+			evs := servedSince(recorded, snap)
 			for i := range evs {
 				evs[i].Actor, evs[i].Reason = "tidemark", why(snap, evs[i])
 			}

@@ -61,16 +61,7 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 		}
 		changed[name] = true
 	}
-	n.policies = s.policies
-	if d.Lifecycle != nil {
-		n.policies = maps.Clone(d.Lifecycle)
-	} else if len(d.Sources) > 0 {
-		n.policies = maps.Clone(s.policies)
-		for i := range d.Sources {
-			n.policies[d.Sources[i].Source.Name] = d.Sources[i].Source.Lifecycle
-		}
-	}
-	for _, name := range n.classify(s, changed, d.Lifecycle != nil) {
+	for _, name := range n.classify(s.lines, changed, d.Lifecycle) {
 		if changed == nil {
 			changed = map[string]bool{}
 		}

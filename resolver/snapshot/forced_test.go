@@ -68,7 +68,7 @@ func TestADatePassingReclassifiesAndReanswers(t *testing.T) {
 	end := testTime.Add(time.Hour)
 	d.Source.Lifecycle = lifecycle.Policy{End: map[string]time.Time{"1.35": end}}
 	s := New([]catalog.Channel{{Name: "up", Source: "k3s-upgrade", Stream: resolver.Released}}, []catalog.SourceData{d}, nil, testTime)
-	if next := s.LifecycleNext()["k3s-upgrade"]; !next.Equal(end) {
+	if next := s.Lines().Next()["k3s-upgrade"]; !next.Equal(end) {
 		t.Fatalf("LifecycleNext %s, want %s", next, end)
 	}
 	line := func(s *Snapshot) lifecycle.Classification {
@@ -83,7 +83,7 @@ func TestADatePassingReclassifiesAndReanswers(t *testing.T) {
 	if line(after) != lifecycle.Expired || after.SameAnswer(before, "up") {
 		t.Errorf("at the end: %s, carried %v (want expired, answered again)", line(after), after.SameAnswer(before, "up"))
 	}
-	if ch := after.LifecycleChanges(before)["k3s-upgrade"]; len(ch) != 1 || ch[0].Line != "1.35" {
+	if ch := after.Lines().Changes(before.Lines())["k3s-upgrade"]; len(ch) != 1 || ch[0].Line != "1.35" {
 		t.Errorf("changes %+v", ch)
 	}
 }

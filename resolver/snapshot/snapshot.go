@@ -41,10 +41,7 @@ type Snapshot struct {
 	// serials[i] names the computation of answers[i]: Apply carries it
 	// with an answer it keeps (SameAnswer).
 	serials []uint64
-	// policies and lines are each source's lifecycle policy and its lines
-	// classified at LoadedAt (lifecycle.go).
-	policies map[string]lifecycle.Policy
-	lines    map[string]*lifecycle.Table
+	lines   *lifecycle.Set // each source's lines classified at LoadedAt (lifecycle.go)
 }
 
 // sourceIndex is one source, indexed.
@@ -102,8 +99,7 @@ func newSnapshot(channels []catalog.Channel, data []catalog.SourceData, states m
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
-	s.policies = policiesOf(s.sources)
-	s.classify(nil, nil, true)
+	s.classify(nil, nil, nil)
 	s.answerChannels(channels, states, nil, true, nil)
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // Fleet pages: 100 clusters unless asked, at most 1000.
@@ -63,6 +64,7 @@ func (s *API) fleetSummary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sum.Lifecycle = lineview.Summary(v, name, sum.Versions)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, sum)
 }

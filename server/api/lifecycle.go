@@ -1,7 +1,7 @@
 package api
 
 import (
-	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // sourceLifecycle is a source's lines, newest first, with the active
@@ -20,33 +21,19 @@ func (s *API) sourceLifecycle(c echo.Context) error {
 		return err
 	}
 	source := core.PathParam(c, "source")
-	tab, err := v.Snap.Lifecycle(source)
-	if err != nil {
-		return core.ParamIf("source", resolver.ErrNotFound, err)
+	tab, ok := v.Snap.Lines().Table(source)
+	if !ok {
+		return core.BadParam("source", fmt.Errorf("%w: source %q", resolver.ErrNotFound, source))
 	}
-	counts := s.LineClusters(c.Request().Context(), v, source)
+	counts := lineview.For(s.Server).Of(c.Request().Context(), v, source)
 	out := openapi.SourceLifecycle{Lines: make([]openapi.LifecycleLine, 0, len(tab.Lines))}
 	for _, l := range tab.Lines {
-		out.Lines = append(out.Lines, openapi.LifecycleLine{Line: l.Line, Release: core.TimeOrNil(l.Release),
-			DeprecatedFrom: core.TimeOrNil(l.DeprecatedFrom), End: core.TimeOrNil(l.End), Classification: string(l.Class),
+		out.Lines = append(out.Lines, openapi.LifecycleLine{Line: l.Line, Release: lineview.TimeOrNil(l.Release),
+			DeprecatedFrom: lineview.TimeOrNil(l.DeprecatedFrom), End: lineview.TimeOrNil(l.End), Classification: string(l.Class),
 			Clusters: counts[l.Line]})
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)
-}
-
-// LineClusters counts the active clusters per line of source, over its
-// channels; empty when the fleet is not kept or the database is away (the
-// lines are still answered).
-func (s *API) LineClusters(ctx context.Context, v *core.View, source string) map[string]int {
-	byLine, _, err := s.ActiveByLine(ctx, v)
-	if err != nil {
-		s.Log.WarnContext(ctx, "counting clusters per line failed; answering without them", "source", source, "err", err)
-	}
-	if byLine[source] == nil {
-		return map[string]int{}
-	}
-	return byLine[source]
 }
 
 // fleetFilter is a fleet listing's channel= and classification=: with a
@@ -66,14 +53,14 @@ func (s *API) fleetFilter(c echo.Context) (v *core.View, channel string, version
 		if v, channel, err = s.fleetChannel(c); err != nil {
 			return nil, "", nil, err
 		}
-		return v, channel, v.Snap.Classified(v.Entry(channel).Ans.Channel.Source, class), nil
+		return v, channel, lineview.Classified(v, v.Entry(channel).Ans.Channel.Source, class), nil
 	}
 	if v, err = s.View(); err != nil {
 		return nil, "", nil, err
 	}
 	versions = []string{}
 	for _, sv := range v.Snap.Sources() {
-		versions = append(versions, v.Snap.Classified(sv.Source.Name, class)...)
+		versions = append(versions, lineview.Classified(v, sv.Source.Name, class)...)
 	}
 	return v, "", versions, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // uiTimeline is a source's lines on one time axis, release to end, with
@@ -37,14 +38,11 @@ type uiSegment struct {
 // none. Clusters are the whole fleet's active ones (0 when the database is
 // away: the dates still show).
 func (s *Console) timeline(ctx context.Context, v *core.View, source string, now time.Time) *uiTimeline {
-	t, err := v.Snap.Lifecycle(source)
-	if err != nil || len(t.Lines) == 0 {
+	t, ok := v.Snap.Lines().Table(source)
+	if !ok || len(t.Lines) == 0 {
 		return nil
 	}
-	byLine, _, err := s.ActiveByLine(ctx, v)
-	if err != nil {
-		s.Log.WarnContext(ctx, "counting clusters per line failed; the timeline shows none", "source", source, "err", err)
-	}
+	counts := lineview.For(s.Server).Of(ctx, v, source)
 	from, to := now, now
 	for _, l := range t.Lines {
 		for _, at := range []time.Time{l.Release, l.DeprecatedFrom, l.End} {
@@ -65,8 +63,8 @@ func (s *Console) timeline(ctx context.Context, v *core.View, source string, now
 	x := func(at time.Time) float64 { return 100 * float64(at.Sub(from)) / float64(span) }
 	out := &uiTimeline{Today: now, TodayX: axis(x(now))}
 	for _, l := range t.Lines {
-		u := uiLine{Line: l.Line, Class: string(l.Class), Release: core.TimeOrNil(l.Release), DeprecatedFrom: core.TimeOrNil(l.DeprecatedFrom),
-			End: core.TimeOrNil(l.End), Clusters: byLine[source][l.Line], HasRelease: !l.Release.IsZero()}
+		u := uiLine{Line: l.Line, Class: string(l.Class), Release: lineview.TimeOrNil(l.Release), DeprecatedFrom: lineview.TimeOrNil(l.DeprecatedFrom),
+			End: lineview.TimeOrNil(l.End), Clusters: counts[l.Line], HasRelease: !l.Release.IsZero()}
 		if u.HasRelease {
 			u.Segments = segments(l, to, x)
 		}

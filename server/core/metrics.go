@@ -28,7 +28,6 @@ type metrics struct {
 	viewUpstream   *prometheus.CounterVec // tidemark_registry_view_upstream_requests_total
 	governed       *prometheus.CounterVec // tidemark_governance_events_total
 	decisions      *prometheus.CounterVec // tidemark_decisions_total
-	forced         *prometheus.CounterVec // tidemark_lifecycle_forced_total
 	Handler        http.Handler
 	bound          sync.Map // requestKey -> *bound (accesslog.go)
 	// observed are the sources with per-source series (observeSnapshot).
@@ -101,15 +100,11 @@ func newMetrics(reg *prometheus.Registry, snapshotAge func() float64) (*metrics,
 		Name: "tidemark_decisions_total",
 		Help: "The one decision's verdicts on changes, by door (api.pin, governor.apply, ...), outcome (allow, defer, pending, refuse) and the rule that decided (none, scope, override, freeze, window, approvals).",
 	}, []string{"door", "outcome", "rule"})
-	m.forced = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tidemark_lifecycle_forced_total",
-		Help: "Answers that directed a cluster off an expired line (lifecycle: {upgrade_expired: true}), by channel.",
-	}, []string{"channel"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tidemark_snapshot_age_seconds",
 		Help: "Seconds since the served snapshot was loaded (0 before the first).",
 	}, snapshotAge)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, m.forced, age} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.lastSuccess, m.held, m.reloadFailures, m.Webhooks, m.heldAnswers, m.risks, m.capiPlans, m.viewCache, m.viewUpstream, m.governed, m.decisions, age} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register server metrics: %w", err)
 		}
@@ -219,9 +214,6 @@ func (m *metrics) Decision(d door.Door, v door.Verdict) {
 func (m *metrics) CapiAnswer(source, status string) {
 	m.capiPlans.WithLabelValues(source, status).Inc()
 }
-
-// Forced counts an answer that directed a cluster off an expired line.
-func (m *metrics) Forced(channel string) { m.forced.WithLabelValues(channel).Inc() }
 
 // HeldAnswer counts an answer that held a cluster where it is. Channels are
 // configured, so the series are bounded by the configuration.

@@ -211,9 +211,6 @@ func New(opts Options) (*Server, error) {
 	if s.FleetRec, err = fleet.New(opts.Fleet, opts.Metrics, s.indexedOn); err != nil {
 		return nil, fmt.Errorf("register fleet metrics: %w", err)
 	}
-	if err := opts.Metrics.Register(newFleetLifecycle(s)); err != nil {
-		return nil, fmt.Errorf("register lifecycle metrics: %w", err)
-	}
 	if err := opts.Metrics.Register(rollouts.NewCollector(s.snaps.Current)); err != nil {
 		return nil, fmt.Errorf("register rollout metrics: %w", err)
 	}

@@ -51,14 +51,12 @@ type Entry struct {
 	counts *rollouts.Counts
 	// tufRev is each channel's published signed revision; nil: none.
 	tufRev func(channel string) (int64, bool)
-	// Line is the channel's version's line when it is deprecated or
-	// expired (the channel object says so); Running the asking cluster's
-	// (WithRunning). Both nil otherwise.
-	Line    *lifecycle.Line
-	Running *Running
-	// Forced is snapshot.ForcedExpired when this answer moves the asking
-	// cluster off an expired line; "" otherwise.
-	Forced string
+	// Line is the channel's version's line, Running (with RunningVersion)
+	// the asking cluster's, when deprecated or expired; Forced is
+	// snapshot.ForcedExpired when the answer moves the cluster off one.
+	Line, Running  *lifecycle.Line
+	RunningVersion string
+	Forced         string
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
@@ -77,7 +75,7 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		e := newEntry(*a, externalURL)
 		e.counts, e.tufRev = counts, tufRev
 		if a.Tag != nil {
-			e.Line = endingLine(snap.LineOf(a.Channel.Source, a.Tag.Version))
+			e.Line = EndingLine(snap.LineOf(a.Channel.Source, a.Tag.Version))
 		}
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)

@@ -1,29 +1,31 @@
-package snapshot
+package notify
 
 import (
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
-// ServedChanges lists the channels whose served version differs between
+// servedChanges lists the channels whose served version differs between
 // prev and next, as channel.changed events (Actor and Reason unset). A
 // channel new in next, or gone from it, is a configuration change, not a
 // move, and is left out; so is one whose pin changed (its revision moved),
 // since the pin's own transaction recorded that event.
-func ServedChanges(prev, next *Snapshot) []resolver.Event {
+func servedChanges(prev, next *snapshot.Snapshot) []resolver.Event {
 	if prev == nil || next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for k := range next.answers {
+	answers, before := next.Channels(), prev.Channels()
+	for k := range answers {
 		if next.SameAnswerAt(prev, k) {
 			continue // carried: it serves what it served (every reload, most channels)
 		}
-		a := &next.answers[k]
-		i, ok := prev.byChannel[a.Channel.Name]
+		a := &answers[k]
+		i, ok := prev.ChannelIndex(a.Channel.Name)
 		if !ok {
 			continue
 		}
-		b := &prev.answers[i]
+		b := &before[i]
 		if b.State.Revision != a.State.Revision || b.Channel.Source != a.Channel.Source {
 			continue
 		}
@@ -36,17 +38,18 @@ func ServedChanges(prev, next *Snapshot) []resolver.Event {
 	return out
 }
 
-// ServedSince lists the channel.changed events that bring recorded (each
+// servedSince lists the channel.changed events that bring recorded (each
 // channel's last announced version, from the outbox) up to date with next:
 // one for every channel whose served version differs. A channel never
 // announced counts as having served nothing.
-func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
+func servedSince(recorded map[string]string, next *snapshot.Snapshot) []resolver.Event {
 	if next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for i := range next.answers {
-		a := &next.answers[i]
+	answers := next.Channels()
+	for i := range answers {
+		a := &answers[i]
 		from, to := recorded[a.Channel.Name], servedVersion(a)
 		if from == to {
 			continue
@@ -56,7 +59,7 @@ func ServedSince(recorded map[string]string, next *Snapshot) []resolver.Event {
 	return out
 }
 
-func servedVersion(a *ChannelAnswer) string {
+func servedVersion(a *snapshot.ChannelAnswer) string {
 	if a.Tag == nil {
 		return ""
 	}
