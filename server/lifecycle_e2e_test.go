@@ -103,6 +103,12 @@ func (e *lifecycleEnv) lines() map[string]openapi.LifecycleLine {
 // lifecycle: {support: {minors: 1, grace}} on its source.
 func startLifecycle(t *testing.T, grace time.Duration, channels []catalog.Channel, tags ...string) *lifecycleEnv {
 	t.Helper()
+	return startWithPolicy(t, lifecycle.Policy{Minors: 1, Grace: grace}, channels, tags...)
+}
+
+// startWithPolicy is startLifecycle with any lifecycle policy.
+func startWithPolicy(t *testing.T, policy lifecycle.Policy, channels []catalog.Channel, tags ...string) *lifecycleEnv {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -110,7 +116,7 @@ func startLifecycle(t *testing.T, grace time.Duration, channels []catalog.Channe
 	e := &lifecycleEnv{t: t, ctx: ctx, host: strings.TrimPrefix(reg.URL, "http://")}
 	st := openStore(t, storetest.URL(t))
 	src := semverSource(t, "k3s", e.host+"/rancher/k3s-upgrade")
-	src.Lifecycle = lifecycle.Policy{Minors: 1, Grace: grace}
+	src.Lifecycle = policy
 	if err := st.SyncSources(ctx, []catalog.Source{src}); err != nil {
 		t.Fatal(err)
 	}
