@@ -256,7 +256,7 @@ func (l *Line) Warning(version string) string {
 func (l *Line) warningText() string {
 	w := fmt.Sprintf(" is %s: its line %s ends %s", l.Class, l.Line, l.End.UTC().Format(time.DateOnly))
 	if l.End.IsZero() {
-		w = fmt.Sprintf(" is %s: its line %s", l.Class, l.Line)
+		w = fmt.Sprintf(" is %s: its line %s has no end date yet", l.Class, l.Line)
 	}
 	if l.Successor != "" {
 		w += "; move to " + l.Successor

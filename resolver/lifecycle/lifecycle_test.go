@@ -125,6 +125,11 @@ func TestWarningNamesTheEndAndTheSuccessor(t *testing.T) {
 	if got := l.Warning("v1.34.0"); got != "" {
 		t.Errorf("a supported line warns %q", got)
 	}
+	dep := Build(Policy{Cycles: map[string]Cycle{"1.34": {Support: day("2025-09-01")}}}, k8s, day("2025-11-01"))
+	l, _ = dep.Of(1, 34)
+	if got, want := l.Warning("v1.34.1"), "v1.34.1 is deprecated: its line 1.34 has no end date yet"; got != want {
+		t.Errorf("warning %q, want %q", got, want)
+	}
 }
 
 func TestParseFileReadsEndoflifeDate(t *testing.T) {
