@@ -33,6 +33,12 @@ type Channel struct {
 	// Promotion is present on a channel with promote: what it promotes
 	// from, and whether a person's or a token's pin pauses it.
 	Promotion *ChannelPromotion `json:"promotion,omitempty"`
+	// Running is the asking cluster's version when its line is deprecated
+	// or expired (a channel URL with its headers); absent otherwise.
+	Running *Running `json:"running,omitempty"`
+	// Lifecycle is present when the channel's version is on a deprecated
+	// or expired line.
+	Lifecycle *ChannelLifecycle `json:"lifecycle,omitempty"`
 }
 
 // ChannelPromotion is a promoting channel's state (docs/promotion.md).
@@ -191,6 +197,9 @@ type Version struct {
 	// Held is {"reason":"evidence"} while a yank holds the version: no
 	// promotion takes it until an admin lifts the hold.
 	Held *Held `json:"held,omitempty"`
+	// Lifecycle is the version's line and its classification; null when
+	// the version is no line's (not indexed).
+	Lifecycle *VersionLifecycle `json:"lifecycle,omitempty"`
 }
 
 // Gates is a version's state per release gate; a gate the source does not
@@ -249,6 +258,10 @@ type ResolveAnswer struct {
 	// Risks are the known risks on the edges from current to available
 	// versions; target and path avoid those not accepted.
 	Risks []ResolveRisk `json:"risks"`
+	// Warning is what a cluster running current is told when its line is
+	// deprecated or expired (the channel URL's Warning header, without its
+	// 299 tidemark prefix); absent otherwise.
+	Warning *string `json:"warning,omitempty"`
 }
 
 // PinRequest is the body of PUT .../pin.
@@ -261,6 +274,8 @@ type PinRequest struct {
 	Rollback bool `json:"rollback,omitempty"`
 	// OverrideFreeze (admin only) pins a frozen channel, at once.
 	OverrideFreeze bool `json:"override_freeze,omitempty"`
+	// AllowExpired (admin only) pins a version whose line has expired.
+	AllowExpired bool `json:"allow_expired,omitempty"`
 }
 
 // ReasonRequest is the (optional) body of unpin, block and unblock.
@@ -341,6 +356,9 @@ type ChannelRelease struct {
 	Version          string     `json:"version"` // the registry tag
 	ReleaseTimestamp *time.Time `json:"releaseTimestamp,omitempty"`
 	Digest           string     `json:"digest,omitempty"`
+	// IsDeprecated marks a release of an expired line: Renovate (with
+	// ignoreDeprecated, its default) moves nobody onto it.
+	IsDeprecated bool `json:"isDeprecated,omitempty"`
 }
 
 // CincinnatiGraph is GET /api/upgrades_info/v1/graph: the OpenShift Update

@@ -12,6 +12,17 @@ type FleetSummary struct {
 	Active   int            `json:"active"`
 	Versions []VersionCount `json:"versions"`
 	Served   []VersionCount `json:"served"`
+	// Lifecycle counts the clusters by their reported version's line:
+	// supported (or no known line), deprecated, expired.
+	Lifecycle FleetLifecycle `json:"lifecycle"`
+}
+
+// FleetLifecycle is how many of a channel's clusters run a version of a
+// supported, deprecated or expired line.
+type FleetLifecycle struct {
+	Supported  int `json:"supported"`
+	Deprecated int `json:"deprecated"`
+	Expired    int `json:"expired"`
 }
 
 // VersionCount is how many clusters report, or were served, one version.
@@ -31,6 +42,9 @@ type FleetCluster struct {
 	FirstSeen     time.Time  `json:"first_seen"`
 	LastSeen      time.Time  `json:"last_seen"`
 	Enrolled      bool       `json:"enrolled"`
+	// Forced is "expired" when the last answer moved the cluster off an
+	// expired line (lifecycle: {upgrade_expired: true}); absent otherwise.
+	Forced string `json:"forced,omitempty"`
 }
 
 // Status is GET /api/v1/status: the build and how this replica's

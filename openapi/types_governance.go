@@ -50,6 +50,9 @@ type ChangeRequest struct {
 	At       string `json:"at"` // RFC 3339, in the future
 	Force    bool   `json:"force,omitempty"`
 	Rollback bool   `json:"rollback,omitempty"`
+	// AllowExpired (admin only) schedules a pin of a version whose line
+	// has expired.
+	AllowExpired bool `json:"allow_expired,omitempty"`
 }
 
 // Change is a scheduled or pending change.

@@ -1,6 +1,9 @@
 package openapi
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The wire types of notifications: the outbox as the API lists it, and
 // the bodies Tidemark sends to endpoints.
@@ -60,6 +63,34 @@ type CloudEventData struct {
 	To      string `json:"to"`
 	Actor   string `json:"actor"`
 	Reason  string `json:"reason"`
+	// Line, End and Clusters are a line event's (dev.tidemark.line.*),
+	// whose data is {source, line, end, clusters} only (MarshalJSON).
+	Line     string     `json:"line,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+	Clusters *int       `json:"clusters,omitempty"`
+}
+
+// lineEventData is a line event's data as sent: end is null for a line
+// with no end.
+type lineEventData struct {
+	Source   string     `json:"source"`
+	Line     string     `json:"line"`
+	End      *time.Time `json:"end"`
+	Clusters int        `json:"clusters"`
+}
+
+// MarshalJSON sends a line event's data as {source, line, end, clusters}
+// and every other event's as it is.
+func (d CloudEventData) MarshalJSON() ([]byte, error) {
+	if d.Line != "" {
+		n := 0
+		if d.Clusters != nil {
+			n = *d.Clusters
+		}
+		return json.Marshal(lineEventData{Source: d.Source, Line: d.Line, End: d.End, Clusters: n})
+	}
+	type plain CloudEventData
+	return json.Marshal(plain(d))
 }
 
 // SlackMessage is the body Tidemark POSTs to a Slack incoming webhook.

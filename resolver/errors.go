@@ -22,4 +22,7 @@ var (
 	ErrScope        = errors.New("not in scope")
 	ErrFrozen       = errors.New("frozen")
 	ErrWindowClosed = errors.New("outside the channel's windows")
+	// ErrExpired: the change would start clusters on a version whose
+	// line has ended (422).
+	ErrExpired = errors.New("expired")
 )

@@ -29,6 +29,12 @@ const (
 	EventChangeFailed    = "dev.tidemark.change.failed"
 	EventChangeCancelled = "dev.tidemark.change.cancelled"
 	EventFreezeChanged   = "dev.tidemark.freeze.changed"
+	// EventLineDeprecated and EventLineExpired: a line of Source (To)
+	// crossed into deprecated or expired while Tidemark ran; From is its
+	// end (RFC 3339, "" for none) and Reason the active clusters on it
+	// then, as a number.
+	EventLineDeprecated = "dev.tidemark.line.deprecated"
+	EventLineExpired    = "dev.tidemark.line.expired"
 )
 
 // Event is one outbound notification as the outbox keeps it.

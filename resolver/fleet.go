@@ -31,6 +31,9 @@ type Sighting struct {
 	Outside bool
 	// Enrolled: the request carried the cluster's enrollment key.
 	Enrolled bool
+	// Forced is "expired" when Served moved the cluster off an expired
+	// line (snapshot.ForcedExpired); "" otherwise.
+	Forced string
 }
 
 // ClusterRecord is what the fleet knows of one cluster on one channel.
@@ -41,6 +44,7 @@ type ClusterRecord struct {
 	ReportedSince time.Time // when any replica first saw Reported; zero when none
 	Served        string    // "" when never answered with a version
 	Directed      string    // the last directed answer; "" when only stays
+	Forced        string    // "expired": the last answer moved it off an expired line
 	FirstSeen     time.Time
 	LastSeen      time.Time
 	Enrolled      bool // its last request carried its enrollment key
@@ -79,12 +83,15 @@ type FleetCount struct {
 
 // ClusterQuery selects a page of one channel's clusters, ordered by ID.
 type ClusterQuery struct {
-	Channel string
-	Version string    // "": any reported version
-	Stale   bool      // only clusters last seen before ActiveSince
-	Since   time.Time // the start of the active window
-	Limit   int
-	After   string // the last ID of the previous page
+	Channel string // "": every channel (with Versions only), paged by cluster then channel
+	Version string // "": any reported version
+	// Versions, when non-nil, keeps the clusters reporting one of them (a
+	// classification= filter: the versions of the lines so classified).
+	Versions []string
+	Stale    bool      // only clusters last seen before ActiveSince
+	Since    time.Time // the start of the active window
+	Limit    int
+	After    string // the last ID of the previous page
 }
 
 // EvidenceRow is one group of the evidence counters kept as the fleet is

@@ -44,6 +44,9 @@ func (s *Server) releaseChannel(c echo.Context) error {
 	h := c.Response().Header()
 	h["Cache-Control"] = hdrNoCache
 	h["Vary"] = hdrVary
+	if w := warning(e); w != nil {
+		h["Warning"] = w
+	}
 	if wantsJSON(req) {
 		return core.SendChannel(c, e)
 	}

@@ -13,9 +13,11 @@ import (
 	"fmt"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark-dev/tidemark/server/connlimit"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // The core's types and constants that callers of server.New name.
@@ -50,6 +52,8 @@ type Server struct {
 	*core.Server
 	echo  *echo.Echo
 	conns *connlimit.Metrics
+	// forced is tidemark_lifecycle_forced_total (lifecycle.go).
+	forced *prometheus.CounterVec
 }
 
 // New builds a server with no snapshot yet: /readyz answers 503 and data
@@ -62,6 +66,12 @@ func New(opts Options) (*Server, error) {
 	s := &Server{Server: c}
 	if s.conns, err = connlimit.NewMetrics(c.Opts.Metrics); err != nil {
 		return nil, fmt.Errorf("register connection metrics: %w", err)
+	}
+	if err := c.Opts.Metrics.Register(lineview.NewCollector(c)); err != nil {
+		return nil, fmt.Errorf("register lifecycle metrics: %w", err)
+	}
+	if s.forced, err = newForced(c.Opts.Metrics); err != nil {
+		return nil, fmt.Errorf("register lifecycle metrics: %w", err)
 	}
 	s.echo = s.routes()
 	return s, nil

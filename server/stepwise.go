@@ -47,9 +47,12 @@ func (s *Server) clusterAnswer(r *http.Request, who asker, v *core.View, e *core
 	addr := s.ClientAddr(r)
 	admitted := id != "" && s.FleetRec.Admitted(ch.Name, id, addr, now)
 	ans, directed, err := s.answerFor(r.Context(), v, e, id, admitted, reported, ok, now)
+	if sighting.Reported != "" && ans != nil {
+		ans = withRunning(v, ans, reported) // its line's warning, if it ends
+	}
 	if admitted {
 		if ans != nil {
-			sighting.Served = ans.Version
+			sighting.Served, sighting.Forced = ans.Version, ans.Forced
 			if directed {
 				sighting.Directed = ans.Version
 			}
@@ -86,6 +89,12 @@ func (s *Server) answerFor(ctx context.Context, v *core.View, e *core.Entry, id 
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	if d.Forced != "" {
+		s.forced.WithLabelValues(ch.Name).Inc()
+		fe := *e.EntryFor(&d.Tag, s.Opts.ExternalURL)
+		fe.Forced = d.Forced
+		return &fe, true, nil
 	}
 	if d.Held != "" {
 		s.Metrics.HeldAnswer(ch.Name, d.Held)

@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		rec.OnServedChange(func() { signing.Changed(nil, nil) })
 	}
 	snaps.Subscribe(dl.SnapshotChanged)
+	dl.SetLineClusters(srv.LineClusters)
 	// The indexing leader records the rollouts indexing starts; ix is set
 	// below, before the loops start asking.
 	loops := rolloutLoops(cfg, log, st, snaps, counts, leading, lm)
@@ -163,6 +164,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 		next, err := reconfigure(cfg, log, getenv)
 		if err == nil {
 			reloadOnlineKey(next, signing, log)
+			snaps.SetLifecycle(next.Lifecycles())
 		}
 		return next, err
 	})

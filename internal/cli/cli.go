@@ -74,6 +74,7 @@ func Commands(e *Env) []*cobra.Command {
 		newRolloutCmd(e),
 		newSourcesCmd(e),
 		newVersionsCmd(e),
+		newLifecycleCmd(e),
 		newScanCmd(e),
 	}
 }

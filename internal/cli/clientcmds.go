@@ -61,6 +61,9 @@ func newResolveCmd(e *Env) *cobra.Command {
 func printResolve(e *Env, c *apiClient, a openapi.ResolveAnswer) {
 	w := e.Stdout
 	fmt.Fprintf(w, "current version: %s (source %s, stream %s)\n", a.Current, a.Source, a.Stream)
+	if a.Warning != nil { // what a cluster running it is told
+		fmt.Fprintf(w, "warning: %s\n", *a.Warning)
+	}
 	if len(a.Available) > 0 {
 		fmt.Fprintln(w, "available versions:")
 		for _, v := range a.Available {

@@ -17,6 +17,7 @@ var channelKeys = []string{
 	"name", "source", "stream", "constraint", "latest",
 	"latestRegexp", "include", "excludeRegexp", "exclude", "builds", "redirect",
 	"stepwise", "settle", "soak", "rollout", "approvals", "approval_ttl", "windows", "promote", "yank",
+	"lifecycle",
 }
 
 // Channel names are the last element of /v1-release/channels/{name}, so
@@ -192,6 +193,7 @@ func (p *parser) channel(f map[string]*yaml.Node, item string, at *yaml.Node, cf
 	c.Rollout = p.rollout(f["rollout"], item)
 	c.Promote = p.promote(f["promote"], item)
 	c.Yank = p.yank(f["yank"], item)
+	c.UpgradeExpired = p.channelLifecycle(f["lifecycle"], item)
 	p.governance(f, item, &c)
 
 	c.Redirect = redirectBase

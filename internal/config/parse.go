@@ -90,7 +90,7 @@ func (p *parser) parse(data []byte) *Config {
 	cfg.TrustedProxies = p.trustedProxies(top["trusted_proxies"])
 	cfg.Limits = p.limits(top["limits"])
 	cfg.Sources = p.sources(top["sources"])
-	cfg.sourcesYAML = canonical(top["sources"]) + "\n---\n" + canonical(top["registries"])
+	cfg.sourcesYAML = canonical(withoutLifecycle(top["sources"])) + "\n---\n" + canonical(top["registries"])
 	d := p.defaults(top["defaults"], cfg)
 	cfg.Channels = p.channels(top["channels"], cfg, d, redirectBase)
 	cfg.Webhooks.MaxPending = indexer.DefaultMaxPending
@@ -276,6 +276,34 @@ func canonical(n *yaml.Node) string {
 		return "unencodable: " + err.Error()
 	}
 	return string(b)
+}
+
+// withoutLifecycle is a copy of the sources list without each source's
+// lifecycle: a SIGHUP applies it (it is data the snapshot reads, not the
+// indexer's), so it is no change that needs a restart.
+func withoutLifecycle(n *yaml.Node) *yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return n
+	}
+	out := *n
+	out.Content = make([]*yaml.Node, len(n.Content))
+	for i, el := range n.Content {
+		m := deref(el)
+		if m == nil || m.Kind != yaml.MappingNode {
+			out.Content[i] = el
+			continue
+		}
+		c := *m
+		c.Content = nil
+		for k := 0; k+1 < len(m.Content); k += 2 {
+			if deref(m.Content[k]).Value != "lifecycle" {
+				c.Content = append(c.Content, m.Content[k], m.Content[k+1])
+			}
+		}
+		out.Content[i] = &c
+	}
+	return &out
 }
 
 // accessLog is the access_log setting: which requests get a log line.

@@ -13,7 +13,7 @@ import (
 var sourceKeys = []string{
 	"name", "image", "scheme", "interval", "exclude", "build", "insecure", "concurrency",
 	"timeout", "recheck", "username", "password_file", "password_env", "labels", "gates",
-	"cluster_api",
+	"cluster_api", "lifecycle",
 }
 
 var (
@@ -148,6 +148,7 @@ func (p *parser) source(f map[string]*yaml.Node, item string, at *yaml.Node) (s 
 	p.auth(&s, f, item)
 	s.Labels = p.labels(f["labels"], item)
 	p.gates(&s, f["gates"], item)
+	s.Lifecycle = p.lifecycle(f["lifecycle"], item)
 	return s, len(p.problems) == before
 }
 

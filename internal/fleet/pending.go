@@ -64,7 +64,7 @@ func (p *pending) merge(q queued) bool {
 	c.Outside = s.Outside // the latest request's address decides
 	c.Enrolled = s.Enrolled
 	if s.Served != "" {
-		c.Served = s.Served
+		c.Served, c.Forced = s.Served, s.Forced
 	}
 	if s.Directed != "" {
 		c.Directed = s.Directed

@@ -12,12 +12,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -46,6 +48,9 @@ type Options struct {
 	Channels []catalog.Channel
 	Load     func(ctx context.Context) (*snapshot.Snapshot, error)
 	Log      *slog.Logger
+	// Now is the clock snapshots are built at (their LoadedAt); nil:
+	// time.Now. A test moves it rather than sleeping until a date passes.
+	Now func() time.Time
 }
 
 // Swap is told of each snapshot installed, in order, under the reload
@@ -64,6 +69,7 @@ type Snapshots struct {
 	// in after a newer one.
 	reloadMu sync.Mutex
 	channels atomic.Pointer[[]catalog.Channel] // the configured ones (SetChannels)
+	sources  atomic.Pointer[[]catalog.Source]  // the configured ones, lifecycle as reloaded (SetLifecycle)
 	// pending collects Notify's changes until the reload loop takes them.
 	pendingMu sync.Mutex
 	pending   snapshot.Changes
@@ -85,6 +91,10 @@ func New(opts Options) (*Snapshots, error) {
 	}
 	s := &Snapshots{opts: opts, log: opts.Log, kick: make(chan struct{}, 1)}
 	s.channels.Store(&opts.Channels)
+	s.sources.Store(&opts.Sources)
+	if opts.Now == nil {
+		s.opts.Now = time.Now
+	}
 	if opts.Data != nil && opts.Load == nil {
 		s.opts.Load = s.loadAll
 	}
@@ -213,6 +223,30 @@ func (s *Snapshots) SetChannels(chs []catalog.Channel) {
 	s.Notify(snapshot.Change{})
 }
 
+// SetLifecycle replaces the sources' lifecycle policies (a configuration
+// reload re-reads them, and their files): every line is classified again.
+func (s *Snapshots) SetLifecycle(policies map[string]lifecycle.Policy) {
+	srcs := slices.Clone(*s.sources.Load())
+	for i := range srcs {
+		srcs[i].Lifecycle = policies[srcs[i].Name]
+	}
+	s.sources.Store(&srcs)
+	s.pendingMu.Lock()
+	s.pending.Config = true
+	s.pendingMu.Unlock()
+	s.Notify(snapshot.Change{})
+}
+
+// policies maps each configured source to its lifecycle policy.
+func (s *Snapshots) policies() map[string]lifecycle.Policy {
+	srcs := *s.sources.Load()
+	out := make(map[string]lifecycle.Policy, len(srcs))
+	for _, src := range srcs {
+		out[src.Name] = src.Lifecycle
+	}
+	return out
+}
+
 // Run rebuilds the snapshot from the pending changes whenever Notify wakes
 // it, until ctx ends; then no soak rebuilds it any more.
 func (s *Snapshots) Run(ctx context.Context) {
@@ -294,11 +328,11 @@ func (s *Snapshots) WatchDatabase(ctx context.Context, ping func(context.Context
 
 // loadAll builds a snapshot from everything in Data.
 func (s *Snapshots) loadAll(ctx context.Context) (*snapshot.Snapshot, error) {
-	data, states, err := s.opts.Data.Load(ctx, s.opts.Sources)
+	data, states, err := s.opts.Data.Load(ctx, *s.sources.Load())
 	if err != nil {
 		return nil, err
 	}
-	return snapshot.Take(*s.channels.Load(), data, states, time.Now()), nil
+	return snapshot.Take(*s.channels.Load(), data, states, s.opts.Now()), nil
 }
 
 // loadDelta reads only what cs names and applies it to prev; read is how
@@ -308,10 +342,11 @@ func (s *Snapshots) loadDelta(ctx context.Context, prev *snapshot.Snapshot, cs s
 	var d snapshot.Delta
 	if cs.Config {
 		d.Channels = *s.channels.Load()
+		d.Lifecycle = s.policies()
 	}
 	var sources []catalog.Source
 	if len(cs.Sources) > 0 { // a pin alone does not walk every source
-		for _, src := range s.opts.Sources {
+		for _, src := range *s.sources.Load() {
 			if cs.Sources[src.Name] {
 				sources = append(sources, src)
 			}
@@ -340,5 +375,5 @@ func (s *Snapshots) loadDelta(ctx context.Context, prev *snapshot.Snapshot, cs s
 		d.States = states
 	}
 	read = time.Since(start)
-	return prev.Apply(d, time.Now()), read, nil
+	return prev.Apply(d, s.opts.Now()), read, nil
 }

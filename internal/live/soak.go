@@ -1,6 +1,7 @@
 package live
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -22,7 +23,17 @@ type soakTimer struct {
 // whose soak ended are read again (Change{Source}), which re-evaluates their
 // gates and every channel's answer.
 func (s *Snapshots) scheduleSoaks(snap *snapshot.Snapshot) {
-	ends := snap.SoakEnds()
+	ends := maps.Clone(snap.SoakEnds()) // the snapshot's own map: never written
+	// A lifecycle date passing changes a line's classification: the same
+	// rebuild of the source's part classifies it again.
+	for src, at := range snap.Lines().Next() {
+		if cur, ok := ends[src]; !ok || at.Before(cur) {
+			if ends == nil {
+				ends = map[string]time.Time{}
+			}
+			ends[src] = at
+		}
+	}
 	t := &s.soaks
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -39,8 +50,8 @@ func (s *Snapshots) scheduleSoaks(snap *snapshot.Snapshot) {
 			next = at
 		}
 	}
-	t.timer = time.AfterFunc(max(time.Until(next), 0), func() {
-		now := time.Now()
+	t.timer = time.AfterFunc(max(next.Sub(s.opts.Now()), 0), func() {
+		now := s.opts.Now()
 		due := 0
 		for src, at := range ends {
 			if !at.After(now) {
@@ -56,6 +67,27 @@ func (s *Snapshots) scheduleSoaks(snap *snapshot.Snapshot) {
 			}
 		}
 	})
+}
+
+// Tick rebuilds the part of the snapshot whose soak or lifecycle date has
+// passed by the clock (Options.Now): what the timer does when it fires,
+// for a test that moved the clock.
+func (s *Snapshots) Tick() {
+	snap := s.cur.Load()
+	if snap == nil {
+		return
+	}
+	now := s.opts.Now()
+	for src, at := range snap.SoakEnds() {
+		if !at.After(now) {
+			s.Notify(snapshot.Change{Source: src})
+		}
+	}
+	for src, at := range snap.Lines().Next() {
+		if !at.After(now) {
+			s.Notify(snapshot.Change{Source: src})
+		}
+	}
 }
 
 // stopSoaks stops the timer for good (Run is returning).

@@ -21,7 +21,6 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/metric"
 
 	"github.com/tidemark-dev/tidemark/resolver"
-	"github.com/tidemark-dev/tidemark/resolver/announce"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -86,6 +85,7 @@ type Deliverer struct {
 	// (a version "gone from the registry" that was served).
 	derived chan derivedWork
 	led     atomic.Bool // whether this replica led at the last snapshot
+	lines   lineCounter
 	backlog *prometheus.GaugeVec
 	sent    *prometheus.CounterVec
 	mu      sync.Mutex
@@ -286,12 +286,13 @@ func (d *Deliverer) SnapshotChanged(prev, next *snapshot.Snapshot) {
 	if !leading {
 		return
 	}
-	evs := announce.ServedChanges(prev, next)
-	if len(evs) == 0 {
-		return
-	}
+	evs := servedChanges(prev, next)
 	for i := range evs {
 		evs[i].Actor, evs[i].Reason = "tidemark", why(next, evs[i])
+	}
+	evs = append(evs, lineEvents(prev, next)...) // lines.go
+	if len(evs) == 0 {
+		return
 	}
 	select {
 	case d.derived <- derivedWork{evs: evs}:
@@ -338,7 +339,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 				}
 				continue
 			}
-			evs := announce.ServedSince(recorded, snap)
+			evs := servedSince(recorded, snap)
 			for i := range evs {
 				evs[i].Actor, evs[i].Reason = "tidemark", why(snap, evs[i])
 			}
@@ -352,6 +353,7 @@ func (d *Deliverer) writeDerived(ctx context.Context) {
 			continue
 		}
 		if evs := w.evs; len(evs) > 0 {
+			d.countLines(ctx, evs)
 			for attempt := 1; ; attempt++ {
 				err := d.opts.Store.AddEvents(ctx, evs)
 				if err == nil {

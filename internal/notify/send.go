@@ -45,10 +45,13 @@ func Body(kind, source string, e resolver.Event) ([]byte, string, error) {
 	if subject == "" {
 		subject = e.Source + "/" + e.To + e.From // a block's version, or a risk's name
 	}
+	data := EventData{Channel: e.Channel, Source: e.Source, From: e.From, To: e.To, Actor: e.Actor, Reason: e.Reason}
+	if isLine(e) {
+		subject, data = e.Source+"/"+e.To, lineData(e)
+	}
 	b, err := json.Marshal(CloudEvent{
 		SpecVersion: "1.0", ID: EventID(e), Source: source, Type: e.Type, Subject: subject,
-		Time: e.At.UTC(), DataContentType: "application/json",
-		Data: EventData{Channel: e.Channel, Source: e.Source, From: e.From, To: e.To, Actor: e.Actor, Reason: e.Reason},
+		Time: e.At.UTC(), DataContentType: "application/json", Data: data,
 	})
 	return b, "application/cloudevents+json", err
 }
@@ -76,6 +79,13 @@ func Text(e resolver.Event) string {
 		} else {
 			s = fmt.Sprintf("Risk %s of %s was removed by %s", e.From, e.Source, e.Actor)
 		}
+	case resolver.EventLineDeprecated, resolver.EventLineExpired:
+		d := lineData(e)
+		s = fmt.Sprintf("Line %s of %s is %s", e.To, e.Source, strings.TrimPrefix(e.Type, "dev.tidemark.line."))
+		if d.End != nil {
+			s += fmt.Sprintf(" (its end: %s)", d.End.Format(time.DateOnly))
+		}
+		return s + fmt.Sprintf("; %d active clusters run it", *d.Clusters)
 	case resolver.EventRolloutChanged:
 		s = fmt.Sprintf("Rollout of channel %s (%s -> %s) changed, by %s", e.Channel, none(e.From), none(e.To), e.Actor)
 	default:

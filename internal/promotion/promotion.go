@@ -197,7 +197,7 @@ func (l *Loop) one(ctx context.Context, snap *snapshot.Snapshot, a snapshot.Chan
 			break
 		}
 	}
-	verdict := door.Decide(door.Change{Door: door.Promotion, Channel: name}, resolver.Principal{Name: Actor}, g, now)
+	verdict := door.Decide(door.Change{Door: door.Promotion, Channel: name, Target: target, TargetLine: snap.TargetLine(name, target)}, resolver.Principal{Name: Actor}, g, now)
 	switch verdict.Outcome {
 	case door.Refuse:
 		st.Why = verdict.Err.Error()

@@ -50,6 +50,9 @@ type Channel struct {
 	// Yank halts and holds a version the channel serves whose clusters
 	// get stuck (yank:); nil: never.
 	Yank *YankPolicy
+	// UpgradeExpired directs a cluster on an expired line to the next
+	// line, one minor at a time (lifecycle: {upgrade_expired: true}).
+	UpgradeExpired bool
 }
 
 // YankPolicy is yank: {max_stuck_ratio, min_told}.

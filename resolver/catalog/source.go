@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // Source is a source's configuration as the resolver needs it (the registry
@@ -14,6 +15,9 @@ type Source struct {
 	Parser *resolver.Parser
 	Labels resolver.Labels // nil: DefaultLabels
 	Gates  resolver.Gates  // release gates; the zero value has none
+	// Lifecycle is when the source's lines end (lifecycle:); the zero
+	// value: never.
+	Lifecycle lifecycle.Policy
 }
 
 // Classify parses a tag under the source's scheme and label map

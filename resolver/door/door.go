@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // The one decision for every change. Every entry
@@ -24,6 +25,10 @@ import (
 //  3. window: defers a pin, unpin, scheduled change or promotion to the
 //     next window; refuses advance and resume;
 //  4. approvals: the change waits for them, whatever was overridden.
+//
+// Before the freeze, a move to a version whose line has expired is
+// refused (expired.go) unless an admin sends allow_expired; a promotion
+// never takes one.
 //
 // Safety actions (block, unblock, halt, an alert's halt, a yank, pause)
 // pass the scope rule only: nothing may hold back making a channel safer.
@@ -119,6 +124,7 @@ const (
 	RuleFreeze    = "freeze"
 	RuleWindow    = "window"
 	RuleApprovals = "approvals"
+	RuleExpired   = "expired"
 )
 
 // Change is a change as an entry describes it to Decide.
@@ -131,6 +137,12 @@ type Change struct {
 	// Overridden: the change was recorded with an admin's override (a
 	// pending change now approved, or a scheduled one now due).
 	Overridden bool
+	// Target is the version the change moves the channel to ("" for an
+	// unpin or a control) and TargetLine its line (Snapshot.TargetLine);
+	// AllowExpired is allow_expired as asked, an admin's alone.
+	Target       string
+	TargetLine   *lifecycle.Line
+	AllowExpired bool
 }
 
 // Governance is a channel's governance at the time of the change.
@@ -153,6 +165,9 @@ type Verdict struct {
 	Approvals int
 	// Overridden: an admin's override lifted a freeze or a closed window.
 	Overridden bool
+	// AllowedExpired: an admin's allow_expired let a move to an expired
+	// version through (the audit says so).
+	AllowedExpired bool
 	// Err is a Refuse's error: it wraps resolver.ErrScope, resolver.ErrFrozen or
 	// resolver.ErrWindowClosed and names the rule's particulars.
 	Err error
@@ -172,11 +187,17 @@ func Decide(c Change, p resolver.Principal, g Governance, now time.Time) Verdict
 	if c.Override && !p.Admin() {
 		return Verdict{Outcome: Refuse, Rule: RuleOverride, Err: fmt.Errorf("%w: override_freeze is an admin's: %s has no scope admin", resolver.ErrScope, p.Name)}
 	}
+	if c.AllowExpired && !p.Admin() {
+		return Verdict{Outcome: Refuse, Rule: RuleScope, Err: fmt.Errorf("%w: allow_expired is an admin's: %s has no scope admin", resolver.ErrScope, p.Name)}
+	}
 	if kind == kindSafety {
 		return Verdict{Outcome: Allow}
 	}
-	override := c.Override || c.Overridden
 	v := Verdict{Outcome: Allow}
+	if refused := expired(c, kind, &v); refused != nil {
+		return *refused
+	}
+	override := c.Override || c.Overridden
 	if kind == kindRequest {
 		// For later: the freeze and the windows of its time apply then.
 		g.Freeze, g.Windows = nil, nil

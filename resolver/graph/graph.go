@@ -75,6 +75,7 @@ func Of(snap *snapshot.Snapshot, channel, cluster string, active []string, now t
 			to[ri][k] = r.CoversTo(v)
 		}
 	}
+	risks, to = endOfLife(snap, a.Channel.Source, nodes, risks, from, to)
 	groups := map[string]int{}
 	var cover []int
 	ends := minorEnds(nodes)

@@ -53,6 +53,7 @@ type Decision struct {
 	// back so that the cluster is not moved down, held, or sent somewhere
 	// unservable; a stay never widens what others are served or counts.
 	Directed bool
+	Forced   string // ForcedExpired when it moves the cluster off an expired line
 }
 
 // ClusterAnswer is the one decision of which version a channel answers
@@ -71,6 +72,13 @@ func (s *Snapshot) ClusterAnswer(channel string, q Asker) (Decision, error) {
 	t, dest, directed, err := s.clusterAnswer(channel, q)
 	if err != nil || !q.HasReported {
 		return Decision{Tag: t, Directed: err == nil}, err
+	}
+	if f, held, ok := s.forcedExpired(channel, q); ok { // forced.go: a directed answer unless held
+		d := Decision{Tag: f, Held: held, Directed: held == ""}
+		if held == "" {
+			d.Forced = ForcedExpired
+		}
+		return d, nil
 	}
 	a := &s.answers[s.byChannel[channel]]
 	c := resolver.Compare(q.Reported, t.Version)

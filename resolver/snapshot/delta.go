@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // Delta is what changed since a snapshot was built: the parts a reload read
@@ -20,6 +21,9 @@ type Delta struct {
 	States map[string]catalog.ChannelState
 	// Channels, when non-nil, replaces the configured channels.
 	Channels []catalog.Channel
+	// Lifecycle, when non-nil, replaces every source's lifecycle policy
+	// (a configuration reload), by source name.
+	Lifecycle map[string]lifecycle.Policy
 }
 
 // Apply returns a new snapshot with d applied; s is not changed. Only the
@@ -54,6 +58,12 @@ func (s *Snapshot) Apply(d Delta, loadedAt time.Time) *Snapshot {
 		n.bySource[name] = idx
 		if changed == nil {
 			changed = make(map[string]bool, len(d.Sources))
+		}
+		changed[name] = true
+	}
+	for _, name := range n.classify(s.lines, changed, d.Lifecycle) {
+		if changed == nil {
+			changed = map[string]bool{}
 		}
 		changed[name] = true
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // Snapshot is an immutable, fully indexed view of every source, channel, pin
@@ -44,6 +45,7 @@ type Snapshot struct {
 	// serials[i] names the computation of answers[i]: Apply carries it
 	// with an answer it keeps (SameAnswer).
 	serials []uint64
+	lines   *lifecycle.Set // each source's lines classified at LoadedAt (lifecycle.go)
 }
 
 // sourceIndex is one source, indexed.
@@ -101,6 +103,7 @@ func newSnapshot(channels []catalog.Channel, data []catalog.SourceData, states m
 		s.sources = append(s.sources, idx)
 		s.bySource[idx.view.Source.Name] = idx
 	}
+	s.classify(nil, nil, nil)
 	s.answerChannels(channels, states, nil, true, nil)
 	return s
 }

@@ -33,6 +33,7 @@ func Register(e *echo.Echo, c *core.Server, ev *evidenceview.Reader) {
 	s.Get(e, "/api/v1/sources/:source/versions", s.listVersions)
 	s.Get(e, "/api/v1/sources/:source/versions/:version", s.getVersion)
 	s.Get(e, "/api/v1/sources/:source/unparsed", s.listUnparsed)
+	s.Get(e, "/api/v1/sources/:source/lifecycle", s.sourceLifecycle, s.DBDeadline)
 	s.Get(e, "/api/v1/resolve", s.resolve)
 	s.Get(e, "/api/v1/status", s.status, s.RequireRead())
 	s.registerWrites(e)

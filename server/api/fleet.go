@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // Fleet pages: 100 clusters unless asked, at most 1000.
@@ -63,16 +64,17 @@ func (s *API) fleetSummary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sum.Lifecycle = lineview.Summary(v, name, sum.Versions)
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, sum)
 }
 
 func (s *API) fleetClusters(c echo.Context) error {
-	v, name, err := s.fleetChannel(c)
+	v, name, versions, err := s.fleetFilter(c)
 	if err != nil {
 		return err
 	}
-	q := resolver.ClusterQuery{Channel: name, Limit: defaultFleetLimit, After: c.QueryParam("after"),
+	q := resolver.ClusterQuery{Channel: name, Versions: versions, Limit: defaultFleetLimit, After: c.QueryParam("after"),
 		Since: time.Now().Add(-s.FleetRec.ActiveWindow())}
 	if ver := c.QueryParam("version"); ver != "" {
 		// Records keep canonical versions; a tag asks for its version.
@@ -118,7 +120,7 @@ func clustersJSON(recs []resolver.ClusterRecord) []openapi.FleetCluster {
 		out[i] = openapi.FleetCluster{
 			ID: r.ID, Channel: r.Channel, Reported: core.StrOrNil(r.Reported), ReportedSince: openapi.TimeOrNil(r.ReportedSince),
 			Served: core.StrOrNil(r.Served), Directed: core.StrOrNil(r.Directed), FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(),
-			Enrolled: r.Enrolled,
+			Enrolled: r.Enrolled, Forced: r.Forced,
 		}
 	}
 	return out

@@ -64,9 +64,12 @@ func (s *API) scheduleChange(c echo.Context) error {
 	if err := s.checkChange(v, &sc, req.Version); err != nil {
 		return err
 	}
-	if _, err := s.decide(c, door.Schedule, e, false); err != nil {
+	verdict, err := s.decideDoor(c, door.Change{Door: door.Schedule, Channel: sc.Channel, Target: sc.Version,
+		TargetLine: v.Snap.TargetLine(sc.Channel, sc.Version), AllowExpired: req.AllowExpired}, e)
+	if err != nil {
 		return err
 	}
+	sc.Reason = withAllowExpired(sc.Reason, verdict)
 	return s.recordChange(c, e, sc)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 )
 
 // channelReleases answers Renovate's custom datasource format for the
@@ -33,6 +34,9 @@ func (s *API) channelReleases(c echo.Context) error {
 		if !vv.FirstSeen.IsZero() {
 			t := vv.FirstSeen.UTC()
 			r.ReleaseTimestamp = &t
+		}
+		if l := v.Snap.LineOf(e.Ans.Channel.Source, vv.Version); l != nil && l.Class == lifecycle.Expired {
+			r.IsDeprecated = true
 		}
 		out.Releases = append(out.Releases, r)
 	}

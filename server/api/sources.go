@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/lineview"
 )
 
 // Version lists change only when a scan lands (minutes apart), so a short
@@ -86,7 +87,9 @@ func (s *API) listVersions(c echo.Context) error {
 	}
 	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
-		out = append(out, core.VersionJSON(vv))
+		j := core.VersionJSON(vv)
+		j.Lifecycle = lineview.LineJSON(v.Snap.LineOf(source, vv.Version))
+		out = append(out, j)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
 	return c.JSON(http.StatusOK, out)
@@ -105,6 +108,7 @@ func (s *API) getVersion(c echo.Context) error {
 		return core.ParamIf("version", resolver.ErrNotFound, err)
 	}
 	j := core.VersionJSON(vv)
+	j.Lifecycle = lineview.LineJSON(v.Snap.LineOf(source, vv.Version))
 	if hs, ok := s.Opts.Store.(heldStore); ok {
 		// A yank's hold is in the database, not the snapshot; the version
 		// is still answered, without it, when the database is away.

@@ -60,10 +60,12 @@ func (s *API) pin(c echo.Context) error {
 	if err != nil {
 		return core.BadParam("version", err)
 	}
-	verdict, err := s.decide(c, door.Pin, e, req.OverrideFreeze)
+	verdict, err := s.decideDoor(c, door.Change{Door: door.Pin, Channel: ch.Name, Override: req.OverrideFreeze,
+		Target: change.Version, TargetLine: v.Snap.TargetLine(ch.Name, change.Version), AllowExpired: req.AllowExpired}, e)
 	if err != nil {
 		return err
 	}
+	req.Reason = withAllowExpired(req.Reason, verdict)
 	if verdict.Outcome == door.Pending {
 		return s.recordChange(c, e, resolver.ScheduledChange{Channel: ch.Name, Action: "pin", Version: change.Version,
 			Reason: req.Reason, Force: req.Force, Rollback: req.Rollback, Override: verdict.Overridden})

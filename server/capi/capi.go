@@ -18,10 +18,12 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 	"github.com/tidemark-dev/tidemark/server/core"
 )
@@ -147,11 +149,27 @@ func (h *Hooks) generateUpgradePlan(c echo.Context) error {
 		}
 		return h.answer(c, source, UpgradePlanResponse{Status: statusFailure, Message: err.Error()}, http.StatusOK)
 	}
+	if n := len(plan); n > 0 {
+		// Never start a cluster on a line that has ended (the target is
+		// the plan's last step).
+		if l := snap.LineOf(source, plan[n-1].Version); l != nil && l.Class == lifecycle.Expired {
+			return h.answer(c, source, UpgradePlanResponse{Status: statusFailure, Message: fmt.Sprintf("%s is expired: its line %s ended %s%s",
+				plan[n-1].Version, l.Line, l.End.UTC().Format(time.DateOnly), successorHint(l.Successor))}, http.StatusOK)
+		}
+	}
 	out := UpgradePlanResponse{Status: statusSuccess}
 	for _, t := range plan {
 		out.ControlPlaneUpgrades = append(out.ControlPlaneUpgrades, UpgradeStep{Version: t.Version.String()})
 	}
 	return h.answer(c, source, out, http.StatusOK)
+}
+
+// successorHint is "; move to <line>", or "" without a successor.
+func successorHint(line string) string {
+	if line == "" {
+		return ""
+	}
+	return "; move to " + line
 }
 
 func (h *Hooks) answer(c echo.Context, source string, r UpgradePlanResponse, code int) error {

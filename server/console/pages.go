@@ -123,6 +123,7 @@ type uiSourceBody struct {
 	Channels []string // the channels that follow this source
 	Gates    []string // the source's release gates, as a person reads them
 	Risks    []openapi.Risk
+	Timeline *uiTimeline // the source's lines; nil when it has none
 }
 
 type uiStreamCount struct {
@@ -292,7 +293,8 @@ func (s *Console) uiSource(c echo.Context) error {
 	if err != nil {
 		return s.uiError(c, core.ParamIf("source", resolver.ErrNotFound, err))
 	}
-	b := uiSourceBody{Source: core.SourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.Snap, name, core.BaseURL(s.Opts.ExternalURL, c.Request()))}
+	b := uiSourceBody{Source: core.SourceJSON(sv), Gates: gatesText(sv.Source.Gates), Risks: uiRisks(v.Snap, name, core.BaseURL(s.Opts.ExternalURL, c.Request())),
+		Timeline: s.timeline(c.Request().Context(), v, name, time.Now())}
 	stream := resolver.Testing // every version
 	if q := c.QueryParam("stream"); q != "" {
 		if stream, err = resolver.ParseStream(q); err != nil {

@@ -35,6 +35,7 @@ var errorTable = []problemKind{
 	{resolver.ErrScope, http.StatusForbidden, "scope"},
 	{resolver.ErrFrozen, http.StatusConflict, "freeze"},
 	{resolver.ErrWindowClosed, http.StatusConflict, "window"},
+	{resolver.ErrExpired, http.StatusUnprocessableEntity, "expired"},
 	{resolver.ErrState, http.StatusConflict, "state-conflict"},
 	{ErrEnrollment, http.StatusUnauthorized, "enrollment"},
 	{resolver.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},

@@ -2,6 +2,7 @@ package core
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
@@ -60,6 +61,7 @@ func channelJSONWith(e *Entry, now time.Time, cc *openapi.RolloutClusters) opena
 	case h != nil:
 		j.Held = &openapi.Held{Reason: h.Reason, Until: openapi.TimeOrNil(h.Until)}
 	}
+	e.lifecycleJSON(&j)
 	return j
 }
 
@@ -212,6 +214,9 @@ func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
 // riskURL is where a person reads about r: its own URL, else its API
 // resource (Cincinnati clients require one).
 func riskURL(r *catalog.Risk, base string) string {
+	if strings.HasPrefix(r.URL, "/") {
+		return base + r.URL // a page of this service's (EndOfLife: the source's lifecycle)
+	}
 	if r.URL != "" {
 		return r.URL
 	}

@@ -160,7 +160,13 @@ func ResolveQuery(v *View, q url.Values, base string) (openapi.ResolveAnswer, er
 	default:
 		return openapi.ResolveAnswer{}, fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
 	}
-	return resolveJSON(a, base), nil
+	j := resolveJSON(a, base)
+	if l := EndingLine(v.Snap.LineOf(a.Source, a.Current)); l != nil {
+		// What a cluster running current is told (the Warning header).
+		w := l.Warning(a.Current.String())
+		j.Warning = &w
+	}
+	return j, nil
 }
 
 // ParamIf names param in err when err is of kind sentinel: a not-found

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/rollouts"
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -50,6 +51,12 @@ type Entry struct {
 	counts *rollouts.Counts
 	// tufRev is each channel's published signed revision; nil: none.
 	tufRev func(channel string) (int64, bool)
+	// Line is the channel's version's line, Running (with RunningVersion)
+	// the asking cluster's, when deprecated or expired; Forced is
+	// snapshot.ForcedExpired when the answer moves the cluster off one.
+	Line, Running  *lifecycle.Line
+	RunningVersion string
+	Forced         string
 }
 
 // newView makes snap ready to serve. An entry of prev whose answer snap
@@ -67,6 +74,9 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		a := &answers[i]
 		e := newEntry(*a, externalURL)
 		e.counts, e.tufRev = counts, tufRev
+		if a.Tag != nil {
+			e.Line = EndingLine(snap.LineOf(a.Channel.Source, a.Tag.Version))
+		}
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)
 		}
@@ -238,10 +248,10 @@ func (e *Entry) ETagAt(now time.Time) string {
 func (e *Entry) etagWith(now time.Time, cc *openapi.RolloutClusters) string {
 	rv := e.Ans.Rollout
 	rev, signed := e.tufRevision()
-	if (rv == nil || rv.Baseline) && !signed {
+	if (rv == nil || rv.Baseline) && !signed && e.Line == nil && e.Running == nil {
 		return e.etag
 	}
-	tag := e.etag[:len(e.etag)-1]
+	tag := e.etag[:len(e.etag)-1] + e.lifecycleTag()
 	if rv != nil && !rv.Baseline {
 		p := rv.Progress(now)
 		tag += "-r" + strconv.FormatInt(rv.ID, 10) + "." + strconv.Itoa(p.Step) + "." + string(p.State)

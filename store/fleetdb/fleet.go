@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,16 +39,17 @@ const fleetChunk = 5000
 // chose, which a stay never changes.
 const fleetUpsert = `
 insert into fleet as f (channel, cluster, first_seen, last_seen, reported, reported_since, served, served_since,
-	directed, directed_since, evidence, enrolled)
+	directed, directed_since, evidence, enrolled, forced)
 select u.channel, u.cluster, u.first, u.at, u.reported, case when u.reported = '' then null else u.since end, u.served,
 	case when u.served = '' then null else u.at end, nullif(u.directed, ''),
-	case when u.directed = '' then null else u.at end, u.evidence, u.enrolled
+	case when u.directed = '' then null else u.at end, u.evidence, u.enrolled, u.forced
 from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::bool[], $8::text[],
-	$9::timestamptz[], $10::bool[])
-	as u(channel, cluster, at, reported, since, served, evidence, directed, first, enrolled)
+	$9::timestamptz[], $10::bool[], $11::text[])
+	as u(channel, cluster, at, reported, since, served, evidence, directed, first, enrolled, forced)
 on conflict (channel, cluster) do update set
 	evidence = excluded.evidence,
 	enrolled = excluded.enrolled,
+	forced = case when excluded.served = '' then f.forced else excluded.forced end,
 	first_seen = least(f.first_seen, excluded.first_seen),
 	last_seen = greatest(f.last_seen, excluded.last_seen),
 	reported = case when excluded.reported = '' then f.reported else excluded.reported end,
@@ -69,9 +71,9 @@ returning f.channel, f.cluster, f.reported, f.reported_since`
 
 // fleetCols is a batch of sightings as fleetUpsert's columns.
 type fleetCols struct {
-	channel, cluster, reported, served, directed []string
-	at, since, first                             []time.Time
-	evidence, enrolled                           []bool
+	channel, cluster, reported, served, directed, forced []string
+	at, since, first                                     []time.Time
+	evidence, enrolled                                   []bool
 }
 
 func (c *fleetCols) add(r resolver.Sighting) {
@@ -93,6 +95,7 @@ func (c *fleetCols) add(r resolver.Sighting) {
 	c.first = append(c.first, first)
 	c.evidence = append(c.evidence, !r.Outside)
 	c.enrolled = append(c.enrolled, r.Enrolled)
+	c.forced = append(c.forced, r.Forced)
 }
 
 // one is the batch's i-th sighting alone.
@@ -100,7 +103,7 @@ func (c *fleetCols) one(i int) fleetCols {
 	j := i + 1
 	return fleetCols{channel: c.channel[i:j], cluster: c.cluster[i:j], reported: c.reported[i:j], served: c.served[i:j],
 		directed: c.directed[i:j], at: c.at[i:j], since: c.since[i:j], first: c.first[i:j], evidence: c.evidence[i:j],
-		enrolled: c.enrolled[i:j]}
+		enrolled: c.enrolled[i:j], forced: c.forced[i:j]}
 }
 
 // RecordFleet writes sightings, at most one per (channel, cluster) (the
@@ -154,7 +157,7 @@ func (s *Fleet) recordChunk(ctx context.Context, c fleetCols) ([]resolver.Cluste
 	err := s.db.InTx(ctx, fmt.Sprintf("record %d fleet sightings", len(c.channel)), func(tx pgx.Tx) error {
 		out = out[:0]
 		res, err := tx.Query(ctx, fleetUpsert, c.channel, c.cluster, c.at, c.reported, c.since, c.served, c.evidence,
-			c.directed, c.first, c.enrolled)
+			c.directed, c.first, c.enrolled, c.forced)
 		if err != nil {
 			return err
 		}
@@ -178,12 +181,12 @@ func (s *Fleet) recordChunk(ctx context.Context, c fleetCols) ([]resolver.Cluste
 	return out, nil
 }
 
-const fleetColumns = `channel, cluster, reported, reported_since, served, coalesce(directed, ''), first_seen, last_seen, enrolled`
+const fleetColumns = `channel, cluster, reported, reported_since, served, coalesce(directed, ''), first_seen, last_seen, enrolled, forced`
 
 func scanCluster(row pgx.Row) (resolver.ClusterRecord, error) {
 	var c resolver.ClusterRecord
 	var since *time.Time
-	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.Directed, &c.FirstSeen, &c.LastSeen, &c.Enrolled)
+	err := row.Scan(&c.Channel, &c.ID, &c.Reported, &since, &c.Served, &c.Directed, &c.FirstSeen, &c.LastSeen, &c.Enrolled, &c.Forced)
 	if since != nil {
 		c.ReportedSince = *since
 	}
@@ -234,18 +237,38 @@ func (s *Fleet) FleetSummary(ctx context.Context, channel string, activeSince ti
 	return sum, err
 }
 
+// fleetPage is a page of one channel's clusters; fleetPageAll of every
+// channel's ($1, $2: the last cluster and channel of the previous page).
+const (
+	fleetPage = `select ` + fleetColumns + ` from fleet
+			where channel = $1 and cluster > $2
+				and ($3 = '' or reported = $3)
+				and (not $4 or last_seen < $5)
+				and ($7::text[] is null or reported = any($7))
+			order by cluster limit $6`
+	fleetPageAll = `select ` + fleetColumns + ` from fleet
+			where (cluster, channel) > ($1, $2)
+				and ($3 = '' or reported = $3)
+				and (not $4 or last_seen < $5)
+				and ($7::text[] is null or reported = any($7))
+			order by cluster, channel limit $6`
+)
+
 // FleetClusters is one page of a channel's clusters by ID; next is the last
 // ID when more may follow, "" at the end.
 func (s *Fleet) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (page []resolver.ClusterRecord, next string, err error) {
 	if q.Limit <= 0 {
 		return nil, "", fmt.Errorf("%w: fleet page limit %d", resolver.ErrInvalid, q.Limit)
 	}
+	query, after := fleetPage, []any{q.Channel, q.After}
+	if q.Channel == "" {
+		// Across channels a page ends at a (cluster, channel) pair: After
+		// is "cluster/channel" then ('/' is in neither).
+		cluster, channel, _ := strings.Cut(q.After, "/")
+		query, after = fleetPageAll, []any{cluster, channel}
+	}
 	err = s.db.InTxOpts(ctx, fmt.Sprintf("list fleet clusters of channel %q", q.Channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select `+fleetColumns+` from fleet
-			where channel = $1 and cluster > $2
-				and ($3 = '' or reported = $3)
-				and (not $4 or last_seen < $5)
-			order by cluster limit $6`, q.Channel, q.After, q.Version, q.Stale, q.Since, q.Limit+1)
+		rows, err := tx.Query(ctx, query, after[0], after[1], q.Version, q.Stale, q.Since, q.Limit+1, q.Versions)
 		if err != nil {
 			return err
 		}
@@ -258,6 +281,9 @@ func (s *Fleet) FleetClusters(ctx context.Context, q resolver.ClusterQuery) (pag
 	if len(page) > q.Limit {
 		page = page[:q.Limit]
 		next = page[len(page)-1].ID
+		if q.Channel == "" {
+			next += "/" + page[len(page)-1].Channel
+		}
 	}
 	return page, next, nil
 }

@@ -48,6 +48,8 @@ func main() {
 	flag.BoolVar(&verbose, "v", false, "print every round's result as it ends")
 	flag.StringVar(&channelserver, "channelserver", os.Getenv("CHANNELSERVER"), "rancher/channelserver binary to load side by side (env CHANNELSERVER)")
 	flag.IntVar(&clusters, "clusters", 10_000, "distinct cluster IDs the cluster targets rotate")
+	flag.BoolVar(&lifecycles, "lifecycle", false, "give the source a lifecycle: lines up to 1.30 expired, 1.31 deprecated, so most clusters "+
+		"report an ending version and get the Warning (the classification is per line, computed once per snapshot)")
 	flag.BoolVar(&forwarded, "forwarded", false, "each cluster asks from its own X-Forwarded-For address behind a trusted loopback proxy, "+
 		"with the shipped admission limits (max_clusters raised to fit): what recording costs at full speed (issue 31)")
 	flag.BoolVar(&database, "database", false, "write the fleet's records to a Postgres database made beside DATABASE_URL's (scripts/with-pg) "+

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/lifecycle"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
@@ -20,6 +21,9 @@ func buildSnapshot() (*snapshot.Snapshot, int, error) {
 		return nil, 0, err
 	}
 	src := catalog.Source{Name: "k3s", Image: "docker.io/rancher/k3s-upgrade", Parser: p}
+	if lifecycles {
+		src.Lifecycle = benchLifecycle(time.Now())
+	}
 	var names []string
 	for minor := 16; minor <= 34; minor++ {
 		for patch := 0; patch <= 20; patch++ {
@@ -68,4 +72,16 @@ func buildSnapshot() (*snapshot.Snapshot, int, error) {
 		})
 	}
 	return snapshot.New(channels, []catalog.SourceData{sd}, nil, now), len(names), nil
+}
+
+// benchLifecycle ends every line up to 1.30 yesterday and 1.31 in a month
+// (deprecated 60 days before): of the clusters the bench rotates
+// (v1.16..v1.33), five in six get a Warning with their answer.
+func benchLifecycle(now time.Time) lifecycle.Policy {
+	p := lifecycle.Policy{DeprecateBefore: 60 * 24 * time.Hour, End: map[string]time.Time{}}
+	for minor := 16; minor <= 30; minor++ {
+		p.End[lifecycle.Name(1, minor)] = now.Add(-24 * time.Hour)
+	}
+	p.End["1.31"] = now.Add(30 * 24 * time.Hour)
+	return p
 }

@@ -144,6 +144,7 @@ var (
 	clusters      int
 	forwarded     bool
 	database      bool
+	lifecycles    bool
 )
 
 // wrkCPUs, when set, keeps the load generator off the servers' CPUs, so

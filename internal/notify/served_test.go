@@ -1,4 +1,4 @@
-package announce
+package notify
 
 import (
 	"testing"
@@ -9,34 +9,29 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/testutil"
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
+	"github.com/tidemark-dev/tidemark/resolver/resolvertest"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
-var testTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+var testTime = time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
 
-// sourceData classifies tags as the indexer would and blocks versions.
-func sourceData(t *testing.T, name string, p *resolver.Parser, tags []string, blocked ...string) catalog.SourceData {
-	t.Helper()
-	src := catalog.Source{Name: name, Image: "registry.example/" + name, Parser: p}
-	d := catalog.SourceData{Source: src}
-	for _, tag := range tags {
-		c := src.Classify(tag)
-		c.Present, c.FirstSeen, c.LastSeen = true, resolver.InstantOf(testTime), resolver.InstantOf(testTime)
-		d.Tags = append(d.Tags, c)
-	}
-	for _, v := range blocked {
-		d.Blocks = append(d.Blocks, catalog.Block{Source: name, Version: v, Reason: "bad " + v, BlockedBy: "test", BlockedAt: testTime})
-	}
-	return d
-}
-
-func mustParser(t *testing.T, scheme resolver.Scheme, build string) *resolver.Parser {
+func mustParser(t testing.TB, scheme resolver.Scheme, build string) *resolver.Parser {
 	t.Helper()
 	p, err := resolver.NewParser(scheme, build)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sourceData is name's tags as indexed, with blocked versions blocked.
+func sourceData(t testing.TB, name string, p *resolver.Parser, tags []string, blocked ...string) catalog.SourceData {
+	t.Helper()
+	d := resolvertest.SourceData(catalog.Source{Name: name, Image: "registry.example/" + name, Parser: p}, tags, nil, testTime)
+	for _, v := range blocked {
+		d.Blocks = append(d.Blocks, catalog.Block{Source: name, Version: v, Reason: "bad " + v, BlockedBy: "test", BlockedAt: testTime})
+	}
+	return d
 }
 
 func TestServedChangesLeavesPinsToTheirOwnEvents(t *testing.T) {
@@ -55,17 +50,17 @@ func TestServedChangesLeavesPinsToTheirOwnEvents(t *testing.T) {
 	states2 := map[string]catalog.ChannelState{"held": states["held"], "pinned": {Pin: "v1.33.6+k3s1", Revision: 1}}
 	after := snapshot.New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, states2, testTime)
 	want := []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "latest", Source: "k3s", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"}}
-	if d := cmp.Diff(want, ServedChanges(before, after)); d != "" {
+	if d := cmp.Diff(want, servedChanges(before, after)); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 
 	// Blocking the newest moves the followers back.
 	blocked := snapshot.New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"}, "v1.33.6+k3s1")}, states2, testTime)
-	got := ServedChanges(after, blocked)
+	got := servedChanges(after, blocked)
 	if len(got) != 2 || got[0].Channel != "latest" || got[0].To != "v1.33.5+k3s1" || got[1].Channel != "pinned" || got[1].To != "" {
 		t.Errorf("after a block: %+v, want latest back to v1.33.5+k3s1 and pinned to nothing", got)
 	}
-	if ServedChanges(nil, after) != nil {
+	if servedChanges(nil, after) != nil {
 		t.Error("the first snapshot reports changes")
 	}
 }
@@ -82,12 +77,12 @@ func TestServedSinceBringsTheAnnouncedUpToDate(t *testing.T) {
 	snap := snapshot.New(channels, []catalog.SourceData{sourceData(t, "k3s", p, []string{"v1.33.5-k3s1", "v1.33.6-k3s1"})}, nil, testTime)
 	recorded := map[string]string{"announced": "v1.33.6+k3s1", "empty": ""}
 	want := []resolver.Event{{Type: resolver.EventChannelChanged, Channel: "latest", Source: "k3s", From: "", To: "v1.33.6+k3s1"}}
-	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+	if d := cmp.Diff(want, servedSince(recorded, snap)); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 	recorded["latest"] = "v1.33.5+k3s1"
 	want[0].From = "v1.33.5+k3s1"
-	if d := cmp.Diff(want, ServedSince(recorded, snap)); d != "" {
+	if d := cmp.Diff(want, servedSince(recorded, snap)); d != "" {
 		t.Errorf("after an older announcement (-want +got):\n%s", d)
 	}
 }
@@ -110,10 +105,10 @@ func TestServedChangesAfterAReloadOfOneSource(t *testing.T) {
 		{Type: resolver.EventChannelChanged, Channel: "b", Source: "b", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"},
 		{Type: resolver.EventChannelChanged, Channel: "b-too", Source: "b", From: "v1.33.5+k3s1", To: "v1.33.6+k3s1"},
 	}
-	if d := cmp.Diff(want, ServedChanges(before, after)); d != "" {
+	if d := cmp.Diff(want, servedChanges(before, after)); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
-	if got := ServedChanges(after, after.Apply(snapshot.Delta{States: map[string]catalog.ChannelState{}}, testTime)); len(got) != 0 {
+	if got := servedChanges(after, after.Apply(snapshot.Delta{States: map[string]catalog.ChannelState{}}, testTime)); len(got) != 0 {
 		t.Errorf("a reload that changed nothing served: %+v", got)
 	}
 }

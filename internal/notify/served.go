@@ -1,35 +1,35 @@
-// Package announce says which channels moved between two snapshots, or
-// since what was last announced, as channel.changed events: what the
-// notifier sends. Pure: no I/O.
-package announce
+package notify
 
 import (
 	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
 
-// ServedChanges lists the channels whose served version differs between
+// servedChanges lists the channels whose served version differs between
 // prev and next, as channel.changed events (Actor and Reason unset). A
 // channel new in next, or gone from it, is a configuration change, not a
 // move, and is left out; so is one whose pin changed (its revision moved),
 // since the pin's own transaction recorded that event.
-func ServedChanges(prev, next *snapshot.Snapshot) []resolver.Event {
+func servedChanges(prev, next *snapshot.Snapshot) []resolver.Event {
 	if prev == nil || next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for k, a := range next.Channels() {
+	answers, before := next.Channels(), prev.Channels()
+	for k := range answers {
 		if next.SameAnswerAt(prev, k) {
 			continue // carried: it serves what it served (every reload, most channels)
 		}
-		b, err := prev.Channel(a.Channel.Name)
-		if err != nil {
+		a := &answers[k]
+		i, ok := prev.ChannelIndex(a.Channel.Name)
+		if !ok {
 			continue
 		}
+		b := &before[i]
 		if b.State.Revision != a.State.Revision || b.Channel.Source != a.Channel.Source {
 			continue
 		}
-		from, to := servedVersion(&b), servedVersion(&a)
+		from, to := servedVersion(b), servedVersion(a)
 		if from == to {
 			continue
 		}
@@ -38,17 +38,19 @@ func ServedChanges(prev, next *snapshot.Snapshot) []resolver.Event {
 	return out
 }
 
-// ServedSince lists the channel.changed events that bring recorded (each
+// servedSince lists the channel.changed events that bring recorded (each
 // channel's last announced version, from the outbox) up to date with next:
 // one for every channel whose served version differs. A channel never
 // announced counts as having served nothing.
-func ServedSince(recorded map[string]string, next *snapshot.Snapshot) []resolver.Event {
+func servedSince(recorded map[string]string, next *snapshot.Snapshot) []resolver.Event {
 	if next == nil {
 		return nil
 	}
 	var out []resolver.Event
-	for _, a := range next.Channels() {
-		from, to := recorded[a.Channel.Name], servedVersion(&a)
+	answers := next.Channels()
+	for i := range answers {
+		a := &answers[i]
+		from, to := recorded[a.Channel.Name], servedVersion(a)
 		if from == to {
 			continue
 		}
