@@ -16,7 +16,7 @@ import (
 	"github.com/tidemark-dev/tidemark/openapi"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
-	"github.com/tidemark-dev/tidemark/server/core"
+	"github.com/tidemark-dev/tidemark/server/graphcache"
 )
 
 // cvoGraph is the graph as the cluster-version-operator decodes it
@@ -164,7 +164,7 @@ func TestGraphConformsToTheCVOClient(t *testing.T) {
 		if strings.HasPrefix(n.Version, "v") || !strings.Contains(n.Image, "@sha256:") || !strings.HasPrefix(n.Image, "docker.io/rancher/k3s-upgrade@") {
 			t.Errorf("node %+v: want a version without v and a digest payload", n)
 		}
-		if n.Metadata[core.GraphChannelsKey] != "k3s-released" {
+		if n.Metadata[graphcache.GraphChannelsKey] != "k3s-released" {
 			t.Errorf("node %s metadata %v", n.Version, n.Metadata)
 		}
 		if n.Version == "1.32.10+k3s1" {

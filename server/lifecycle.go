@@ -20,7 +20,7 @@ func (s *Server) LineClusters(ctx context.Context, source, line string) (int, er
 // itself when that version's line is supported (or unknown), else a copy
 // that carries it (the Warning, running). One map lookup on the way.
 func withRunning(v *core.View, e *core.Entry, reported resolver.Version) *core.Entry {
-	l := core.EndingLine(v.Snap.LineOf(e.Ans.Channel.Source, reported))
+	l := core.EndingLine(v.Snap.Lines().LineOf(e.Ans.Channel.Source, reported))
 	if l == nil {
 		return e
 	}

@@ -48,7 +48,7 @@ func (s *Store) pinTx(ctx context.Context, tx pgx.Tx, c resolver.ChannelChange) 
 		err := tx.QueryRow(ctx, `select reason from blocks where source = $1 and version = $2`, c.Source, c.Version).Scan(&reason)
 		switch {
 		case err == nil:
-			return catalog.ChannelState{}, snapshot.BlockedError(c.Source, c.Version, reason)
+			return catalog.ChannelState{}, resolver.BlockedError(c.Source, c.Version, reason)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return catalog.ChannelState{}, err
 		}

@@ -20,7 +20,7 @@ const EndOfLife = "EndOfLife"
 func endOfLife(snap *snapshot.Snapshot, source string, nodes []resolver.VersionView, risks []*catalog.Risk, from [][]int, to [][]bool) ([]*catalog.Risk, [][]bool) {
 	byLine := map[string]int{} // line -> index in risks
 	for k := range nodes {
-		l := snap.LineOf(source, nodes[k].Version)
+		l := snap.Lines().LineOf(source, nodes[k].Version)
 		if l == nil || l.Class != lifecycle.Expired {
 			continue
 		}

@@ -25,7 +25,7 @@ func (s *Snapshot) forcedExpired(channel string, q Asker) (t resolver.Tag, held 
 		return resolver.Tag{}, "", false
 	}
 	a, f := &s.answers[i], s.filters[i]
-	l := s.LineOf(a.Channel.Source, q.Reported)
+	l := s.lines.LineOf(a.Channel.Source, q.Reported)
 	if l == nil || l.Class != lifecycle.Expired || l.Successor == "" {
 		return resolver.Tag{}, "", false
 	}

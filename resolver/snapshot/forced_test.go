@@ -73,7 +73,7 @@ func TestADatePassingReclassifiesAndReanswers(t *testing.T) {
 		t.Fatalf("LifecycleNext %s, want %s", next, end)
 	}
 	line := func(s *Snapshot) lifecycle.Classification {
-		l := s.LineOf("k3s-upgrade", resolver.Version{Major: 1, Minor: 35})
+		l := s.lines.LineOf("k3s-upgrade", resolver.Version{Major: 1, Minor: 35})
 		return l.Class
 	}
 	before := s.Apply(Delta{}, end.Add(-time.Minute))

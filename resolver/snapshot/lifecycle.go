@@ -22,18 +22,12 @@ func (s *Snapshot) classify(prev *lifecycle.Set, changed map[string]bool, polici
 // Lines is every source's lines as classified when s was built.
 func (s *Snapshot) Lines() *lifecycle.Set { return s.lines }
 
-// LineOf is the line of v in source; nil when the source or line is unknown.
-func (s *Snapshot) LineOf(source string, v resolver.Version) *lifecycle.Line {
-	return s.lines.LineOf(source, v)
-}
-
 // TargetLine is the line of version (canonical or tag) on channel's
 // source, for the one decision (door.Change.TargetLine); nil when unknown.
 func (s *Snapshot) TargetLine(channel, version string) *lifecycle.Line {
-	if i, ok := s.byChannel[channel]; ok {
-		if v, err := s.Version(s.answers[i].Channel.Source, version); err == nil {
-			return s.LineOf(s.answers[i].Channel.Source, v.Version)
-		}
+	a, err := s.Channel(channel)
+	if v, verr := s.Version(a.Channel.Source, version); err == nil && verr == nil {
+		return s.lines.LineOf(a.Channel.Source, v.Version)
 	}
 	return nil
 }

@@ -12,31 +12,7 @@ import (
 // the server binds a request, asks for a plan here, hands the plan to the
 // store and encodes the answer. The store re-checks what another replica
 // could have changed meanwhile (a block) inside its transaction, with the
-// same rule and message (BlockedError).
-
-// BlockedError is why a blocked version cannot be pinned. A block is a
-// statement about the image itself (broken, vulnerable); force is about
-// channel policy, so the stronger statement wins: unblock first.
-func BlockedError(source, version, reason string) error {
-	if reason == "" {
-		reason = "no reason given"
-	}
-	return fmt.Errorf("%w: %s of %q is blocked (%s); unblock it first", resolver.ErrUnprocessable, version, source, reason)
-}
-
-// GatedError is why a version held by release gates cannot be pinned,
-// naming the gates. force overrides a soak (a person decides the version
-// has aged enough), never an incomplete or unsigned image: onlySoak says
-// whether force would pass.
-func GatedError(channel, version string, st *resolver.GateState) error {
-	held := st.Held()
-	hint := `; force overrides only "soak"`
-	if len(held) == 1 && held[0] == "soak" {
-		hint = `; to pin it anyway, send "force": true (tidemark promote --force)`
-	}
-	return fmt.Errorf("%w: pin %q: %s is held by release gate %s (%s)%s", resolver.ErrUnprocessable, channel, version,
-		strings.Join(held, " and "), st.Reason(), hint)
-}
+// same rule and message (resolver.BlockedError).
 
 // PlanPin decides a pin of channel to version (canonical or tag). The
 // version must be indexed, not blocked and not held by its platform or
@@ -60,15 +36,15 @@ func (s *Snapshot) PlanPin(channel, version string, force bool) (resolver.Channe
 		return resolver.ChannelChange{}, err
 	}
 	if v.Blocked {
-		return resolver.ChannelChange{}, BlockedError(ch.Source, v.Version.String(), v.BlockReason())
+		return resolver.ChannelChange{}, resolver.BlockedError(ch.Source, v.Version.String(), v.BlockReason())
 	}
 	if f := s.filters[s.byChannel[channel]]; !f.Servable(&v) && (!force || v.RegistryHeld) {
 		if v.GatesUnchecked && v.RegistryHeld {
 			return resolver.ChannelChange{}, fmt.Errorf("%w: pin %q: %s is held until its release gates are checked (%s not checked yet for digest %s; "+
 				"the indexer checks them within seconds of a start, scan or push); retry shortly", ErrGatesPending, ch.Name, v.Version,
-				strings.Join(registryGates(f.Gates(&v)), " and "), v.Digest)
+				strings.Join(resolver.RegistryGates(f.Gates(&v)), " and "), v.Digest)
 		}
-		return resolver.ChannelChange{}, GatedError(ch.Name, v.Version.String(), f.Gates(&v))
+		return resolver.ChannelChange{}, resolver.GatedError(ch.Name, v.Version.String(), f.Gates(&v))
 	}
 	if !force {
 		if _, err := s.Eligible(channel, version); err != nil {
@@ -119,14 +95,3 @@ func Served(a ChannelAnswer) string {
 // registry gates have not been checked yet: the server may check them
 // then and plan again.
 var ErrGatesPending = fmt.Errorf("%w: release gates pending", resolver.ErrUnprocessable)
-
-// registryGates names the registry gates (platforms, signature) in st.
-func registryGates(st *resolver.GateState) []string {
-	var out []string
-	for _, g := range st.Held() {
-		if g != "soak" {
-			out = append(out, g)
-		}
-	}
-	return out
-}

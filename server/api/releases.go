@@ -35,7 +35,7 @@ func (s *API) channelReleases(c echo.Context) error {
 			t := vv.FirstSeen.UTC()
 			r.ReleaseTimestamp = &t
 		}
-		if l := v.Snap.LineOf(e.Ans.Channel.Source, vv.Version); l != nil && l.Class == lifecycle.Expired {
+		if l := v.Snap.Lines().LineOf(e.Ans.Channel.Source, vv.Version); l != nil && l.Class == lifecycle.Expired {
 			r.IsDeprecated = true
 		}
 		out.Releases = append(out.Releases, r)

@@ -88,7 +88,7 @@ func (s *API) listVersions(c echo.Context) error {
 	out := make([]openapi.Version, 0, len(vs))
 	for _, vv := range vs {
 		j := core.VersionJSON(vv)
-		j.Lifecycle = lineview.LineJSON(v.Snap.LineOf(source, vv.Version))
+		j.Lifecycle = lineview.LineJSON(v.Snap.Lines().LineOf(source, vv.Version))
 		out = append(out, j)
 	}
 	c.Response().Header().Set("Cache-Control", listCacheControl)
@@ -108,7 +108,7 @@ func (s *API) getVersion(c echo.Context) error {
 		return core.ParamIf("version", resolver.ErrNotFound, err)
 	}
 	j := core.VersionJSON(vv)
-	j.Lifecycle = lineview.LineJSON(v.Snap.LineOf(source, vv.Version))
+	j.Lifecycle = lineview.LineJSON(v.Snap.Lines().LineOf(source, vv.Version))
 	if hs, ok := s.Opts.Store.(heldStore); ok {
 		// A yank's hold is in the database, not the snapshot; the version
 		// is still answered, without it, when the database is away.

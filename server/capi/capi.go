@@ -152,7 +152,7 @@ func (h *Hooks) generateUpgradePlan(c echo.Context) error {
 	if n := len(plan); n > 0 {
 		// Never start a cluster on a line that has ended (the target is
 		// the plan's last step).
-		if l := snap.LineOf(source, plan[n-1].Version); l != nil && l.Class == lifecycle.Expired {
+		if l := snap.Lines().LineOf(source, plan[n-1].Version); l != nil && l.Class == lifecycle.Expired {
 			return h.answer(c, source, UpgradePlanResponse{Status: statusFailure, Message: fmt.Sprintf("%s is expired: its line %s ended %s%s",
 				plan[n-1].Version, l.Line, l.End.UTC().Format(time.DateOnly), successorHint(l.Successor))}, http.StatusOK)
 		}

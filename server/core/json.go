@@ -1,8 +1,7 @@
 package core
 
 import (
-	"net/url"
-	"strings"
+	"github.com/tidemark-dev/tidemark/server/graphcache"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
@@ -139,7 +138,7 @@ func resolveJSON(a snapshot.Answer, base string) openapi.ResolveAnswer {
 		Risks:     make([]openapi.ResolveRisk, len(a.Risks)),
 	}
 	for i, h := range a.Risks {
-		j.Risks[i] = openapi.ResolveRisk{To: h.To.Version.String(), Name: h.Risk.Name, Message: h.Risk.Message, URL: riskURL(h.Risk, base), Accepted: h.Accepted}
+		j.Risks[i] = openapi.ResolveRisk{To: h.To.Version.String(), Name: h.Risk.Name, Message: h.Risk.Message, URL: graphcache.RiskURL(h.Risk, base), Accepted: h.Accepted}
 	}
 	if a.Target != nil {
 		j.Target = StrOrNil(a.Target.Version.String())
@@ -211,23 +210,11 @@ func countsJSON(cs []resolver.VersionCount) []openapi.VersionCount {
 	return out
 }
 
-// riskURL is where a person reads about r: its own URL, else its API
-// resource (Cincinnati clients require one).
-func riskURL(r *catalog.Risk, base string) string {
-	if strings.HasPrefix(r.URL, "/") {
-		return base + r.URL // a page of this service's (EndOfLife: the source's lifecycle)
-	}
-	if r.URL != "" {
-		return r.URL
-	}
-	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
-}
-
 func RiskJSON(r *catalog.Risk, base string) openapi.Risk {
 	clusters := r.Clusters
 	if clusters == nil {
 		clusters = []string{}
 	}
-	return openapi.Risk{Source: r.Source, Name: r.Name, Message: r.Message, URL: riskURL(r, base),
+	return openapi.Risk{Source: r.Source, Name: r.Name, Message: r.Message, URL: graphcache.RiskURL(r, base),
 		From: r.From, To: r.To, Clusters: clusters, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }

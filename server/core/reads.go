@@ -161,7 +161,7 @@ func ResolveQuery(v *View, q url.Values, base string) (openapi.ResolveAnswer, er
 		return openapi.ResolveAnswer{}, fmt.Errorf("resolve %s from %q: %w", query.Source, query.Current, err)
 	}
 	j := resolveJSON(a, base)
-	if l := EndingLine(v.Snap.LineOf(a.Source, a.Current)); l != nil {
+	if l := EndingLine(v.Snap.Lines().LineOf(a.Source, a.Current)); l != nil {
 		// What a cluster running current is told (the Warning header).
 		w := l.Warning(a.Current.String())
 		j.Warning = &w

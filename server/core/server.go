@@ -295,7 +295,7 @@ func (s *Server) Update(ctx context.Context, cs snapshot.Changes) error {
 func (s *Server) swapped(prev, next *snapshot.Snapshot) {
 	v := newView(next, s.Cur.Load(), s.Opts.ExternalURL, s.Opts.Rollouts.Counts, s.Opts.TUFRevision)
 	if s.FleetRec != nil {
-		v.Graphs.active = s.FleetRec.ActiveServed
+		v.Graphs.Active = s.FleetRec.ActiveServed
 	}
 	s.Cur.Store(v)
 	s.Metrics.observeSnapshot(prev, next)

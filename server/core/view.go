@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/tidemark-dev/tidemark/server/graphcache"
 	"html"
 	"net/http"
 	"strconv"
@@ -21,7 +22,7 @@ type View struct {
 	Snap *snapshot.Snapshot
 	List []*Entry // configuration order: List[i] answers Snap.Channels()[i]
 	// Graphs memoizes the encoded update graphs of this snapshot.
-	Graphs *graphCache
+	Graphs *graphcache.Cache
 }
 
 // Entry is one channel's answer, ready to send.
@@ -65,7 +66,7 @@ type Entry struct {
 // externalURL and counts are the server's, the same for every view.
 func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *rollouts.Counts, tufRev func(string) (int64, bool)) *View {
 	answers := snap.Channels()
-	v := &View{Graphs: &graphCache{}, Snap: snap, List: make([]*Entry, len(answers))}
+	v := &View{Graphs: &graphcache.Cache{}, Snap: snap, List: make([]*Entry, len(answers))}
 	for i := range answers {
 		if prev != nil && snap.SameAnswerAt(prev.Snap, i) {
 			v.List[i] = prev.List[i]
@@ -75,7 +76,7 @@ func newView(snap *snapshot.Snapshot, prev *View, externalURL string, counts *ro
 		e := newEntry(*a, externalURL)
 		e.counts, e.tufRev = counts, tufRev
 		if a.Tag != nil {
-			e.Line = EndingLine(snap.LineOf(a.Channel.Source, a.Tag.Version))
+			e.Line = EndingLine(snap.Lines().LineOf(a.Channel.Source, a.Tag.Version))
 		}
 		if a.Channel.Stepwise && a.Tag != nil {
 			e.steps = stepEntries(snap, e, externalURL)

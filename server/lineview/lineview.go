@@ -113,7 +113,7 @@ func Summary(v *core.View, channel string, counts []openapi.VersionCount) openap
 	for _, c := range counts {
 		class := lifecycle.Supported
 		if rv, ok := v.Snap.Reported(channel, c.Version); ok && e != nil {
-			if l := v.Snap.LineOf(e.Ans.Channel.Source, rv); l != nil {
+			if l := v.Snap.Lines().LineOf(e.Ans.Channel.Source, rv); l != nil {
 				class = l.Class
 			}
 		}

@@ -1,14 +1,19 @@
-package core
+// Package graphcache keeps a view's encoded update graphs (the Cincinnati
+// graph of each channel): built once per snapshot and served as bytes.
+package graphcache
 
 import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/graph"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -17,34 +22,34 @@ import (
 // OpenShift Update Service spells it.
 const GraphChannelsKey = "io.openshift.upgrades.graph.release.channels"
 
-// graphCache keeps a view's encoded graphs: every cluster asking a channel
+// Cache keeps a view's encoded graphs: every cluster asking a channel
 // without cluster-limited risks gets the same bytes, built once per
 // snapshot. Keys are channel, the risks that apply (as their names) and
 // the base URL risk links use; at most maxCachedGraphs are kept.
-type graphCache struct {
+type Cache struct {
 	mu sync.Mutex
 	m  map[string]*cachedGraph
 	// plain are the graphs every cluster sees (no cluster-limited risk),
 	// by channel, for the console's drawing.
 	plain map[string]*graph.Graph
-	// active is the fleet's versions per channel and their generation
+	// Active is the fleet's versions per channel and their generation
 	// (the served set keeps them); nil: none. Keys carry the generation.
-	active func(channel string) ([]string, uint64)
+	Active func(channel string) ([]string, uint64)
 }
 
 // activeOf is channel's fleet versions and a key part naming their
 // generation.
-func (gc *graphCache) activeOf(channel string) ([]string, string) {
-	if gc.active == nil {
+func (gc *Cache) activeOf(channel string) ([]string, string) {
+	if gc.Active == nil {
 		return nil, "0"
 	}
-	vs, gen := gc.active(channel)
+	vs, gen := gc.Active(channel)
 	return vs, strconv.FormatUint(gen, 10)
 }
 
 // Graph is channel's graph as a cluster without an ID sees it, computed
 // once per snapshot (a channel of 10,000 versions takes ~100 ms).
-func (gc *graphCache) Graph(snap *snapshot.Snapshot, channel string) (*graph.Graph, error) {
+func (gc *Cache) Graph(snap *snapshot.Snapshot, channel string) (*graph.Graph, error) {
 	active, gen := gc.activeOf(channel)
 	key := channel + "\x00" + gen
 	gc.mu.Lock()
@@ -86,7 +91,7 @@ func (g *cachedGraph) gzipped() []byte {
 
 const maxCachedGraphs = 64
 
-func (gc *graphCache) Get(snap *snapshot.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
+func (gc *Cache) Get(snap *snapshot.Snapshot, channel, id, base string, gz bool) ([]byte, error) {
 	active, gen := gc.activeOf(channel)
 	key := channel + "\x00" + base + "\x00" + gen + "\x00" + appliedRisks(snap, channel, id)
 	gc.mu.Lock()
@@ -157,10 +162,22 @@ func graphJSON(g *graph.Graph, base string) openapi.CincinnatiGraph {
 			j.Edges[k] = openapi.CincinnatiEdge{From: out.Nodes[e[0]].Version, To: out.Nodes[e[1]].Version}
 		}
 		for _, r := range ce.Risks {
-			j.Risks = append(j.Risks, openapi.CincinnatiRisk{URL: riskURL(r, base), Name: r.Name, Message: r.Message,
+			j.Risks = append(j.Risks, openapi.CincinnatiRisk{URL: RiskURL(r, base), Name: r.Name, Message: r.Message,
 				MatchingRules: []openapi.CincinnatiMatchingRule{{Type: "Always"}}})
 		}
 		out.ConditionalEdges[i] = j
 	}
 	return out
+}
+
+// RiskURL is where a person reads about r: its own URL, else its API
+// resource (Cincinnati clients require one).
+func RiskURL(r *catalog.Risk, base string) string {
+	if strings.HasPrefix(r.URL, "/") {
+		return base + r.URL // a page of this service's (EndOfLife: the source's lifecycle)
+	}
+	if r.URL != "" {
+		return r.URL
+	}
+	return base + "/api/v1/sources/" + url.PathEscape(r.Source) + "/risks/" + url.PathEscape(r.Name)
 }
