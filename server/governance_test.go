@@ -240,6 +240,12 @@ func TestApprovals(t *testing.T) {
 	if i < 0 || events[i].Actor != "ci-promote" || !strings.Contains(events[i].Reason, "approved by root, release-lead") {
 		t.Errorf("audit: %+v", events)
 	}
+	// History calls the request what it was: one waiting for approvals.
+	if !slices.ContainsFunc(events, func(e resolver.AuditEvent) bool {
+		return e.Action == "change-request" && strings.Contains(e.Reason, "needs 2 approvals")
+	}) || slices.ContainsFunc(events, func(e resolver.AuditEvent) bool { return e.Action == "change-schedule" }) {
+		t.Errorf("history of a change that waited for approvals: %+v, want change-request, no change-schedule", events)
+	}
 	// Rejected: nothing changes, and a decided change cannot be cancelled.
 	_, body = send(t, http.MethodDelete, ts.URL+"/api/v1/channels/v1.33/pin", env.tokens["ci-promote"], "")
 	un := decodeChange(t, body)

@@ -69,11 +69,11 @@ func (s *Store) ScheduleChange(ctx context.Context, c resolver.ScheduledChange) 
 		if err != nil {
 			return err
 		}
-		typ, why := resolver.EventChangeScheduled, "at "+c.At.UTC().Format(time.RFC3339)
+		action, typ, why := "change-schedule", resolver.EventChangeScheduled, "at "+c.At.UTC().Format(time.RFC3339)
 		if c.State == resolver.ChangePending {
-			typ, why = resolver.EventChangePending, fmt.Sprintf("needs %d approvals", c.ApprovalsNeeded)
+			action, typ, why = "change-request", resolver.EventChangePending, fmt.Sprintf("needs %d approvals", c.ApprovalsNeeded)
 		}
-		return changeEvent(ctx, tx, &c, "change-schedule", typ, c.RequestedBy, strings.TrimSpace(why+" "+c.Reason))
+		return changeEvent(ctx, tx, &c, action, typ, c.RequestedBy, strings.TrimSpace(why+" "+c.Reason))
 	})
 	return c, err
 }
