@@ -1,8 +1,14 @@
 package benchkit
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/store/storetest"
 )
 
 func TestMetric(t *testing.T) {
@@ -24,5 +30,55 @@ func TestPeakRSSOfThisProcess(t *testing.T) {
 	}
 	if rss := PeakRSS(-1); rss != 0 {
 		t.Errorf("PeakRSS of no process = %d, want 0", rss)
+	}
+}
+
+func TestProcessCPUCountsWork(t *testing.T) {
+	before, self := ProcessCPU(0), ProcessCPU(os.Getpid())
+	x := 0
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+		x++
+	}
+	if d := ProcessCPU(0) - before; d < 20*time.Millisecond {
+		t.Errorf("this process's CPU grew by %s over 100 ms of work (x %d), want at least 20 ms", d, x)
+	}
+	if d := ProcessCPU(os.Getpid()) - self; d < 20*time.Millisecond {
+		t.Errorf("/proc/<pid>/stat's CPU grew by %s over 100 ms of work, want at least 20 ms", d)
+	}
+	if ProcessCPU(-1) != 0 {
+		t.Errorf("ProcessCPU of no process is not 0")
+	}
+}
+
+func TestPostgresCPUCountsABackendsWork(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.AdminURL(t)
+	read, err := PostgresCPU(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	if err := conn.QueryRow(ctx, `select sum(g) from generate_series(1, 3000000) g`).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	during := read() - before
+	conn.Close(ctx)
+	// Once the backend has ended and been reaped, its time is still there,
+	// in the postmaster's children's time.
+	time.Sleep(200 * time.Millisecond)
+	after := read() - before
+	if during < 50*time.Millisecond || after < during {
+		t.Errorf("the cluster's CPU grew by %s during a 3M-row sum and %s after its backend ended, want >= 50 ms and not less after", during, after)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	if m, lo, hi := Spread([]float64{3, 1, 2, 10}); m != 2.5 || lo != 1 || hi != 10 {
+		t.Errorf("Spread = %v %v %v, want 2.5 1 10", m, lo, hi)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,7 +82,7 @@ func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pa
 		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s) did not start", mode)
 	}
 	base := strings.TrimSpace(line)
-	cpu0 := procCPU(cmd.Process.Pid)
+	cpu0 := benchkit.ProcessCPU(cmd.Process.Pid)
 	n, err := paced(ctx, base, rate, d)
 	if err != nil {
 		return pacedResult{}, nil, err
@@ -93,22 +92,8 @@ func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pa
 	if err := json.NewDecoder(out).Decode(&batches); err != nil {
 		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s): %w", mode, err)
 	}
-	cpu := procCPU(cmd.Process.Pid) - cpu0
+	cpu := benchkit.ProcessCPU(cmd.Process.Pid) - cpu0
 	return pacedResult{requests: n, cpuPerReq: cpu / time.Duration(n)}, batches, nil
-}
-
-// procCPU is a process's user and system time, every thread's, ended ones
-// included (Linux, clock ticks of 10 ms: a 10 s round's ~0.9 s is ~90).
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // paced asks the channel URL rate times a second for d, on schedule, each
