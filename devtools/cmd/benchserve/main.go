@@ -233,6 +233,9 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	for _, r := range results {
 		fmt.Printf("%-42s %12.0f %10s %10s %8d %9s\n", r.name, r.rps, r.p50, r.p99, r.errors, r.cpu.Round(100*time.Nanosecond))
 	}
+	if rounds > 1 {
+		printSpreads(targets, perRound)
+	}
 	get := func(key string) result { return results[at(key)] }
 	missed, missed31 := false, false
 	if has("clusters") && has("floor-clusters") {
