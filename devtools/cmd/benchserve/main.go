@@ -333,7 +333,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		fmt.Printf("the same in CPU a request (the second's over the first's; the process's, both servers in it):\n")
 		within(func(num, den result) float64 { return float64(den.cpu) / float64(num.cpu) }, false)
 	}
-	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
+	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB, the warm-up's garbage included; %s\n", peakRSS()>>20, liveHeap())
 	written := true
 	if timed != nil {
 		// Dropped records are counted by the server, which stops next;

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -423,3 +425,15 @@ func printSpreads(targets []target, perRound [][]result) {
 
 // ms is a duration in nanoseconds as milliseconds.
 func ms(ns float64) string { return fmt.Sprintf("%.2fms", ns/1e6) }
+
+// liveHeap collects and says what stays: the heap the servers hold (the
+// snapshot, the fleet's clusters) and the RSS after the collection, which
+// a server at its steady rate settles near, against the peak that the
+// in-process warm-up's garbage sets.
+func liveHeap() string {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return fmt.Sprintf("after a collection: live heap %d MB, RSS %d MB", m.HeapAlloc>>20, benchkit.RSS(os.Getpid())>>20)
+}
