@@ -34,16 +34,18 @@ func TestPeakRSSOfThisProcess(t *testing.T) {
 }
 
 func TestProcessCPUCountsWork(t *testing.T) {
+	// Work until getrusage has counted 100 ms of it (however long the
+	// machine's load makes that take), then /proc must have counted it too,
+	// in its 10 ms ticks.
 	before, self := ProcessCPU(0), ProcessCPU(os.Getpid())
 	x := 0
-	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
-		x++
+	for deadline := time.Now().Add(time.Minute); ProcessCPU(0)-before < 100*time.Millisecond; x++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("getrusage counted %s of a minute's work (x %d)", ProcessCPU(0)-before, x)
+		}
 	}
-	if d := ProcessCPU(0) - before; d < 20*time.Millisecond {
-		t.Errorf("this process's CPU grew by %s over 100 ms of work (x %d), want at least 20 ms", d, x)
-	}
-	if d := ProcessCPU(os.Getpid()) - self; d < 20*time.Millisecond {
-		t.Errorf("/proc/<pid>/stat's CPU grew by %s over 100 ms of work, want at least 20 ms", d)
+	if d := ProcessCPU(os.Getpid()) - self; d < 80*time.Millisecond {
+		t.Errorf("/proc/<pid>/stat counted %s of the 100 ms getrusage did, want at least 80 ms", d)
 	}
 	if ProcessCPU(-1) != 0 {
 		t.Errorf("ProcessCPU of no process is not 0")
