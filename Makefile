@@ -126,7 +126,8 @@ kube-shapes:
 clean:
 	rm -rf bin tmp dist
 
-# wrk against a channel URL and a bare 302 handler (the floor), side by side.
+# wrk against a channel URL and a bare 302 handler (the floor), side by side:
+# requests/s, p99 and CPU an answer over interleaved rounds, with spreads.
 .PHONY: bench-serve
 bench-serve:
 	scripts/bench-serve
@@ -179,7 +180,7 @@ bench-far:
 	scripts/bench-index -rtt 100ms -rate 100 -concurrency 16
 
 # A million fleet records: the fleet summary's latency and what recording
-# ~1,100 requests a second costs.
+# ~1,100 requests a second costs, in the replica's CPU and Postgres's.
 .PHONY: bench-fleet
 bench-fleet:
 	scripts/bench-fleet

@@ -92,6 +92,63 @@ func BenchmarkFleetRedirect(b *testing.B) {
 	}
 }
 
+// BenchmarkFloorRedirect is the floor the channel answer is measured
+// against: a bare net/http handler answering a fixed 302, no access log,
+// no metrics, through the same recorder as the other benchmarks here.
+func BenchmarkFloorRedirect(b *testing.B) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://github.com/k3s-io/k3s/releases/tag/v1.33.6+k3s2", http.StatusFound)
+	})
+	bench302(b, h, httptest.NewRequest(http.MethodGet, "/v1-release/channels/v1.33", nil))
+}
+
+// BenchmarkClusterRedirect is the recorded cluster answer: a channel URL
+// asked by 10,000 clusters in turn from loopback, each naming itself
+// (X-SUC-Cluster-ID) and its version (X-SUC-Latest-Version), through the
+// fleet recorder with its batches thrown away. Every cluster asks once
+// before the loop, as a fleet polling at its steady rate is known.
+func BenchmarkClusterRedirect(b *testing.B) {
+	const clusters = 10_000
+	snap := k3sSnapshot(b)
+	s, err := New(Options{
+		ExternalURL: "https://tidemark.example.com",
+		Log:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Load:        func(context.Context) (*snapshot.Snapshot, error) { return snap, nil },
+		Fleet:       fleet.Options{Store: discardFleet{}, NewClustersPerMinute: 1 << 30, MaxClusters: 1 << 30},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { s.Fleet().Run(ctx, func(string, ...any) {}); close(ran) }()
+	defer func() { cancel(); <-ran }()
+	reqs := make([]*http.Request, clusters)
+	for i := range reqs {
+		r := httptest.NewRequest(http.MethodGet, "/v1-release/channels/v1.33", nil)
+		r.Header.Set("X-SUC-Cluster-ID", "bench-cluster-"+strconv.Itoa(i))
+		r.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.%d-k3s1", 16+i%18, i%3*5))
+		reqs[i] = r
+	}
+	h := s.Handler()
+	for _, r := range reqs {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, reqs[i%clusters])
+		if w.Code != http.StatusFound {
+			b.Fatalf("status %d", w.Code)
+		}
+		i++
+	}
+}
+
 // discardFleet takes every batch at once and throws it away.
 type discardFleet struct{ fleet.Store }
 

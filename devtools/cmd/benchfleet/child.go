@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,8 +53,10 @@ func child(ctx context.Context, record bool) error {
 }
 
 // pacedChild starts a child replica, asks its channel URL rate times a
-// second for d, and returns the child's CPU per request and its batches.
-func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pacedResult, []int, error) {
+// second for d, and returns the child's CPU per request and its batches;
+// with pg (the Postgres cluster's CPU so far) Postgres's CPU per request in
+// the same span, the child's ending and its backends' included.
+func pacedChild(ctx context.Context, record bool, rate int, d time.Duration, pg func() time.Duration) (pacedResult, []int, error) {
 	mode := "off"
 	if record {
 		mode = "on"
@@ -83,8 +85,14 @@ func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pa
 		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s) did not start", mode)
 	}
 	base := strings.TrimSpace(line)
-	cpu0 := procCPU(cmd.Process.Pid)
-	n, err := paced(ctx, base, rate, d)
+	cpu0 := benchkit.ProcessCPU(cmd.Process.Pid)
+	var pg0 time.Duration
+	if pg != nil {
+		pg0 = pg()
+	}
+	start := time.Now()
+	n, lat, err := paced(ctx, base, rate, d)
+	wall := time.Since(start)
 	if err != nil {
 		return pacedResult{}, nil, err
 	}
@@ -93,27 +101,24 @@ func pacedChild(ctx context.Context, record bool, rate int, d time.Duration) (pa
 	if err := json.NewDecoder(out).Decode(&batches); err != nil {
 		return pacedResult{}, nil, fmt.Errorf("replica process (recording %s): %w", mode, err)
 	}
-	cpu := procCPU(cmd.Process.Pid) - cpu0
-	return pacedResult{requests: n, cpuPerReq: cpu / time.Duration(n)}, batches, nil
-}
-
-// procCPU is a process's user and system time, every thread's, ended ones
-// included (Linux, clock ticks of 10 ms: a 10 s round's ~0.9 s is ~90).
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	cpu := benchkit.ProcessCPU(cmd.Process.Pid) - cpu0
+	r := pacedResult{requests: n, cpuPerReq: cpu / time.Duration(n), rps: float64(n) / wall.Seconds()}
+	slices.Sort(lat)
+	r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	if pg != nil {
+		// The child's backends end with it; the postmaster reaps them
+		// within milliseconds and keeps their time.
+		_ = cmd.Wait()
+		time.Sleep(200 * time.Millisecond)
+		r.pgPerReq = (pg() - pg0) / time.Duration(n)
 	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return r, batches, nil
 }
 
 // paced asks the channel URL rate times a second for d, on schedule, each
-// request from one of a million cluster IDs; it returns how many it sent.
-func paced(ctx context.Context, base string, rate int, d time.Duration) (int, error) {
+// request from one of a million cluster IDs; it returns how many it sent
+// and each one's latency.
+func paced(ctx context.Context, base string, rate int, d time.Duration) (int, []time.Duration, error) {
 	client := &http.Client{
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -123,23 +128,28 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, er
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed error
+	var lat []time.Duration
 	for range 16 {
 		wg.Go(func() {
 			for i := range work {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 				req.Header.Set("X-SUC-Cluster-ID", fmt.Sprintf("cluster-%d", i%1_000_000+1))
 				req.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
-				if err := benchkit.Found(client, req); err != nil {
-					mu.Lock()
+				start := time.Now()
+				err := benchkit.Found(client, req)
+				took := time.Since(start)
+				mu.Lock()
+				lat = append(lat, took)
+				if err != nil {
 					failed = err
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		})
 	}
 	total := pace(d, rate, work)
 	wg.Wait()
-	return total, failed
+	return total, lat, failed
 }
 
 // pace sends 0, 1, ... to work at rate a second for d, then closes work;

@@ -117,16 +117,20 @@ func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds i
 	// One phase's CPU moves by 10-20% from run to run on a shared machine
 	// (scheduler wake-ups, the collector): rounds interleave the two modes
 	// and the median of each counts.
+	pg, err := benchkit.PostgresCPU(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return fmt.Errorf("the Postgres cluster's CPU: %w", err)
+	}
 	var offs, ons []pacedResult
 	var batches []int
 	var writes []time.Duration
 	smallest := -1 // the smallest batch of any round but its first and last
 	for range max(rounds, 1) {
-		off, _, err := pacedChild(ctx, false, rate, d)
+		off, _, err := pacedChild(ctx, false, rate, d, pg)
 		if err != nil {
 			return err
 		}
-		on, b, err := pacedChild(ctx, true, rate, d)
+		on, b, err := pacedChild(ctx, true, rate, d, pg)
 		if err != nil {
 			return err
 		}
@@ -147,6 +151,7 @@ func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds i
 	row("  plan of the kept counts", "", plan)
 	row("server CPU per request, recording off", us(off.cpuPerReq), fmt.Sprintf("median of %s; %d requests in %s (%.0f/s) a round, a replica process of its own", cpuText(offs), off.requests, d, float64(off.requests)/d.Seconds()))
 	row("server CPU per request, recording on", us(on.cpuPerReq), fmt.Sprintf("%+.1f%% (goal <= 10%%); median of %s; Postgres's CPU not included", 100*(on.cpuPerReq.Seconds()/off.cpuPerReq.Seconds()-1), cpuText(ons)))
+	costRows(row, offs, ons)
 	row("rows per fleet statement", batchText(batches), fmt.Sprintf("%d in every round's full seconds (its first and last flush are partial); goal >= 500 rows a statement", smallest))
 	if len(writes) > 0 {
 		row("  one statement's write, p50 / max", ms(writes[len(writes)/2])+" / "+ms(writes[len(writes)-1]), "upsert and the kept counts (migration 008)")
@@ -280,7 +285,10 @@ func timeSummaries(ctx context.Context, base, token string, n int) (stats, strin
 
 type pacedResult struct {
 	requests  int
-	cpuPerReq time.Duration
+	cpuPerReq time.Duration // the replica's
+	pgPerReq  time.Duration // the Postgres cluster's, every process of it
+	rps       float64       // requests answered a second, paced
+	p99       time.Duration // the channel URL's
 }
 
 // countingFleet records the size of every batch the flusher writes.

@@ -50,7 +50,7 @@ func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
 		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	cpu0 := procCPU(cmd.Process.Pid)
+	cpu0 := benchkit.ProcessCPU(cmd.Process.Pid)
 
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
@@ -81,7 +81,7 @@ func runMillion(ctx context.Context, records, rate int, d time.Duration) error {
 	if purge.err != nil {
 		return fmt.Errorf("purge during the load: %w", purge.err)
 	}
-	cpu := procCPU(cmd.Process.Pid) - cpu0
+	cpu := benchkit.ProcessCPU(cmd.Process.Pid) - cpu0
 	rss := benchkit.PeakRSS(cmd.Process.Pid)
 	summary, _, err := timeSummaries(ctx, base, token, 20)
 	if err != nil {

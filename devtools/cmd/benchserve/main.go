@@ -235,6 +235,9 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 	for _, r := range results {
 		fmt.Printf("%-42s %12.0f %10s %10s %8d %9s\n", r.name, r.rps, r.p50, r.p99, r.errors, r.cpu.Round(100*time.Nanosecond))
 	}
+	if rounds > 1 {
+		printSpreads(targets, perRound)
+	}
 	get := func(key string) result { return results[at(key)] }
 	missed, missed31 := false, false
 	if has("clusters") && has("floor-clusters") {
@@ -332,7 +335,7 @@ func run(wrk string, d time.Duration, conns, threads int) error {
 		fmt.Printf("the same in CPU a request (the second's over the first's; the process's, both servers in it):\n")
 		within(func(num, den result) float64 { return float64(den.cpu) / float64(num.cpu) }, false)
 	}
-	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB\n", peakRSS()>>20)
+	fmt.Printf("peak RSS of the process (servers, no wrk): %d MB, the warm-up's garbage included; %s\n", peakRSS()>>20, liveHeap())
 	written := true
 	if timed != nil {
 		// Dropped records are counted by the server, which stops next;

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,14 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/tidemark-dev/tidemark/devtools/benchkit"
 	"github.com/tidemark-dev/tidemark/resolver"
 )
 
@@ -37,10 +38,10 @@ type target struct {
 }
 
 func (t target) run(wrk string, d time.Duration, conns, threads int) (result, error) {
-	before := processCPU(t.pid)
+	before := benchkit.ProcessCPU(t.pid)
 	r, err := t.load(wrk, d, conns, threads)
 	if err == nil && r.requests > 0 {
-		r.cpu = (processCPU(t.pid) - before) / time.Duration(r.requests)
+		r.cpu = (benchkit.ProcessCPU(t.pid) - before) / time.Duration(r.requests)
 	}
 	return r, err
 }
@@ -399,27 +400,41 @@ func peakRSS() int64 {
 	return 0
 }
 
-// processCPU is the user and system CPU time so far of process pid, or of
-// this one when pid is 0.
-func processCPU(pid int) time.Duration {
-	if pid == 0 {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			return 0
+// printSpreads prints each target's requests/s, p99 and CPU an answer over
+// the rounds: their median and, in brackets, the lowest and highest round.
+// A difference between two targets smaller than their spreads is the
+// machine's, not theirs.
+func printSpreads(targets []target, perRound [][]result) {
+	fmt.Printf("\nover the %d rounds, median [lowest-highest]; CPU an answer is the server process's utime+stime over wrk's answers:\n", len(perRound))
+	fmt.Printf("%-42s %22s %26s %24s\n", "target", "requests/s", "p99", "CPU/answer")
+	for i, t := range targets {
+		var rps, p99, cpu []float64
+		for _, round := range perRound {
+			rps = append(rps, round[i].rps)
+			p99 = append(p99, float64(round[i].p99))
+			cpu = append(cpu, float64(round[i].cpu))
 		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		m, lo, hi := benchkit.Spread(rps)
+		rpsText := fmt.Sprintf("%.0f [%.0f-%.0f]", m, lo, hi)
+		m, lo, hi = benchkit.Spread(p99)
+		p99Text := fmt.Sprintf("%s [%s-%s]", ms(m), ms(lo), ms(hi))
+		m, lo, hi = benchkit.Spread(cpu)
+		cpuText := fmt.Sprintf("%.1f [%.1f-%.1f] µs", m/1e3, lo/1e3, hi/1e3)
+		fmt.Printf("%-42s %22s %26s %24s\n", t.name, rpsText, p99Text, cpuText)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// utime and stime are fields 14 and 15, in clock ticks (USER_HZ, 100
-	// on Linux), counted after the command name's closing parenthesis.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// ms is a duration in nanoseconds as milliseconds.
+func ms(ns float64) string { return fmt.Sprintf("%.2fms", ns/1e6) }
+
+// liveHeap collects and says what stays: the heap the servers hold (the
+// snapshot, the fleet's clusters) and the RSS after the collection, which
+// a server at its steady rate settles near, against the peak that the
+// in-process warm-up's garbage sets.
+func liveHeap() string {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return fmt.Sprintf("after a collection: live heap %d MB, RSS %d MB", m.HeapAlloc>>20, benchkit.RSS(os.Getpid())>>20)
 }
