@@ -23,35 +23,55 @@ func TestServeHintsWorkAsPasted(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(e2eConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_LISTEN": ":" + port}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	logs := &testutil.LockedBuffer{}
-	go func() {
-		done <- Main(ctx, []string{"serve", "--no-index", "--hints", "--config", cfgPath}, strings.NewReader(""), logs, logs, func(k string) string { return env[k] })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop")
-		}
-	})
 	tokenCmd := regexp.MustCompile(`(?m)^    export TIDEMARK_TOKEN=\$\(DATABASE_URL='([^']+)' (\S+) (token create --name dev-\d+ --scope promote)\)$`)
-	deadline := time.Now().Add(15 * time.Second)
-	for !tokenCmd.MatchString(logs.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no token command in serve's output:\n%s", logs.String())
+	// The port is free when picked, but another test's outgoing connection
+	// may take it before serve binds it: then serve says the address is in
+	// use and exits, and the test picks again (at most three times).
+	var port string
+	var logs *testutil.LockedBuffer
+	for try := 0; ; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		_, port, _ = net.SplitHostPort(ln.Addr().String())
+		ln.Close()
+		env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_LISTEN": ":" + port}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		logs = &testutil.LockedBuffer{}
+		go func() {
+			done <- Main(ctx, []string{"serve", "--no-index", "--hints", "--config", cfgPath}, strings.NewReader(""), logs, logs, func(k string) string { return env[k] })
+		}()
+		exited := false
+		deadline := time.Now().Add(15 * time.Second)
+		for !tokenCmd.MatchString(logs.String()) && !exited {
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("no token command in serve's output:\n%s", logs.String())
+			}
+			select {
+			case <-done:
+				exited = true
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if exited {
+			cancel()
+			if try < 2 && strings.Contains(logs.String(), "is in use") {
+				continue
+			}
+			t.Fatalf("serve exited before printing its hints:\n%s", logs.String())
+		}
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Error("serve did not stop")
+			}
+		})
+		break
 	}
 	out := logs.String()
 	for _, want := range []string{
