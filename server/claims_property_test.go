@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 )
 
@@ -34,7 +35,11 @@ type claimWorld struct {
 func newClaimWorld(t *testing.T) *claimWorld {
 	t.Helper()
 	env := newPGEnv(t, Options{})
-	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: k3sChannels(),
+	// "staged" rolls out each change (a pin starts a rollout): half its
+	// clusters stay on the rollout's from for the test's length.
+	chs := append(k3sChannels(), catalog.Channel{Name: "staged", Source: "k3s", Stream: resolver.Released,
+		Rollout: &resolver.RolloutPolicy{Steps: []int{50, 100}, Interval: time.Hour}})
+	srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: chs,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Fleet: fleet.Options{Store: env.st, FlushEvery: 50 * time.Millisecond, NewClustersPerMinute: 100_000,
 			EvidenceNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
@@ -104,8 +109,8 @@ func (w *claimWorld) served(t *testing.T, channels []string) (sets, active map[s
 	return out, active
 }
 
-// TestNoReportChangesWhatOthersAreServed: for random sequences of pins,
-// blocks and unblocks, polls of well-behaved clusters (each reports what
+// TestNoReportChangesWhatOthersAreServed: for random sequences of pins
+// (on a rollout channel, each starts a rollout), blocks and unblocks, polls of well-behaved clusters (each reports what
 // it was last answered) and reports of any version under any new cluster
 // ID, after every step each channel's served set's fleet part is exactly
 // the versions last directed (answered without "held") to active
@@ -116,7 +121,7 @@ func (w *claimWorld) served(t *testing.T, channels []string) (sets, active map[s
 func TestNoReportChangesWhatOthersAreServed(t *testing.T) {
 	hostile, calm := newClaimWorld(t), newClaimWorld(t)
 	worlds := []*claimWorld{hostile, calm}
-	channels := []string{"v1.33", "k3s-released"}
+	channels := []string{"v1.33", "k3s-released", "staged"}
 	versions := []string{"v1.32.9-k3s1", "v1.32.10-k3s1", "v1.33.4-k3s1", "v1.33.5-k3s1", "v1.33.6-k3s1", "v1.33.6-k3s2",
 		"v1.34.0-k3s1", "v1.34.2-k3s2", "v1.34.3-rc1-k3s1", "v9.9.9", "nonsense"}
 	rng := rand.New(rand.NewPCG(51, 19))
