@@ -109,6 +109,9 @@ type EvidenceRow struct {
 type ToldMark struct {
 	Channel, Version string
 	At               time.Time
+	// Answer: Version is the channel's answer to a request that reports
+	// nothing (not a rollout's to).
+	Answer bool
 }
 
 // EvidenceTold is when a channel first and last told a version.

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark-dev/tidemark/internal/fleet"
 	"github.com/tidemark-dev/tidemark/internal/promotion"
 	"github.com/tidemark-dev/tidemark/openapi"
+	"github.com/tidemark-dev/tidemark/resolver"
 	"github.com/tidemark-dev/tidemark/resolver/catalog"
 	"github.com/tidemark-dev/tidemark/resolver/snapshot"
 )
@@ -209,5 +210,47 @@ func TestAReportStartsNoSoak(t *testing.T) {
 	}
 	if st, _ := loop.StatusOf("stable-33"); !strings.HasPrefix(st.Why, "v1.33.6+k3s2 has not been told") {
 		t.Errorf("stable-33 right after the unpin: %+v, want to wait for a cluster to be told", st)
+	}
+}
+
+// TestAConfigurationChangeStartsTheSoakWhenItLands: a channel whose
+// configured latest: moves (a SIGHUP, no pin) is told the new version
+// from the first round that sees it, not from when that version was
+// indexed long before, so a promotion from it waits out its soak.
+func TestAConfigurationChangeStartsTheSoakWhenItLands(t *testing.T) {
+	env := newPGEnv(t, Options{})
+	serving := func(latest string) *Server {
+		t.Helper()
+		chs := append(k3sChannels(), catalog.Channel{Name: "cfg", Source: "k3s", Stream: resolver.Released, Latest: latest})
+		srv, err := New(Options{Store: env.st, Data: env.st, Sources: []catalog.Source{env.src}, Channels: chs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	before, after := serving("v1.33.5+k3s1"), serving("v1.33.6+k3s2")
+	cur := before
+	loop, err := promotion.New(promotion.Options{Store: env.st, Snapshot: func() *snapshot.Snapshot { return cur.Cur.Load().Snap }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop.Round(context.Background())
+	time.Sleep(1100 * time.Millisecond)
+	cur = after // the configuration was reloaded
+	reloaded := time.Now().Truncate(time.Second)
+	loop.Round(context.Background())
+	_, told, err := env.st.EvidenceCounts(context.Background(), time.Now().Add(-time.Hour), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := told[resolver.ChannelVersion{Channel: "cfg", Version: "v1.33.6+k3s2"}]
+	if got.First.Before(reloaded) {
+		t.Errorf("cfg first told v1.33.6+k3s2 at %v, before its configuration named it (%v)", got.First, reloaded)
+	}
+	if first := told[resolver.ChannelVersion{Channel: "cfg", Version: "v1.33.5+k3s1"}].First; first.IsZero() || !first.Before(reloaded) {
+		t.Errorf("cfg first told v1.33.5+k3s1 at %v, want before the reload", first)
 	}
 }

@@ -81,6 +81,10 @@ type Loop struct {
 	m      *passMetrics
 	status atomic.Pointer[map[string]Status]
 	med    map[resolver.ChannelVersion]median // the pass's adoption medians; Round's goroutine only
+	// answered is each channel's answer to a request reporting nothing
+	// as of the last round (at lastRound); Round's goroutine only.
+	answered  map[string]string
+	lastRound time.Time
 }
 
 // New makes the loop; an error only when its metrics are already
@@ -132,7 +136,7 @@ func (l *Loop) Round(ctx context.Context) {
 		return
 	}
 	now := l.o.Now()
-	if err := l.o.Store.MarkTold(ctx, promote.ToldMarks(snap, now), now); err != nil && ctx.Err() == nil {
+	if err := l.o.Store.MarkTold(ctx, l.toldMarks(snap, now), now); err != nil && ctx.Err() == nil {
 		l.o.Log.Warn("recording what channels answer failed; evidence keeps the earlier times", "err", err)
 	}
 	by, err := l.pass(ctx, snap, now)
@@ -323,4 +327,26 @@ func waiting(c resolver.ScheduledChange) string {
 		word = "approval"
 	}
 	return fmt.Sprintf("change %d waits for %d %s", c.ID, c.ApprovalsNeeded, word)
+}
+
+// toldMarks is promote.ToldMarks, with one correction the snapshot cannot
+// make: a channel whose answer changed since the last round by a change
+// that left no later time of its own (a configuration reload: no pin, no
+// newly indexed version) became that answer since then, not when the
+// version was indexed; it is marked told now, at most one round late
+// (never earlier than it was).
+func (l *Loop) toldMarks(snap *snapshot.Snapshot, now time.Time) []resolver.ToldMark {
+	marks := promote.ToldMarks(snap, now)
+	answered := make(map[string]string, len(marks))
+	for i, m := range marks {
+		if !m.Answer {
+			continue
+		}
+		answered[m.Channel] = m.Version
+		if prev, ok := l.answered[m.Channel]; ok && prev != m.Version && m.At.Before(l.lastRound) {
+			marks[i].At = now
+		}
+	}
+	l.answered, l.lastRound = answered, now
+	return marks
 }

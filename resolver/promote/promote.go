@@ -92,7 +92,7 @@ func ToldMarks(s *snapshot.Snapshot, now time.Time) []resolver.ToldMark {
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
-		out = append(out, resolver.ToldMark{Channel: a.Channel.Name, Version: v, At: at})
+		out = append(out, resolver.ToldMark{Channel: a.Channel.Name, Version: v, At: at, Answer: true})
 	}
 	return out
 }
