@@ -76,20 +76,7 @@ func BenchmarkFleetRedirect(b *testing.B) {
 		r.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256))
 		reqs[i] = r
 	}
-	h := s.Handler()
-	for _, r := range reqs {
-		h.ServeHTTP(httptest.NewRecorder(), r)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, reqs[i%clusters])
-		if w.Code != http.StatusFound {
-			b.Fatalf("status %d", w.Code)
-		}
-		i++
-	}
+	benchRedirects(b, s.Handler(), reqs)
 }
 
 // BenchmarkFloorRedirect is the floor the channel answer is measured
@@ -133,20 +120,7 @@ func BenchmarkClusterRedirect(b *testing.B) {
 		r.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.%d-k3s1", 16+i%18, i%3*5))
 		reqs[i] = r
 	}
-	h := s.Handler()
-	for _, r := range reqs {
-		h.ServeHTTP(httptest.NewRecorder(), r)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, reqs[i%clusters])
-		if w.Code != http.StatusFound {
-			b.Fatalf("status %d", w.Code)
-		}
-		i++
-	}
+	benchRedirects(b, s.Handler(), reqs)
 }
 
 // discardFleet takes every batch at once and throws it away.
@@ -183,5 +157,24 @@ func bench302(b *testing.B, h http.Handler, req *http.Request) {
 		if w.Code != http.StatusFound {
 			b.Fatalf("status %d", w.Code)
 		}
+	}
+}
+
+// benchRedirects asks h each of reqs once (each cluster is then known),
+// then in turn for the benchmark's loop, each answer a 302.
+func benchRedirects(b *testing.B, h http.Handler, reqs []*http.Request) {
+	b.Helper()
+	for _, r := range reqs {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, reqs[i%len(reqs)])
+		if w.Code != http.StatusFound {
+			b.Fatalf("status %d", w.Code)
+		}
+		i++
 	}
 }

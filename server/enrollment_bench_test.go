@@ -64,18 +64,5 @@ func BenchmarkEnrolledRedirect(b *testing.B) {
 		r.Header.Set("X-SUC-Latest-Version", "v1.33.4-k3s1")
 		reqs[i] = r
 	}
-	h := s.Handler()
-	for _, r := range reqs {
-		h.ServeHTTP(httptest.NewRecorder(), r)
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, reqs[i%clusters])
-		if w.Code != http.StatusFound {
-			b.Fatalf("status %d", w.Code)
-		}
-		i++
-	}
+	benchRedirects(b, s.Handler(), reqs)
 }
