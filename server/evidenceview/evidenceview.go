@@ -33,9 +33,15 @@ type Store interface {
 
 // Reader reads evidence through its cache.
 type Reader struct {
-	s  *core.Server
-	mu sync.Mutex
-	m  map[string]cached
+	s     *core.Server
+	mu    sync.Mutex
+	m     map[string]cached
+	holds map[string]cachedHolds // by source, reused like evidence
+}
+
+type cachedHolds struct {
+	at    time.Time
+	holds map[string]string
 }
 
 type cached struct {
@@ -44,7 +50,35 @@ type cached struct {
 }
 
 // New is a reader for s's fleet store.
-func New(s *core.Server) *Reader { return &Reader{s: s, m: map[string]cached{}} }
+func New(s *core.Server) *Reader {
+	return &Reader{s: s, m: map[string]cached{}, holds: map[string]cachedHolds{}}
+}
+
+// heldOn is source's evidence holds (version -> reason), read at most
+// every Every per source however often a channel list asks.
+func (r *Reader) heldOn(ctx context.Context, source string) map[string]string {
+	hs, ok := r.s.Opts.Fleet.Store.(interface {
+		VersionHolds(ctx context.Context, source string) (map[string]string, error)
+	})
+	if !ok {
+		return nil
+	}
+	now := time.Now()
+	r.mu.Lock()
+	c, ok := r.holds[source]
+	r.mu.Unlock()
+	if ok && now.Sub(c.at) < Every {
+		return c.holds
+	}
+	holds, err := hs.VersionHolds(ctx, source)
+	if err != nil {
+		return nil
+	}
+	r.mu.Lock()
+	r.holds[source] = cachedHolds{at: now, holds: holds}
+	r.mu.Unlock()
+	return holds
+}
 
 func (r *Reader) store() (Store, error) {
 	es, ok := r.s.Opts.Fleet.Store.(Store)
@@ -129,12 +163,8 @@ func (r *Reader) Promotion(ctx context.Context, v *core.View, e *core.Entry) (ta
 	if target == "" || why != "" || promote.Current(v.Snap, e.Ans.Channel.Name, target) {
 		return target, why, false
 	}
-	if hs, ok := r.s.Opts.Fleet.Store.(interface {
-		VersionHolds(ctx context.Context, source string) (map[string]string, error)
-	}); ok {
-		if holds, err := hs.VersionHolds(ctx, e.Ans.Channel.Source); err == nil && holds[target] != "" {
-			return target, fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", target, holds[target]), false
-		}
+	if why := r.heldOn(ctx, e.Ans.Channel.Source)[target]; why != "" {
+		return target, fmt.Sprintf("%s is held on evidence (%s): an admin lifts it", target, why), false
 	}
 	list, err := r.Of(ctx, p.From)
 	if err != nil {
