@@ -289,6 +289,9 @@ type pacedResult struct {
 	pgPerReq  time.Duration // the Postgres cluster's, every process of it
 	rps       float64       // requests answered a second, paced
 	p99       time.Duration // the channel URL's
+	// startCPU and startPG: the replica's and the Postgres cluster's CPU
+	// from its start to the end of its start-up work (recording on only).
+	startCPU, startPG time.Duration
 }
 
 // countingFleet records the size of every batch the flusher writes.
