@@ -276,11 +276,13 @@ func (s *Store) RecordRolloutStep(ctx context.Context, r resolver.Rollout, step 
 }
 
 // RolloutClusters counts channel's recorded clusters last served to and
-// from (the fleet's served version).
+// from (the fleet's served version), from the counts kept as the fleet is
+// written (fleet_versions, migration 008).
 func (s *Store) RolloutClusters(ctx context.Context, channel, from, to string) (onTo, onFrom int, err error) {
 	err = s.inTxOpts(ctx, fmt.Sprintf("rollout clusters of channel %q", channel), pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `select count(*) filter (where served = $2), count(*) filter (where served = $3)
-			from fleet where channel = $1 and served in ($2, $3)`, channel, to, from).Scan(&onTo, &onFrom)
+		return tx.QueryRow(ctx, `select coalesce(sum(clusters) filter (where version = $2), 0)::bigint,
+				coalesce(sum(clusters) filter (where version = $3), 0)::bigint
+			from fleet_versions where channel = $1 and kind = 'served' and version in ($2, $3)`, channel, to, from).Scan(&onTo, &onFrom)
 	})
 	return onTo, onFrom, err
 }

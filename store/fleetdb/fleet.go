@@ -148,13 +148,25 @@ func (s *Fleet) FleetCluster(ctx context.Context, id string) ([]resolver.Cluster
 }
 
 // FleetCounts counts every channel's clusters, all of them and those seen
-// since activeSince, in one pass: the console's channel list shows them.
-// A channel without records is absent.
+// since activeSince: the console's channel list and admission read them.
+// A channel without records is absent. Both come from the counts kept as
+// the fleet is written (migrations 008, 029): the active ones by whole
+// minutes after the window's first, that minute itself from fleet
+// (fleet_channel_seen, a channel at a time), so the count is exact.
 func (s *Fleet) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
 	out := map[string]resolver.FleetCount{}
-	err := s.db.InTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select channel, count(*), count(*) filter (where last_seen >= $1)
-			from fleet group by channel`, activeSince)
+	err := s.db.InTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `with t as (
+				select channel, sum(clusters) as clusters from fleet_versions
+				where kind = 'reported' group by channel having sum(clusters) > 0
+			), a as (
+				select channel, sum(clusters) as active from fleet_activity
+				where minute > date_trunc('minute', $1::timestamptz) group by channel
+			)
+			select t.channel, t.clusters::bigint, (coalesce(a.active, 0) + b.active)::bigint
+			from t left join a using (channel)
+			cross join lateral (select count(*) as active from fleet f where f.channel = t.channel
+				and f.last_seen >= $1 and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute') b`, activeSince)
 		if err != nil {
 			return err
 		}
@@ -202,12 +214,24 @@ func (s *Fleet) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion
 }
 
 // FleetActive counts the clusters seen since activeSince by channel and
-// reported version (the tidemark_fleet_clusters gauge).
+// reported version (the tidemark_fleet_clusters gauge), from the counts
+// kept as the fleet is written (migration 029): whole minutes after the
+// window's first from them, that minute itself from fleet.
 func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
 	out := map[string][]resolver.VersionCount{}
-	err := s.db.InTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `select channel, reported, count(*) from fleet
-			where last_seen >= $1 and reported <> '' group by channel, reported`, activeSince)
+	err := s.db.InTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `select channel, reported, sum(n)::bigint from (
+				select channel, reported, clusters as n from fleet_activity
+				where minute > date_trunc('minute', $1::timestamptz) and reported <> '' and clusters <> 0
+				union all
+				select f.channel, f.reported, count(*)
+				from (select distinct channel from fleet_activity
+					where minute = date_trunc('minute', $1::timestamptz) and clusters > 0) c
+				join fleet f on f.channel = c.channel and f.last_seen >= $1
+					and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute'
+				where f.reported <> ''
+				group by 1, 2
+			) u group by 1, 2 having sum(n) > 0`, activeSince)
 		if err != nil {
 			return err
 		}
