@@ -99,6 +99,9 @@ func run(ctx context.Context, records, rate int, d time.Duration, asks, rounds i
 	}
 	defer st.Close()
 	fmt.Printf("seeded %d fleet records in channel stable in %s (generate_series, then vacuum analyze)\n", records, seedTime.Round(time.Millisecond))
+	if sb, err := setting(ctx, db, "shared_buffers"); err == nil {
+		fmt.Printf("Postgres shared_buffers %s (scripts/bench-fleet: WITH_PG_OPTS)\n", sb)
+	}
 
 	counting := &countingFleet{Store: st}
 	base, stop, err := serve(ctx, counting)
@@ -185,6 +188,18 @@ func seed(ctx context.Context, db string, records int) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+// setting is one of the Postgres server's settings.
+func setting(ctx context.Context, db, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var v string
+	err = conn.QueryRow(ctx, `select current_setting($1)`, name).Scan(&v)
+	return v, err
 }
 
 func explain(ctx context.Context, db string) (string, error) {
