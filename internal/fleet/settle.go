@@ -22,30 +22,49 @@ const settleShards = 64
 // reads one per request: at 200,000 clusters a sync.Map lookup cost ~1.2 µs
 // (its trie's nodes are a cache miss each, and the key was a string built
 // per call); a sharded map is one hash and one probe (BenchmarkSince).
+// Keys are 128 bits of two hashes of channel and cluster, not the strings:
+// a clock kept its cluster ID alive (48 bytes for a 36-character one) and
+// a 40-byte map slot, 239 bytes a cluster on a stepwise channel where it
+// is now 168 (TestRecorderMemoryPerCluster). Two clusters share a clock
+// only if both hashes collide (about 2^-128 a pair).
 type clocks struct {
-	seed   maphash.Seed
+	seeds  [2]maphash.Seed
 	shards [settleShards]clockShard
 }
 
+type clockKey struct{ a, b uint64 }
+
 type clockShard struct {
 	mu sync.RWMutex
-	m  map[fleetKey]*settling
+	m  map[clockKey]*settling
 	_  [32]byte // a cache line each: the locks of neighbours are not shared
 }
 
 func newClocks() *clocks {
-	c := &clocks{seed: maphash.MakeSeed()}
+	c := &clocks{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	for i := range c.shards {
-		c.shards[i].m = map[fleetKey]*settling{}
+		c.shards[i].m = map[clockKey]*settling{}
 	}
 	return c
 }
 
-func (c *clocks) shard(k fleetKey) *clockShard {
-	return &c.shards[maphash.String(c.seed, k.cluster)%settleShards]
+// key is the clock's key for cluster on channel (a channel name holds no
+// NUL byte, so no other pair hashes the same bytes).
+func (c *clocks) key(channel, cluster string) clockKey {
+	var h maphash.Hash
+	sum := func(seed maphash.Seed) uint64 {
+		h.SetSeed(seed)
+		h.WriteString(channel)
+		h.WriteByte(0)
+		h.WriteString(cluster)
+		return h.Sum64()
+	}
+	return clockKey{sum(c.seeds[0]), sum(c.seeds[1])}
 }
 
-func (c *clocks) load(k fleetKey) *settling {
+func (c *clocks) shard(k clockKey) *clockShard { return &c.shards[k.a%settleShards] }
+
+func (c *clocks) load(k clockKey) *settling {
 	sh := c.shard(k)
 	sh.mu.RLock()
 	st := sh.m[k]
@@ -53,7 +72,7 @@ func (c *clocks) load(k fleetKey) *settling {
 	return st
 }
 
-func (c *clocks) store(k fleetKey, st *settling) {
+func (c *clocks) store(k clockKey, st *settling) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	sh.m[k] = st
