@@ -69,19 +69,11 @@ func rssChild(ctx context.Context, clusters int) error {
 // v1.0.0 to v1.39.0; its channel stable) and a stepwise channel on the
 // same source whose clusters settle for 10 minutes.
 func rssSnapshot() *snapshot.Snapshot {
-	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
-	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
 	now := time.Now()
-	sd := catalog.SourceData{Source: src}
-	for i := range 40 {
-		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
-		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
-		sd.Tags = append(sd.Tags, t)
-	}
 	return snapshot.New([]catalog.Channel{
 		{Name: "stable", Source: "app", Stream: resolver.Released},
 		{Name: "stepwise", Source: "app", Stream: resolver.Released, Stepwise: true, Settle: 10 * time.Minute},
-	}, []catalog.SourceData{sd}, nil, now)
+	}, []catalog.SourceData{benchkit.SemverSource(40, now)}, nil, now)
 }
 
 // rssRound is one round's figures, in bytes and per answer.
@@ -126,7 +118,7 @@ func runRSS(ctx context.Context, clusters, rate, rounds int, channel, profiles s
 	mb := func(f func(rssRound) int64) string {
 		var vs []float64
 		for _, r := range rs {
-			vs = append(vs, float64(f(r))/(1<<20))
+			vs = append(vs, float64(f(r)>>20)) // as the rounds' lines: whole MiB
 		}
 		m, lo, hi := benchkit.Spread(vs)
 		return fmt.Sprintf("%.0f [%.0f-%.0f] MB", m, lo, hi)
@@ -310,45 +302,14 @@ func memStats(debug string) (memStatsVar, error) {
 	return v.Memstats, err
 }
 
-// rssLoad asks the channel URL once for each of n clusters at rate a
-// second (u: the channel URL) and returns each answer's latency.
+// rssLoad asks the channel URL u once for each of n clusters at rate a
+// second and returns each answer's latency.
 func rssLoad(ctx context.Context, u string, round, n, rate int) ([]time.Duration, error) {
-	client := &http.Client{
-		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	work := make(chan int, rate)
-	var mu sync.Mutex
-	var failed error
-	lat := make([]time.Duration, 0, n)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for i := range work {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-				req.Header.Set("X-SUC-Cluster-ID", fmt.Sprintf("%08x-0000-4000-8000-%012x", round, i))
-				req.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
-				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
-				start := time.Now()
-				err := benchkit.Found(client, req)
-				took := time.Since(start)
-				mu.Lock()
-				lat = append(lat, took)
-				if err != nil {
-					failed = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	start := time.Now()
-	for i := range n {
-		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
-			time.Sleep(wait)
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return lat, failed
+	go paceN(n, rate, work)
+	return askEach(ctx, u, work, func(i int, h http.Header) {
+		h.Set("X-SUC-Cluster-ID", fmt.Sprintf("%08x-0000-4000-8000-%012x", round, i))
+		h.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
+		h.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	})
 }
