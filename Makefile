@@ -219,6 +219,16 @@ MILLION_FOR ?= 2m
 bench-million:
 	scripts/bench-fleet -million $(MILLION_FOR) -rate 1111 -records 1000000
 
+# A replica's memory at 200,000 clusters (issue 56): each asks once, at a
+# million's polling rate, from its own forwarded address; the replica's RSS
+# (peak, end) and live heap, RSS_ROUNDS rounds (3: ~11 minutes).
+# RSS_CHANNEL=stepwise gives each cluster a settle clock too.
+RSS_ROUNDS ?= 2
+RSS_CHANNEL ?= stable
+.PHONY: bench-fleet-rss
+bench-fleet-rss:
+	scripts/bench-fleet -rss 200000 -rate 1111 -rounds $(RSS_ROUNDS) -rss-channel $(RSS_CHANNEL)
+
 # One address opens 20,000 idle connections while another asks a channel URL
 # every 10 ms: the replica's peak RSS, refused counts, the other's p50/p99
 # (goal: RSS < 150 MB, p99 < 100 ms). -unlimited is the baseline. Then 50

@@ -39,14 +39,20 @@ func Serve(ctx context.Context, opts server.Options) (base string, stop func() e
 // SemverSnapshot is one source, app, of n versions v1.0.0 to v1.<n-1>.0,
 // all present now, and its channel stable on the released stream.
 func SemverSnapshot(n int) *snapshot.Snapshot {
+	now := time.Now()
+	return snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{SemverSource(n, now)}, nil, now)
+}
+
+// SemverSource is SemverSnapshot's source, its tags first and last seen at
+// now.
+func SemverSource(n int, now time.Time) catalog.SourceData {
 	p, _ := resolver.NewParser(resolver.SchemeSemver, "")
 	src := catalog.Source{Name: "app", Image: "registry.example/app", Parser: p}
-	now := time.Now()
 	sd := catalog.SourceData{Source: src}
 	for i := range n {
 		t := src.Classify(fmt.Sprintf("v1.%d.0", i))
 		t.Present, t.FirstSeen, t.LastSeen = true, resolver.InstantOf(now), resolver.InstantOf(now)
 		sd.Tags = append(sd.Tags, t)
 	}
-	return snapshot.New([]catalog.Channel{{Name: "stable", Source: "app", Stream: resolver.Released}}, []catalog.SourceData{sd}, nil, now)
+	return sd
 }

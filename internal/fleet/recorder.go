@@ -217,7 +217,7 @@ func (r *Recorder) Record(s resolver.Sighting) {
 // cluster has run its version, so settle can only hold a cluster longer
 // than the fleet says, never move it early.
 func (r *Recorder) Since(ctx context.Context, channel, cluster, reported string, now time.Time) time.Time {
-	key := fleetKey{channel, cluster}
+	key := r.settle.key(channel, cluster)
 	if st := r.settle.load(key); st != nil && st.reported == reported {
 		st.seen.Store(now.UnixNano())
 		return time.Unix(0, st.since.Load())
@@ -265,7 +265,7 @@ func (r *Recorder) adopt(recs []resolver.ClusterRecord) {
 		if c.ReportedSince.IsZero() {
 			continue
 		}
-		st := r.settle.load(fleetKey{c.Channel, c.ID})
+		st := r.settle.load(r.settle.key(c.Channel, c.ID))
 		if st == nil || st.reported != c.Reported {
 			continue
 		}

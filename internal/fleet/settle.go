@@ -22,30 +22,42 @@ const settleShards = 64
 // reads one per request: at 200,000 clusters a sync.Map lookup cost ~1.2 µs
 // (its trie's nodes are a cache miss each, and the key was a string built
 // per call); a sharded map is one hash and one probe (BenchmarkSince).
+// Keys are 128 bits of two hashes of channel and cluster, not the strings:
+// a clock kept its cluster ID alive (48 bytes for a 36-character one) and
+// a 40-byte map slot: 240 bytes a cluster on a stepwise channel where it
+// is now 165 (TestRecorderMemoryPerCluster), as fast (maphash.Comparable
+// hashes the pair as a map hashes its key). Two clusters share a clock
+// only if both hashes collide (about 2^-128 a pair).
 type clocks struct {
-	seed   maphash.Seed
+	seeds  [2]maphash.Seed
 	shards [settleShards]clockShard
 }
 
+type clockKey struct{ a, b uint64 }
+
 type clockShard struct {
 	mu sync.RWMutex
-	m  map[fleetKey]*settling
+	m  map[clockKey]*settling
 	_  [32]byte // a cache line each: the locks of neighbours are not shared
 }
 
 func newClocks() *clocks {
-	c := &clocks{seed: maphash.MakeSeed()}
+	c := &clocks{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	for i := range c.shards {
-		c.shards[i].m = map[fleetKey]*settling{}
+		c.shards[i].m = map[clockKey]*settling{}
 	}
 	return c
 }
 
-func (c *clocks) shard(k fleetKey) *clockShard {
-	return &c.shards[maphash.String(c.seed, k.cluster)%settleShards]
+// key is the clock's key for cluster on channel.
+func (c *clocks) key(channel, cluster string) clockKey {
+	k := fleetKey{channel, cluster}
+	return clockKey{maphash.Comparable(c.seeds[0], k), maphash.Comparable(c.seeds[1], k)}
 }
 
-func (c *clocks) load(k fleetKey) *settling {
+func (c *clocks) shard(k clockKey) *clockShard { return &c.shards[k.a%settleShards] }
+
+func (c *clocks) load(k clockKey) *settling {
 	sh := c.shard(k)
 	sh.mu.RLock()
 	st := sh.m[k]
@@ -53,7 +65,7 @@ func (c *clocks) load(k fleetKey) *settling {
 	return st
 }
 
-func (c *clocks) store(k fleetKey, st *settling) {
+func (c *clocks) store(k clockKey, st *settling) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	sh.m[k] = st

@@ -157,12 +157,23 @@ func startedUp(ctx context.Context, base string) error {
 // request from one of a million cluster IDs; it returns how many it sent
 // and each one's latency.
 func paced(ctx context.Context, base string, rate int, d time.Duration) (int, []time.Duration, error) {
+	work := make(chan int, rate)
+	go pace(d, rate, work)
+	lat, err := askEach(ctx, base+"/v1-release/channels/stable", work, func(i int, h http.Header) {
+		h.Set("X-SUC-Cluster-ID", fmt.Sprintf("cluster-%d", i%1_000_000+1))
+		h.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
+	})
+	return len(lat), lat, err
+}
+
+// askEach asks u once for each i sent on work, with the headers set gives
+// it, from 16 workers on keep-alive connections, until work is closed; it
+// returns each answer's latency and the last error (an answer not a 302).
+func askEach(ctx context.Context, u string, work <-chan int, set func(i int, h http.Header)) ([]time.Duration, error) {
 	client := &http.Client{
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	u := base + "/v1-release/channels/stable"
-	work := make(chan int, rate)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed error
@@ -171,8 +182,7 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, []
 		wg.Go(func() {
 			for i := range work {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-				req.Header.Set("X-SUC-Cluster-ID", fmt.Sprintf("cluster-%d", i%1_000_000+1))
-				req.Header.Set("X-SUC-Latest-Version", fmt.Sprintf("v1.%d.0", i%20))
+				set(i, req.Header)
 				start := time.Now()
 				err := benchkit.Found(client, req)
 				took := time.Since(start)
@@ -185,22 +195,25 @@ func paced(ctx context.Context, base string, rate int, d time.Duration) (int, []
 			}
 		})
 	}
-	total := pace(d, rate, work)
 	wg.Wait()
-	return total, lat, failed
+	return lat, failed
 }
 
 // pace sends 0, 1, ... to work at rate a second for d, then closes work;
 // it returns how many it sent.
 func pace(d time.Duration, rate int, work chan<- int) int {
+	return paceN(int(d.Seconds()*float64(rate)), rate, work)
+}
+
+// paceN sends 0 to n-1 to work at rate a second, then closes work.
+func paceN(n, rate int, work chan<- int) int {
 	start := time.Now()
-	total := int(d.Seconds() * float64(rate))
-	for i := range total {
+	for i := range n {
 		if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
 			time.Sleep(wait)
 		}
 		work <- i
 	}
 	close(work)
-	return total
+	return n
 }

@@ -42,10 +42,27 @@ func main() {
 	flood := flag.Int("flood", 0, "flood mode: this many random cluster IDs per phase (one address, then 10,000 loopback addresses), at full speed, instead of the paced phases")
 	floodFor := flag.Duration("flood-for", 30*time.Second, "flood mode: the longest a phase may run")
 	million := flag.Duration("million", 0, "million mode: new clusters at -rate a second, each from its own forwarded address, for this long, over -records seeded ones")
+	rssChannel := flag.String("rss-channel", "stable", "rss mode: the channel the clusters ask, stable or stepwise (a settle of 10 minutes: a settle clock a cluster)")
+	rss := flag.Int("rss", 0, "rss mode: this many distinct clusters a round, each asking once at -rate a second from its own forwarded address; the replica's RSS and live heap over -rounds rounds")
+	heapProfiles := flag.String("heapprofiles", "", "rss mode: write each round's heap profile (after a forced collection) to DIR/heap-N.pprof")
 	evidenceMode := flag.Bool("evidence", false, "evidence mode: -records over 50 channels; an evidence pass's time and the channel URL's latency beside passes (make bench-evidence)")
 	flag.Parse()
 	if *evidenceMode {
 		if err := runEvidence(context.Background(), *records, *d); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *serveMode == "rss" {
+		if err := rssChild(context.Background(), *rss); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *rss > 0 {
+		if err := runRSS(context.Background(), *rss, *rate, *rounds, *rssChannel, *heapProfiles); err != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", err)
 			os.Exit(1)
 		}
@@ -242,7 +259,11 @@ func serveWith(ctx context.Context, fs fleet.Store, fo fleet.Options) (string, f
 
 // serveWithProxies is serveWith trusting X-Forwarded-For from proxies.
 func serveWithProxies(ctx context.Context, fs fleet.Store, fo fleet.Options, proxies []netip.Prefix) (string, func(), error) {
-	snap := benchkit.SemverSnapshot(40)
+	return serveSnapshot(ctx, benchkit.SemverSnapshot(40), fs, fo, proxies)
+}
+
+// serveSnapshot is serveWithProxies serving snap.
+func serveSnapshot(ctx context.Context, snap *snapshot.Snapshot, fs fleet.Store, fo fleet.Options, proxies []netip.Prefix) (string, func(), error) {
 	opts := server.Options{
 		TrustedProxies: proxies,
 		ExternalURL:    "https://tidemark.example.com",
