@@ -79,7 +79,7 @@ func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *so
 		}
 		pending.Sub(float64(len(batch)))
 		batch = map[string]string{}
-		ix.changed(src.Name)
+		ix.digestsChanged(src.Name)
 		return nil
 	}
 	each(hctx, due, conc, func(tag string) {
