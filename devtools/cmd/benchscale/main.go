@@ -212,6 +212,8 @@ func run(ctx context.Context, o options) error {
 		v, note := settle.line()
 		row("background work settled", v, note)
 		row("snapshot reloads meanwhile", fmt.Sprintf("%d / %d", reloadsA, reloadsB), "replica A / B")
+		row("heap in use when settled", mb(settle.heap[0])+" / "+mb(settle.heap[1]),
+			fmt.Sprintf("A / B; the collector's goal %s / %s (about twice the live heap)", mb(settle.goal[0]), mb(settle.goal[1])))
 		row("CPU meanwhile", "", cpuLine(settleCPU, settle.after, runtime.NumCPU()))
 	}
 	if heads.heads > 0 {

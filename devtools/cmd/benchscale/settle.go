@@ -23,6 +23,10 @@ type settled struct {
 	indexerDone time.Duration // from the first answer, as A's /metrics said it
 	pending     int           // digests still to resolve when the limit passed
 	scans       int           // scans finished by then
+	// heap is each replica's heap in use and its collector's goal (about
+	// twice what was live at the last collection) when it settled, in
+	// bytes: A's, then B's.
+	heap, goal [2]int64
 }
 
 // waitSettled polls A's and B's /metrics until A's indexer has finished a
@@ -58,6 +62,10 @@ func waitSettled(ctx context.Context, a, b *replica, repos int, firstAnswer time
 			}
 			if now.Sub(last) >= settleQuiet {
 				s.ok, s.after, s.indexerDone = true, last.Sub(firstAnswer), done.Sub(firstAnswer)
+				for i, m := range []metrics{ma, mb} {
+					s.heap[i] = int64(m.sum("go_memstats_heap_inuse_bytes", ""))
+					s.goal[i] = int64(m.sum("go_memstats_next_gc_bytes", ""))
+				}
 				return s, nil
 			}
 		}
