@@ -51,7 +51,7 @@ func main() {
 	flag.DurationVar(&o.digestWait, "digest-wait", 0, "wait up to this long after the first answer for the background work (digests, reloads) to settle before measuring (0: stop indexing after the first index)")
 	flag.BoolVar(&o.headFloor, "head-floor", false, "at the end, time a HEAD of every tag against the registry alone (the digest phase's floor)")
 	flag.IntVar(&o.headConc, "head-concurrency", 128, "HEADs in flight for -head-floor (the indexer's: 16 sources at once, 8 each)")
-	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of the first index to DIR/A.pprof and DIR/B.pprof")
+	flag.StringVar(&o.profile, "profile", "", "write each replica's CPU profile (DIR/A.pprof, DIR/B.pprof) and heap profile when it stops (DIR/A.heap.pprof, DIR/B.heap.pprof)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscale:", err)
