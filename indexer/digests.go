@@ -79,7 +79,7 @@ func (ix *Indexer) resolveDigests(ctx context.Context, log *slog.Logger, src *so
 		}
 		pending.Sub(float64(len(batch)))
 		batch = map[string]string{}
-		ix.digestsChanged(src.Name)
+		ix.changed(src.Name)
 		return nil
 	}
 	each(hctx, due, conc, func(tag string) {

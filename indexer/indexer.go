@@ -88,11 +88,6 @@ type Options struct {
 	// OnChange is called after a scan or a digest batch changed what a
 	// client could be answered.
 	OnChange func(source string)
-	// OnDigests is called after a digest batch was recorded, which changed
-	// only the digests of source's tags; nil: OnChange. A digest phase
-	// records a batch every second or 50 digests, and a caller may apply
-	// them together (internal/live's DigestEvery).
-	OnDigests func(source string)
 	// Transport is the base transport (tests); nil: remote.DefaultTransport.
 	Transport http.RoundTripper
 	// PushStore indexes tags named by webhooks (push.go); nil: Store, if
@@ -134,7 +129,6 @@ type Indexer struct {
 	log           *slog.Logger
 	metrics       *metrics
 	onChng        func(string)
-	onDigests     func(string)
 	keychain      authn.Keychain
 	retry         registryhttp.RetryPolicy
 	lockRetry     time.Duration // how often a standby replica tries the lock
@@ -257,7 +251,6 @@ func New(opts Options) (*Indexer, error) {
 		log:           log,
 		metrics:       m,
 		onChng:        opts.OnChange,
-		onDigests:     opts.OnDigests,
 		keychain:      keychain,
 		retry:         registryhttp.DefaultRetry,
 		lockRetry:     15 * time.Second,

@@ -299,16 +299,6 @@ func (s *source) setProgress(f func(*Progress)) {
 	s.mu.Unlock()
 }
 
-// digestsChanged tells OnDigests, else OnChange, that a digest batch of
-// source was recorded.
-func (ix *Indexer) digestsChanged(source string) {
-	if ix.onDigests != nil {
-		ix.onDigests(source)
-		return
-	}
-	ix.changed(source)
-}
-
 func (ix *Indexer) changed(source string) {
 	if ix.onChng != nil {
 		ix.onChng(source)

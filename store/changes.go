@@ -47,16 +47,15 @@ func (s *Store) changeOf(p string) (c snapshot.Change, own bool) {
 		return snapshot.Change{All: true}, false
 	}
 	rev, _ := strconv.ParseInt(m["rev"], 10, 64)
-	digests := m["kind"] == "digests"
 	if m["origin"] != "" && m["origin"] == s.origin {
-		return snapshot.Change{Revision: rev, Digests: digests}, true
+		return snapshot.Change{Revision: rev}, true
 	}
 	switch m["kind"] {
 	case "pin", "unpin", "rollout", "hold":
 		return snapshot.Change{Channel: m["channel"], Revision: rev}, false
 	case "block", "unblock", "scan", "digests", "gates", "risk":
 		if m["source"] != "" {
-			return snapshot.Change{Source: m["source"], Revision: rev, Digests: digests}, false
+			return snapshot.Change{Source: m["source"], Revision: rev}, false
 		}
 	}
 	return snapshot.Change{All: true, Revision: rev}, false

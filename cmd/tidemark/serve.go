@@ -111,7 +111,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, index bool
 	if err != nil {
 		return startErr(err)
 	}
-	snaps, err := live.New(live.Options{Data: st, Sources: sources, Channels: cfg.Channels, Log: log, DigestEvery: live.DefaultDigestEvery})
+	snaps, err := live.New(live.Options{Data: st, Sources: sources, Channels: cfg.Channels, Log: log})
 	if err != nil {
 		return err
 	}

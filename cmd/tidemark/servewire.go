@@ -84,7 +84,6 @@ func newIndexer(cfg *config.Config, st *store.Store, log *slog.Logger, reg prome
 		RateLimits: cfg.RateLimits(),
 		Keychain:   authn.DefaultKeychain, // as docker pull would
 		OnChange:   func(source string) { snaps.Notify(snapshot.Change{Source: source}) },
-		OnDigests:  func(source string) { snaps.Notify(snapshot.Change{Source: source, Digests: true}) },
 		MaxPending: cfg.Webhooks.MaxPending,
 	})
 }

@@ -51,10 +51,6 @@ type Options struct {
 	// Now is the clock snapshots are built at (their LoadedAt); nil:
 	// time.Now. A test moves it rather than sleeping until a date passes.
 	Now func() time.Time
-	// DigestEvery, when positive, lets digest-only changes wait to be
-	// rebuilt together, at most one rebuild for them alone this often
-	// (digests.go); 0: each is rebuilt as it comes.
-	DigestEvery time.Duration
 }
 
 // Swap is told of each snapshot installed, in order, under the reload
@@ -77,16 +73,11 @@ type Snapshots struct {
 	// pending collects Notify's changes until the reload loop takes them.
 	pendingMu sync.Mutex
 	pending   snapshot.Changes
-	// held are digest-only changes waiting for heldTimer or the next
-	// rebuild; nextDigests is when they may next be rebuilt alone.
-	held        snapshot.Changes
-	heldTimer   *time.Timer
-	nextDigests time.Time
-	kick        chan struct{}
-	subsMu      sync.Mutex
-	subs        []Swap
-	failed      []func(error)
-	soaks       soakTimer // rebuilds the snapshot when a soak ends
+	kick      chan struct{}
+	subsMu    sync.Mutex
+	subs      []Swap
+	failed    []func(error)
+	soaks     soakTimer // rebuilds the snapshot when a soak ends
 }
 
 // New makes a holder with no snapshot yet: Current is nil until the first
@@ -155,7 +146,6 @@ func (s *Snapshots) Reload(ctx context.Context) error {
 func (s *Snapshots) Update(ctx context.Context, cs snapshot.Changes) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	cs = s.withHeld(cs)
 	start := time.Now()
 	var snap *snapshot.Snapshot
 	var err error
@@ -214,18 +204,8 @@ func (s *Snapshots) Update(ctx context.Context, cs snapshot.Changes) error {
 // change that arrives while a rebuild runs is applied by the next one.
 func (s *Snapshots) Notify(c snapshot.Change) {
 	s.pendingMu.Lock()
-	if c.Digests && s.opts.DigestEvery > 0 {
-		s.notifyDigests(c)
-		s.pendingMu.Unlock()
-		return
-	}
 	s.pending.Add(c)
 	s.pendingMu.Unlock()
-	s.wake()
-}
-
-// wake makes the rebuild loop take the pending changes.
-func (s *Snapshots) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default: // a rebuild is already due; it will take this change too
@@ -280,7 +260,6 @@ func (s *Snapshots) Run(ctx context.Context) {
 		s.pendingMu.Lock()
 		cs := s.pending
 		s.pending = snapshot.Changes{}
-		cs.Merge(s.takeHeld())
 		s.pendingMu.Unlock()
 		if cs.Empty() {
 			s.applied(cs.Revision)

@@ -165,11 +165,6 @@ type Change struct {
 	// unknown); a Change naming nothing else only says it was applied
 	// already (this replica's own write).
 	Revision int64
-	// Digests: only Source's resolved digests changed (a digest batch of
-	// the indexer). Such a change may wait a little to be applied with
-	// the next ones (internal/live: a digest phase writes a batch every
-	// second or 50 digests, each of which would rebuild the source).
-	Digests bool
 }
 
 // Changes accumulates Change values between two reloads.
@@ -196,17 +191,6 @@ func (cs *Changes) Add(c Change) {
 		cs.Channels = true
 	}
 	cs.Revision = max(cs.Revision, c.Revision)
-}
-
-// Merge adds every change of o to cs.
-func (cs *Changes) Merge(o Changes) {
-	cs.All = cs.All || o.All
-	for src := range o.Sources {
-		cs.Add(Change{Source: src})
-	}
-	cs.Channels = cs.Channels || o.Channels
-	cs.Config = cs.Config || o.Config
-	cs.Revision = max(cs.Revision, o.Revision)
 }
 
 // Empty reports whether cs names nothing.
