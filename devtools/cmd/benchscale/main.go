@@ -244,8 +244,11 @@ func run(ctx context.Context, o options) error {
 		m.reload.p99 > 20*time.Millisecond || ratio(m.busy.p99, m.quiet.p99) > 2 || m.pin.p99 > 50*time.Millisecond
 	if o.digestWait > 0 {
 		// Issue 56's goals, said plainly.
-		v, _ := settle.line()
-		fmt.Printf("\nbackground work settled %s after the first answer (goal 60 s)\n", v)
+		if settle.ok {
+			fmt.Printf("\nbackground work settled %.1f s after the first answer (goal 60 s)\n", settle.after.Seconds())
+		} else {
+			fmt.Printf("\nbackground work not settled %.0f s after the first answer (goal 60 s)\n", settle.after.Seconds())
+		}
 		fmt.Printf("peak RSS A / B: %s / %s (goal 120 MB)\n", mb(peakA), mb(peakB))
 		missed = missed || !settle.ok || settle.after > 60*time.Second || peakA > 120<<20 || peakB > 120<<20
 	}
