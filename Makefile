@@ -172,6 +172,12 @@ bench-push:
 bench-scale:
 	scripts/bench-scale
 
+# 100 sources x 2,000 tags, waiting for the background work (digest phase,
+# reloads) after the first answer to settle: issue 56's goals.
+.PHONY: bench-settle
+bench-settle:
+	scripts/bench-scale -repos 100 -tags 2000 -digest-wait 600s
+
 # 10,000 tags behind a proxy holding every registry response 100 ms (a far
 # registry), rate-limited to 100 requests/s: first index vs crane ls through
 # the same proxy.

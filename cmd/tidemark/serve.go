@@ -47,7 +47,7 @@ func newServeCmd(e *cli.Env) *cobra.Command {
 				ready = func(a net.Addr) { h.print(a, cfg.DatabaseURL) }
 			}
 			setMemoryLimit(log, e.Getenv)
-			stopProfile, err := startCPUProfile(e.Getenv("TIDEMARK_CPU_PROFILE"))
+			stopProfile, err := startProfiles(e.Getenv)
 			if err != nil {
 				return err
 			}

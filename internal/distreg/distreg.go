@@ -140,6 +140,9 @@ http:
 	}
 }
 
+// PID is the registry process's id (a benchmark reads its CPU time).
+func (r *Registry) PID() int { return r.cmd.Process.Pid }
+
 // Stop ends the registry process.
 func (r *Registry) Stop() {
 	_ = r.cmd.Process.Kill()

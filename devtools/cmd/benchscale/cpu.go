@@ -89,10 +89,11 @@ func cpuLine(used map[string]time.Duration, wall time.Duration, cores int) strin
 		total += v
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v })
+	// The five that used most, and the replicas whatever they used.
 	var parts []string
 	for i, e := range all {
-		if i == 5 {
-			break
+		if i >= 5 && e.k != "A" && e.k != "B" {
+			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f s", e.k, e.v.Seconds()))
 	}

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/crane"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark-dev/tidemark/internal/distreg"
 )
 
 // craneAll lists every repository with go-containerregistry's crane package
@@ -81,4 +85,67 @@ func copyAll(ctx context.Context, url string, repos, tags int) (time.Duration, e
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+// headFloor is the digest phase's floor: a HEAD of every tag's manifest,
+// conc in flight on kept-alive connections, as the indexer sends them (one
+// per tag), with no store and no snapshot behind it.
+type headFloor struct {
+	took     time.Duration
+	heads    int
+	registry time.Duration // the registry's CPU time meanwhile
+}
+
+func headAll(ctx context.Context, reg *distreg.Registry, repos, tags, conc int) (headFloor, error) {
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc}, Timeout: time.Minute}
+	defer cl.CloseIdleConnections()
+	work := make(chan string)
+	var heads atomic.Int64
+	var first atomic.Pointer[error]
+	var wg sync.WaitGroup
+	pid := reg.PID()
+	before := sampleCPU()
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for u := range work {
+				err := headManifest(ctx, cl, u)
+				if err != nil {
+					first.CompareAndSwap(nil, &err)
+					continue
+				}
+				heads.Add(1)
+			}
+		})
+	}
+	for i := range repos {
+		for j := range tags {
+			work <- fmt.Sprintf("http://%s/v2/%s/manifests/%s", reg.Host, repoName(i), tagName(j))
+		}
+	}
+	close(work)
+	wg.Wait()
+	f := headFloor{took: time.Since(start), heads: int(heads.Load())}
+	f.registry = sampleCPU().since(before, map[int]string{pid: "registry"})["registry"]
+	if err := first.Load(); err != nil {
+		return f, *err
+	}
+	return f, nil
+}
+
+func headManifest(ctx context.Context, cl *http.Client, u string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json")
+	res, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("HEAD %s: %s", u, res.Status)
+	}
+	return nil
 }

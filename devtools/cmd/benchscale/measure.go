@@ -44,29 +44,6 @@ func waitIndexed(ctx context.Context, db string, repos int, start time.Time, lim
 	}
 }
 
-// waitDigests waits for the digest phase (or limit) so that the measures
-// after it see a quiet service; it says how long it took.
-func waitDigests(ctx context.Context, db string, start time.Time, limit time.Duration) (string, error) {
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, `select count(*) from tags where present and digest = ''`).Scan(&n); err != nil {
-			return "", fmt.Errorf("counting tags without digest: %w", err)
-		}
-		if n == 0 {
-			return "complete after " + time.Since(start).Round(time.Second).String(), nil
-		}
-		if time.Since(start) > limit {
-			return fmt.Sprintf("still %d to resolve after %s (measuring anyway)", n, limit), nil
-		}
-		time.Sleep(time.Second)
-	}
-}
-
 // vacuumAnalyze vacuums and analyzes the database, as autovacuum would
 // after a first index, so that the measures see a settled database.
 func vacuumAnalyze(ctx context.Context, db string) error {

@@ -52,7 +52,8 @@ type replica struct {
 }
 
 // startReplica starts `tidemark serve` (indexing or --no-index); a
-// non-empty profile is where it writes its CPU profile until stopped.
+// non-empty profile is where it writes its CPU profile until stopped (and
+// its heap profile, .heap.pprof, when it stops).
 func startReplica(ctx context.Context, bin, name, config, db string, index bool, profile string) (*replica, error) {
 	port, err := distreg.FreePort()
 	if err != nil {
@@ -66,7 +67,7 @@ func startReplica(ctx context.Context, bin, name, config, db string, index bool,
 	r.cmd = exec.Command(bin, args...)
 	r.cmd.Env = append(os.Environ(), "DATABASE_URL="+db, fmt.Sprintf("TIDEMARK_LISTEN=127.0.0.1:%d", port))
 	if profile != "" {
-		r.cmd.Env = append(r.cmd.Env, "TIDEMARK_CPU_PROFILE="+profile)
+		r.cmd.Env = append(r.cmd.Env, "TIDEMARK_CPU_PROFILE="+profile, "TIDEMARK_HEAP_PROFILE="+strings.TrimSuffix(profile, ".pprof")+".heap.pprof")
 	}
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
