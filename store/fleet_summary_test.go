@@ -68,7 +68,8 @@ func TestFleetSummaryCountsFollowTheFleet(t *testing.T) {
 	}
 	check("purge")
 	var zeros int
-	if err := conn.QueryRow(ctx, `select (select count(*) from fleet_versions where clusters = 0) + (select count(*) from fleet_activity where clusters = 0)`).Scan(&zeros); err != nil {
+	if err := conn.QueryRow(ctx, `select (select count(*) from fleet_versions where clusters = 0) + (select count(*) from fleet_activity where clusters = 0)
+		+ (select count(*) from fleet_seconds where clusters = 0)`).Scan(&zeros); err != nil {
 		t.Fatal(err)
 	}
 	if zeros != 0 {

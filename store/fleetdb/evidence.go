@@ -18,10 +18,10 @@ import (
 // they were first directed it before stuckBefore; and when each
 // channel first and last told each version. The counters keep last seen
 // by whole minutes and first directed by whole seconds: minutes wholly in
-// the window come from them, the window's first minute from fleet itself
-// (fleet_channel_seen, a channel at a time), so a cluster that falls
-// silent leaves the figures the second it leaves the window, and one
-// counts as stuck at most a second late.
+// the window come from them, the window's first minute from the counts by
+// second (fleet_seconds, migration 030, a channel at a time), so a cluster
+// that falls silent leaves the figures within a second of leaving the
+// window, and one counts as stuck at most a second late.
 func (s *Fleet) EvidenceCounts(ctx context.Context, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[resolver.ChannelVersion]resolver.EvidenceTold, error) {
 	var rows []resolver.EvidenceRow
 	told := map[resolver.ChannelVersion]resolver.EvidenceTold{}
@@ -30,13 +30,12 @@ func (s *Fleet) EvidenceCounts(ctx context.Context, activeSince, stuckBefore tim
 			from fleet_evidence where seen > date_trunc('minute', $1::timestamptz)
 			group by 1, 2, 3, 4 having sum(clusters) > 0
 			union all
-			select f.channel, f.directed, f.reported, f.directed_since < $2, count(*)
+			select s.channel, s.directed, s.reported, s.told + interval '1 second' <= $2, sum(s.clusters)
 			from (select distinct channel from evidence_told) c
-			join lateral (select * from fleet f where f.channel = c.channel and f.last_seen >= $1
-				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute') f on true
-			join evidence_told t on t.channel = f.channel and t.version = f.directed
-			where f.directed_since is not null and f.evidence and f.first_seen <= t.first_told
-			group by 1, 2, 3, 4`, activeSince, stuckBefore)
+			join fleet_seconds s on s.channel = c.channel and s.second >= date_trunc('second', $1::timestamptz)
+				and s.second < date_trunc('minute', $1::timestamptz) + interval '1 minute'
+			where s.counted
+			group by 1, 2, 3, 4 having sum(s.clusters) > 0`, activeSince, stuckBefore)
 		if err != nil {
 			return err
 		}

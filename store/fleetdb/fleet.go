@@ -66,13 +66,15 @@ func (s *Fleet) FleetSummary(ctx context.Context, channel string, activeSince ti
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// Whole minutes after the window's first from the counts, that
-		// minute itself (partly in the window) from fleet.
-		return tx.QueryRow(ctx, `select
+		// Whole minutes after the window's first from the counts by
+		// minute, that minute itself (partly in the window) from the
+		// counts by second.
+		return tx.QueryRow(ctx, `select (
 			(select coalesce(sum(clusters), 0) from fleet_activity
 				where channel = $1 and minute > date_trunc('minute', $2::timestamptz))
-			+ (select count(*) from fleet where channel = $1 and last_seen >= $2
-				and last_seen < date_trunc('minute', $2::timestamptz) + interval '1 minute')`,
+			+ (select coalesce(sum(clusters), 0) from fleet_seconds where channel = $1
+				and second >= date_trunc('second', $2::timestamptz)
+				and second < date_trunc('minute', $2::timestamptz) + interval '1 minute'))::bigint`,
 			channel, activeSince).Scan(&sum.Active)
 	})
 	return sum, err
@@ -151,8 +153,9 @@ func (s *Fleet) FleetCluster(ctx context.Context, id string) ([]resolver.Cluster
 // since activeSince: the console's channel list and admission read them.
 // A channel without records is absent. Both come from the counts kept as
 // the fleet is written (migrations 008, 029): the active ones by whole
-// minutes after the window's first, that minute itself from fleet
-// (fleet_channel_seen, a channel at a time), so the count is exact.
+// minutes after the window's first, that minute itself from the counts by
+// second (fleet_seconds, migration 030), so the count is exact to the
+// second.
 func (s *Fleet) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
 	out := map[string]resolver.FleetCount{}
 	err := s.db.InTxOpts(ctx, "count fleet per channel", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -165,8 +168,9 @@ func (s *Fleet) FleetCounts(ctx context.Context, activeSince time.Time) (map[str
 			)
 			select t.channel, t.clusters::bigint, (coalesce(a.active, 0) + b.active)::bigint
 			from t left join a using (channel)
-			cross join lateral (select count(*) as active from fleet f where f.channel = t.channel
-				and f.last_seen >= $1 and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute') b`, activeSince)
+			cross join lateral (select coalesce(sum(clusters), 0) as active from fleet_seconds s where s.channel = t.channel
+				and s.second >= date_trunc('second', $1::timestamptz)
+				and s.second < date_trunc('minute', $1::timestamptz) + interval '1 minute') b`, activeSince)
 		if err != nil {
 			return err
 		}
@@ -215,8 +219,8 @@ func (s *Fleet) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion
 
 // FleetActive counts the clusters seen since activeSince by channel and
 // reported version (the tidemark_fleet_clusters gauge), from the counts
-// kept as the fleet is written (migration 029): whole minutes after the
-// window's first from them, that minute itself from fleet.
+// kept as the fleet is written (migrations 029, 030): whole minutes after
+// the window's first by minute, that minute itself by second.
 func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
 	out := map[string][]resolver.VersionCount{}
 	err := s.db.InTxOpts(ctx, "count active fleet", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -224,13 +228,12 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 				select channel, reported, clusters as n from fleet_activity
 				where minute > date_trunc('minute', $1::timestamptz) and reported <> '' and clusters <> 0
 				union all
-				select f.channel, f.reported, count(*)
+				select s.channel, s.reported, s.clusters
 				from (select distinct channel from fleet_activity
 					where minute = date_trunc('minute', $1::timestamptz) and clusters > 0) c
-				join fleet f on f.channel = c.channel and f.last_seen >= $1
-					and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute'
-				where f.reported <> ''
-				group by 1, 2
+				join fleet_seconds s on s.channel = c.channel and s.second >= date_trunc('second', $1::timestamptz)
+					and s.second < date_trunc('minute', $1::timestamptz) + interval '1 minute'
+				where s.reported <> '' and s.clusters <> 0
 			) u group by 1, 2 having sum(n) > 0`, activeSince)
 		if err != nil {
 			return err
@@ -255,7 +258,8 @@ func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[str
 // them; a stay, which only echoes a report, never adds one). It reads the
 // per-minute counts kept as the fleet is written (fleet_served, migration
 // 024): whole minutes after the window's first from them, that minute
-// itself from fleet (fleet_channel_seen), so the list is exact.
+// itself from the counts by second (fleet_seconds), so the list is exact
+// to the second.
 func (s *Fleet) FleetActiveServed(ctx context.Context, activeSince time.Time) (map[string][]string, error) {
 	out := map[string][]string{}
 	err := s.db.InTxOpts(ctx, "list versions served to active clusters", pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -263,8 +267,10 @@ func (s *Fleet) FleetActiveServed(ctx context.Context, activeSince time.Time) (m
 				select distinct seen = date_trunc('minute', $1::timestamptz) as first, channel, served from fleet_served
 				where seen >= date_trunc('minute', $1::timestamptz) and clusters > 0)
 			select distinct channel, served from m
-			where not first or exists (select 1 from fleet f where f.channel = m.channel and f.last_seen >= $1
-				and f.last_seen < date_trunc('minute', $1::timestamptz) + interval '1 minute' and f.directed = m.served and f.evidence)`, activeSince)
+			where not first or exists (select 1 from fleet_seconds s where s.channel = m.channel
+				and s.second >= date_trunc('second', $1::timestamptz)
+				and s.second < date_trunc('minute', $1::timestamptz) + interval '1 minute'
+				and s.directed = m.served and s.evidence and s.clusters > 0)`, activeSince)
 		if err != nil {
 			return err
 		}
@@ -308,6 +314,9 @@ func (s *Fleet) PurgeFleet(ctx context.Context, cutoff time.Time) (int64, error)
 					return err
 				}
 				if _, err := tx.Exec(ctx, `delete from evidence_history where at < now() - interval '30 days'`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `delete from fleet_seconds where clusters = 0`); err != nil {
 					return err
 				}
 				_, err := tx.Exec(ctx, `delete from fleet_activity where clusters = 0`)

@@ -227,8 +227,8 @@ func explain(ctx context.Context, db string) (string, error) {
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `explain (analyze, costs off) select
 		(select coalesce(sum(clusters), 0) from fleet_activity where channel = 'stable' and minute > date_trunc('minute', now() - interval '1 hour'))
-		+ (select count(*) from fleet where channel = 'stable' and last_seen >= now() - interval '1 hour'
-			and last_seen < date_trunc('minute', now() - interval '1 hour') + interval '1 minute')`)
+		+ (select coalesce(sum(clusters), 0) from fleet_seconds where channel = 'stable' and second >= date_trunc('second', now() - interval '1 hour')
+			and second < date_trunc('minute', now() - interval '1 hour') + interval '1 minute')`)
 	if err != nil {
 		return "", err
 	}
