@@ -19,7 +19,7 @@ import (
 // channel first and last told each version. The counters keep last seen
 // by whole minutes and first directed by whole seconds: minutes wholly in
 // the window come from them, the window's first minute from the counts by
-// second (fleet_seconds, migration 030, a channel at a time), so a cluster
+// second (fleet_seconds, migration 029, a channel at a time), so a cluster
 // that falls silent leaves the figures within a second of leaving the
 // window, and one counts as stuck at most a second late.
 func (s *Fleet) EvidenceCounts(ctx context.Context, activeSince, stuckBefore time.Time) ([]resolver.EvidenceRow, map[resolver.ChannelVersion]resolver.EvidenceTold, error) {

@@ -154,7 +154,7 @@ func (s *Fleet) FleetCluster(ctx context.Context, id string) ([]resolver.Cluster
 // A channel without records is absent. Both come from the counts kept as
 // the fleet is written (migrations 008, 029): the active ones by whole
 // minutes after the window's first, that minute itself from the counts by
-// second (fleet_seconds, migration 030), so the count is exact to the
+// second (fleet_seconds, migration 029), so the count is exact to the
 // second.
 func (s *Fleet) FleetCounts(ctx context.Context, activeSince time.Time) (map[string]resolver.FleetCount, error) {
 	out := map[string]resolver.FleetCount{}
@@ -219,7 +219,7 @@ func (s *Fleet) ServedCounts(ctx context.Context, keys []resolver.ChannelVersion
 
 // FleetActive counts the clusters seen since activeSince by channel and
 // reported version (the tidemark_fleet_clusters gauge), from the counts
-// kept as the fleet is written (migrations 029, 030): whole minutes after
+// kept as the fleet is written (migration 029): whole minutes after
 // the window's first by minute, that minute itself by second.
 func (s *Fleet) FleetActive(ctx context.Context, activeSince time.Time) (map[string][]resolver.VersionCount, error) {
 	out := map[string][]resolver.VersionCount{}
