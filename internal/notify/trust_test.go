@@ -85,7 +85,21 @@ func TestAnEventCommittedLateIsStillDelivered(t *testing.T) {
 	if strings.Join(tos, ",") != "late,early" {
 		t.Errorf("delivered %v, want late then early (transaction order)", tos)
 	}
-	s, err := d.Status(ctx, 10)
+	// The receiver has the second event before the deliverer records it:
+	// wait for the record, then check it.
+	var s openapi.Notifications
+	waitFor(t, "both deliveries recorded", func() bool {
+		s, err = d.Status(ctx, 10)
+		if err != nil || s.Endpoints[0].Backlog != 0 {
+			return false
+		}
+		for _, e := range s.Events {
+			if e.Deliveries["hook"] != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
